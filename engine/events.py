@@ -1,0 +1,186 @@
+"""The one vocabulary the engine speaks to the TUI, the headless runner, the journal and tests.
+
+Each event is a frozen dataclass with an `event` name; `to_json` gives a plain,
+JSON-serialisable dict and `event_from_json` reads it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from engine.turns import Issue
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of every engine event."""
+
+    event: ClassVar[str] = "event"
+    turn: int
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"event": self.event}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, tuple) and value and isinstance(value[0], Issue):
+                value = [issue.to_json() for issue in value]
+            elif isinstance(value, tuple):
+                value = list(value)
+            data[f.name] = value
+        return data
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    """A new attempt at a turn begins; `retry` counts manual retries of this turn."""
+
+    event: ClassVar[str] = "turn_started"
+    attempt: int
+    player_input: str = ""
+    retry: int = 0
+
+
+@dataclass(frozen=True)
+class ProseDelta(Event):
+    """More prose of the first attempt, to append to what is shown."""
+
+    event: ClassVar[str] = "prose_delta"
+    text: str
+
+
+@dataclass(frozen=True)
+class AttemptFinished(Event):
+    """A model attempt ended: its raw output, usage, delta timing and issues (for the journal)."""
+
+    event: ClassVar[str] = "attempt_finished"
+    attempt: int
+    kind: str
+    """"turn" for a first answer, "correction" for a corrective request."""
+    raw: str | None
+    """The structured output as JSON text, or None when the model gave none."""
+    text: str = ""
+    """Plain text the model wrote outside the structured output."""
+    stop_reason: str = "end"
+    usage: dict[str, int] = field(default_factory=dict)
+    deltas: tuple[tuple[int, str, str], ...] = ()
+    """(milliseconds since the attempt started, "s" structured or "t" text, chunk)."""
+    issues: tuple[Issue, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValidationFailed(Event):
+    """An attempt was judged and rejected."""
+
+    event: ClassVar[str] = "validation_failed"
+    attempt: int
+    issues: tuple[Issue, ...]
+
+
+@dataclass(frozen=True)
+class CorrectionStarted(Event):
+    """The engine asks the model to correct its last attempt (`correction` of `budget`)."""
+
+    event: ClassVar[str] = "correction_started"
+    attempt: int
+    budget: int
+    correction: int = 1
+
+
+@dataclass(frozen=True)
+class ProseReplaced(Event):
+    """A correction was judged: its prose replaces what is shown only when `changed`."""
+
+    event: ClassVar[str] = "prose_replaced"
+    changed: bool
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class NarratorRetrying(Event):
+    """A transient narrator fault; the same request is sent again after `delay` seconds."""
+
+    event: ClassVar[str] = "narrator_retrying"
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class TurnCommitted(Event):
+    """The turn passed every rule and is now the committed state."""
+
+    event: ClassVar[str] = "turn_committed"
+    state_hash: str
+    narrative: str = ""
+    state_patch: tuple[dict[str, Any], ...] = ()
+    suggestions: tuple[str, ...] = ()
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnFailed(Event):
+    """The budget is spent (or the narrator cannot go on); nothing was committed."""
+
+    event: ClassVar[str] = "turn_failed"
+    issues: tuple[Issue, ...]
+
+
+@dataclass(frozen=True)
+class TurnCancelled(Event):
+    """The player cancelled the turn; nothing was committed."""
+
+    event: ClassVar[str] = "turn_cancelled"
+
+
+@dataclass(frozen=True)
+class TurnUndone(Event):
+    """The last committed turn was undone; `state` is the committed state again."""
+
+    event: ClassVar[str] = "turn_undone"
+    state_hash: str
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoryEnded(Event):
+    """The committed state reached one of the story's endings."""
+
+    event: ClassVar[str] = "story_ended"
+    ending: str
+    title: str
+    text: str
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.event: cls
+    for cls in (TurnStarted, ProseDelta, AttemptFinished, ValidationFailed, CorrectionStarted, ProseReplaced,
+                NarratorRetrying, TurnCommitted, TurnFailed, TurnCancelled, TurnUndone, StoryEnded)
+}
+
+
+def event_from_json(data: dict[str, Any]) -> Event:
+    """Rebuild an event from `Event.to_json` output.
+
+    Raises:
+        ValueError: the name is unknown or a field is missing.
+    """
+    cls = EVENT_TYPES.get(data.get("event", ""))
+    if cls is None:
+        raise ValueError(f"unknown event {data.get('event')!r}")
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if f.name == "issues":
+            value = tuple(Issue.from_json(i) for i in value)
+        elif f.name == "deltas":
+            value = tuple(tuple(d) for d in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[f.name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"bad {cls.event} event: {exc}") from None

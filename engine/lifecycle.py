@@ -1,0 +1,332 @@
+"""The turn lifecycle: stream, validate, correct within a budget, commit or fail.
+
+`Session` owns the committed state and the model's conversation. Each call to
+`play` or `retry` is an async generator of events; nothing is committed until
+a whole turn passes every rule, and a failed or cancelled turn leaves the
+state and the conversation exactly as they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import pydantic_core
+
+from engine.events import (
+    AttemptFinished,
+    CorrectionStarted,
+    Event,
+    NarratorRetrying,
+    ProseDelta,
+    ProseReplaced,
+    StoryEnded,
+    TurnCancelled,
+    TurnCommitted,
+    TurnFailed,
+    TurnStarted,
+    TurnUndone,
+    ValidationFailed,
+)
+from engine.narrators.base import (
+    Exchange,
+    Finish,
+    NarrationRequest,
+    Narrator,
+    NarratorError,
+    Rejection,
+    StructuredDelta,
+    TextDelta,
+    TransientNarratorError,
+)
+from engine.packs import StoryPack
+from engine.rules import Verdict, judge
+from engine.state import WorldState, initial_state, state_hash
+from engine.turns import Issue, Turn
+
+DEFAULT_BUDGET = 2
+MAX_TRANSIENT_RETRIES = 4
+T = TypeVar("T")
+
+
+class _Cancelled(Exception):
+    """The player cancelled while we were waiting."""
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    raw: str | None
+    text: str
+    finish: Finish
+    deltas: tuple[tuple[int, str, str], ...]
+    shown: str
+    """Prose streamed to the screen during this attempt."""
+
+
+@dataclass(frozen=True)
+class PendingTurn:
+    """A turn that failed or was cancelled and can be retried."""
+
+    turn: int
+    player_input: str
+    retries: int
+
+
+class Session:
+    """One story being played: committed state, history, and the turn in flight.
+
+    Args:
+        pack: the story.
+        narrator: who writes the turns.
+        budget: how many corrections a turn may use before it fails.
+        state: the committed state to start from (a resumed story), else the pack's initial state.
+        history: the committed exchanges so far (a resumed story).
+        next_turn: the number the next turn gets (turn numbers are never reused).
+        clock: monotonic seconds, for delta timing when a narrator keeps no clock of its own.
+        sleep: how to wait before retrying a transient fault.
+    """
+
+    def __init__(
+        self,
+        pack: StoryPack,
+        narrator: Narrator,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        state: WorldState | None = None,
+        history: tuple[Exchange, ...] = (),
+        next_turn: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ):
+        if budget < 0:
+            raise ValueError("the correction budget cannot be negative")
+        self.pack = pack
+        self.narrator = narrator
+        self.budget = budget
+        self.state: WorldState = state if state is not None else initial_state(pack)
+        self.history: tuple[Exchange, ...] = history
+        self.next_turn = next_turn
+        self.pending: PendingTurn | None = None
+        self._undo_stack: list[tuple[WorldState, tuple[Exchange, ...]]] = []
+        self._clock = clock
+        self._sleep = sleep
+        self._cancel: asyncio.Event | None = None
+
+    @property
+    def busy(self) -> bool:
+        """True while a turn is in flight."""
+        return self._cancel is not None
+
+    def play(self, player_input: str) -> AsyncIterator[Event]:
+        """Play one player command as a new turn."""
+        turn = self.next_turn
+        self.next_turn += 1
+        return self._run(turn, player_input, retry=0)
+
+    def retry(self) -> AsyncIterator[Event]:
+        """Play the last failed or cancelled turn again, with a fresh budget.
+
+        Raises:
+            RuntimeError: there is no failed or cancelled turn to retry.
+        """
+        if self.pending is None:
+            raise RuntimeError("there is no failed or cancelled turn to retry")
+        pending = self.pending
+        return self._run(pending.turn, pending.player_input, retry=pending.retries + 1)
+
+    def cancel(self) -> None:
+        """Cancel the turn in flight, wherever it is; a no-op when idle."""
+        if self._cancel is not None:
+            self._cancel.set()
+
+    def undo(self) -> TurnUndone | None:
+        """Restore the state before the last committed turn, or None if there is none."""
+        if not self._undo_stack or self.busy:
+            return None
+        self.state, self.history = self._undo_stack.pop()
+        self.pending = None
+        return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
+
+    def restore(self, state: WorldState, history: tuple[Exchange, ...], undo_stack: list[tuple[WorldState, tuple[Exchange, ...]]]) -> None:
+        """Put a resumed story's committed state, history and undo stack in place."""
+        self.state, self.history, self._undo_stack = state, history, undo_stack
+
+    async def _run(self, turn: int, player_input: str, retry: int) -> AsyncIterator[Event]:
+        if self._cancel is not None:
+            raise RuntimeError("a turn is already in flight")
+        cancel = self._cancel = asyncio.Event()
+        before = self.state
+        request = NarrationRequest(self.pack, before, self.history, player_input, turn)
+        shown = ""
+        try:
+            yield TurnStarted(turn=turn, attempt=1, player_input=player_input, retry=retry)
+            while True:
+                attempt: _Attempt | None = None
+                async for item in self._attempt(request, cancel, stream_prose=not request.is_correction, shown=shown):
+                    if isinstance(item, _Attempt):
+                        attempt = item
+                    else:
+                        if isinstance(item, ProseReplaced):
+                            shown = ""
+                        yield item
+                assert attempt is not None
+                if not request.is_correction:
+                    shown = attempt.shown
+                verdict = self._judge(attempt, before, request)
+                yield AttemptFinished(
+                    turn=turn, attempt=request.attempt, kind="correction" if request.is_correction else "turn",
+                    raw=attempt.raw, text=attempt.text, stop_reason=attempt.finish.stop_reason,
+                    usage=dict(attempt.finish.usage), deltas=attempt.deltas, issues=verdict.issues,
+                )
+                if verdict.turn is not None:
+                    narrative = verdict.turn.narrative
+                    if not request.is_correction and narrative.startswith(shown):
+                        if narrative != shown:
+                            yield ProseDelta(turn=turn, text=narrative[len(shown):])
+                    else:
+                        changed = narrative != shown
+                        yield ProseReplaced(turn=turn, changed=changed, text=narrative if changed else "")
+                    shown = narrative
+                if cancel.is_set():
+                    raise _Cancelled
+                if verdict.ok:
+                    assert verdict.turn is not None and verdict.after is not None
+                    for event in self._commit(turn, player_input, verdict.turn, verdict.after):
+                        yield event
+                    return
+                yield ValidationFailed(turn=turn, attempt=request.attempt, issues=verdict.issues)
+                corrections_used = request.attempt - 1
+                if corrections_used >= self.budget:
+                    self.pending = PendingTurn(turn, player_input, retry)
+                    yield TurnFailed(turn=turn, issues=verdict.issues)
+                    return
+                rejection = Rejection(raw=attempt.raw, text=attempt.text, issues=verdict.issues)
+                kept = verdict.turn.narrative if verdict.turn is not None else None
+                request = replace(request, attempt=request.attempt + 1, correction=rejection, kept_narrative=kept)
+                yield CorrectionStarted(turn=turn, attempt=request.attempt, budget=self.budget,
+                                        correction=request.attempt - 1)
+        except _Cancelled:
+            self.pending = PendingTurn(turn, player_input, retry)
+            yield TurnCancelled(turn=turn)
+        except NarratorError as exc:
+            self.pending = PendingTurn(turn, player_input, retry)
+            yield TurnFailed(turn=turn, issues=(Issue("", exc.rule, str(exc)),))
+        finally:
+            self._cancel = None
+
+    def _judge(self, attempt: _Attempt, before: WorldState, request: NarrationRequest) -> Verdict:
+        verdict = judge(attempt.raw, before, self.pack, kept_narrative=request.kept_narrative)
+        if attempt.finish.stop_reason == "max_tokens" and verdict.turn is None:
+            cut = Issue("", "output.truncated", "The turn was cut off at the output token limit before it was "
+                                                 "complete. Write a shorter turn: fewer paragraphs, same patch.")
+            verdict = Verdict(None, None, (cut,))
+        return verdict
+
+    def _commit(self, turn: int, player_input: str, accepted: Turn, after: WorldState) -> list[Event]:
+        before = self.state
+        self._undo_stack.append((before, self.history))
+        self.state = after
+        self.history = (*self.history, Exchange(player_input, accepted))
+        self.pending = None
+        events: list[Event] = [TurnCommitted(
+            turn=turn, state_hash=state_hash(after), narrative=accepted.narrative,
+            state_patch=tuple(accepted.patch_json()), suggestions=tuple(accepted.suggestions), state=after,
+        )]
+        for ending_id, ending in self.pack.endings.items():
+            if ending.when.holds(after) and not ending.when.holds(before):
+                events.append(StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text))
+                break
+        return events
+
+    async def _attempt(
+        self, request: NarrationRequest, cancel: asyncio.Event, *, stream_prose: bool, shown: str
+    ) -> AsyncIterator[Event | _Attempt]:
+        """One model attempt, with transient faults retried; yields prose events, then the `_Attempt`."""
+        for retry in range(MAX_TRANSIENT_RETRIES + 1):
+            started = self._clock()
+            structured: list[str] = []
+            text: list[str] = []
+            deltas: list[tuple[int, str, str]] = []
+            finish = Finish()
+            prose = _ProseStream()
+            stream = aiter(self.narrator.narrate(request))
+            try:
+                while True:
+                    try:
+                        chunk = await _race(anext(stream), cancel)
+                    except StopAsyncIteration:
+                        break
+                    if isinstance(chunk, Finish):
+                        finish = chunk
+                        continue
+                    at = chunk.at_ms if chunk.at_ms is not None else int((self._clock() - started) * 1000)
+                    if isinstance(chunk, StructuredDelta):
+                        structured.append(chunk.text)
+                        deltas.append((at, "s", chunk.text))
+                        new = prose.feed(chunk.text) if stream_prose else ""
+                        if new:
+                            yield ProseDelta(turn=request.turn, text=new)
+                    elif isinstance(chunk, TextDelta):
+                        text.append(chunk.text)
+                        deltas.append((at, "t", chunk.text))
+            except TransientNarratorError as exc:
+                if retry == MAX_TRANSIENT_RETRIES:
+                    raise
+                delay = exc.retry_after if exc.retry_after is not None else float(2 ** retry)
+                if stream_prose and prose.shown:
+                    yield ProseReplaced(turn=request.turn, changed=True, text="")
+                yield NarratorRetrying(turn=request.turn, attempt=request.attempt, delay=delay, reason=str(exc))
+                await _race(self._sleep(delay), cancel)
+                continue
+            finally:
+                with suppress(Exception):
+                    await stream.aclose()  # type: ignore[attr-defined]
+            raw = "".join(structured) if structured else None
+            yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown if stream_prose else shown)
+            return
+
+
+class _ProseStream:
+    """Extracts the narrative from partial JSON as it grows, append-only."""
+
+    def __init__(self) -> None:
+        self._buffer: list[str] = []
+        self.shown = ""
+
+    def feed(self, chunk: str) -> str:
+        """Add a chunk of JSON text; return the prose newly readable, if any."""
+        self._buffer.append(chunk)
+        try:
+            partial = pydantic_core.from_json("".join(self._buffer), allow_partial="trailing-strings")
+        except ValueError:
+            return ""
+        narrative = partial.get("narrative") if isinstance(partial, dict) else None
+        if not isinstance(narrative, str) or not narrative.startswith(self.shown) or narrative == self.shown:
+            return ""
+        new = narrative[len(self.shown):]
+        self.shown = narrative
+        return new
+
+
+async def _race(awaitable: Awaitable[T], cancel: asyncio.Event) -> T:
+    """Await something unless the player cancels first."""
+    if cancel.is_set():
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        raise _Cancelled
+    task = asyncio.ensure_future(awaitable)
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    with suppress(BaseException):
+        await task
+    raise _Cancelled

@@ -1,0 +1,1 @@
+"""Narrators: who writes the turns. See `engine.narrators.base` for the interface."""

@@ -1,0 +1,142 @@
+"""The one interface every narrator (offline, anthropic, openai, replay) speaks.
+
+A narrator gets a `NarrationRequest` and yields `StructuredDelta` chunks (the
+turn's JSON text as it is written: a tool call's input, or a JSON response),
+`TextDelta` chunks (plain text outside the structured output) and finally one
+`Finish`. The engine, not the narrator, parses and judges the output, so every
+narrator is held to the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from engine.packs import StoryPack
+from engine.state import WorldState
+from engine.turns import Issue, Turn
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A committed turn as the model's conversation remembers it."""
+
+    player_input: str
+    turn: Turn
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """The latest rejected attempt and exactly what was wrong with it.
+
+    Only the latest goes into a correction request, never the chain of earlier
+    failures, so a correction stays small however many attempts there are.
+    """
+
+    raw: str | None
+    """The rejected structured output (JSON text), or None if there was none."""
+    text: str
+    """Plain text the model wrote instead of, or beside, the structured output."""
+    issues: tuple[Issue, ...]
+
+    @property
+    def missing_output(self) -> bool:
+        """True when the model never reported a turn through the structured output."""
+        return any(issue.rule == "output.missing" for issue in self.issues)
+
+
+@dataclass(frozen=True)
+class NarrationRequest:
+    """What a narrator is asked: a new turn, or a correction of its last attempt."""
+
+    pack: StoryPack
+    state: WorldState
+    """The committed state (never a rejected one)."""
+    history: tuple[Exchange, ...]
+    """Committed turns only: failed, cancelled and rejected attempts never appear."""
+    player_input: str
+    turn: int
+    attempt: int = 1
+    correction: Rejection | None = None
+    kept_narrative: str | None = None
+    """The prose on screen; a correction may leave `narrative` out to keep it."""
+
+    @property
+    def is_correction(self) -> bool:
+        return self.correction is not None
+
+
+@dataclass(frozen=True)
+class StructuredDelta:
+    """A piece of the turn's JSON text. `at_ms` is the narrator's own clock, if it keeps one."""
+
+    text: str
+    at_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of plain text outside the structured output."""
+
+    text: str
+    at_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The end of an attempt: why it stopped, and what it cost."""
+
+    stop_reason: str = "end"
+    """"end", "tool_use", "max_tokens", or the provider's own word."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """{"input_tokens", "output_tokens", "cached_tokens"} where the narrator knows them."""
+
+
+Chunk = StructuredDelta | TextDelta | Finish
+
+
+class NarratorError(Exception):
+    """The narrator cannot answer this request; the turn fails with this message.
+
+    Attributes:
+        rule: the issue's rule id ("narrator.error", "narrator.refusal", ...).
+    """
+
+    rule = "narrator.error"
+
+
+class NarratorRefusal(NarratorError):
+    """The model refused to write this turn; correcting it would not help."""
+
+    rule = "narrator.refusal"
+
+
+class TransientNarratorError(NarratorError):
+    """A fault worth retrying (overloaded, rate-limited, connection dropped).
+
+    Retries do not spend the correction budget.
+    """
+
+    rule = "narrator.unavailable"
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@runtime_checkable
+class Narrator(Protocol):
+    """Anything that can narrate: see the module docstring."""
+
+    name: str
+    model: str
+
+    def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
+        """Stream the answer to one request. Closing the iterator must close any connection."""
+        ...
+
+
+def describe(narrator: Any) -> dict[str, Any]:
+    """Name and model of a narrator, for save headers and status lines."""
+    return {"narrator": getattr(narrator, "name", "unknown"), "model": getattr(narrator, "model", "")}

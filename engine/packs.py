@@ -1,0 +1,336 @@
+"""Story packs: the world a story is played in, loaded from TOML.
+
+A pack is the authority every turn is checked against, so a broken pack is
+refused whole, with every problem listed (file, key and line where known),
+rather than failing halfway through a story.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PLAYER = "player"
+NOWHERE = "nowhere"
+RESERVED_PLACES = (PLAYER, NOWHERE)
+DIRECTIONS = ("north", "south", "east", "west", "up", "down", "in", "out",
+              "northeast", "northwest", "southeast", "southwest")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Room(_Strict):
+    """A place the player can stand in."""
+
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    aliases: list[str] = []
+    exits: dict[str, str] = {}
+    gates: dict[str, str] = {}
+    """Exit direction -> flag that must be true for the exit to be passable."""
+
+
+class Item(_Strict):
+    """A thing in the world: carried, lying in a room, or nowhere yet."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    aliases: list[str] = []
+    at: str
+    portable: bool = True
+
+
+class Stat(_Strict):
+    """A bounded whole number the story tracks (health, oil, courage)."""
+
+    initial: int
+    min: int
+    max: int
+    label: str = ""
+
+
+class Condition(_Strict):
+    """What must hold of the state; used by actions and endings."""
+
+    location: str | None = None
+    items: dict[str, str] = {}
+    flags: dict[str, bool] = {}
+    stats_at_least: dict[str, int] = {}
+    stats_at_most: dict[str, int] = {}
+
+    def holds(self, state: dict[str, Any]) -> bool:
+        """Whether the state satisfies every part of this condition."""
+        if self.location is not None and state["location"] != self.location:
+            return False
+        if any(state["items"].get(i) != at for i, at in self.items.items()):
+            return False
+        if any(state["flags"].get(f) != v for f, v in self.flags.items()):
+            return False
+        if any(state["stats"].get(s, 0) < v for s, v in self.stats_at_least.items()):
+            return False
+        return all(state["stats"].get(s, 0) <= v for s, v in self.stats_at_most.items())
+
+
+class Effects(_Strict):
+    """What an action changes: item places, flags, and stat deltas."""
+
+    items: dict[str, str] = {}
+    flags: dict[str, bool] = {}
+    stats: dict[str, int] = {}
+
+
+class Action(_Strict):
+    """A story-specific deed, such as lighting the beacon with the matches.
+
+    Narrators use actions to know what `use`, `open` and the like can do; the
+    rules still judge the resulting patch like any other.
+    """
+
+    verbs: list[str] = Field(min_length=1)
+    item: str | None = None
+    room: str | None = None
+    requires: Condition = Condition()
+    effects: Effects = Effects()
+    text: str = Field(min_length=1)
+    refusal: str = ""
+    """Prose for when the verb and item match but `requires` does not hold."""
+
+
+class Ending(_Strict):
+    """A state that ends the story, with its closing prose."""
+
+    title: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    when: Condition
+
+
+class StoryPack(_Strict):
+    """A whole story: its world, its voice, its actions and its endings."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    title: str = Field(min_length=1)
+    intro: str = Field(min_length=1)
+    style: str = ""
+    start: str
+    rooms: dict[str, Room] = Field(min_length=1)
+    items: dict[str, Item] = {}
+    stats: dict[str, Stat] = {}
+    flags: dict[str, bool] = {}
+    actions: dict[str, Action] = {}
+    endings: dict[str, Ending] = {}
+
+    @cached_property
+    def digest(self) -> str:
+        """A hash of the pack's content, so a save can tell the pack changed."""
+        canonical = self.model_dump_json(round_trip=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def item_words(self, item_id: str) -> tuple[str, ...]:
+        """Every word a narrative or a player may use for an item."""
+        item = self.items[item_id]
+        return (item.name, *item.aliases)
+
+    def room_words(self, room_id: str) -> tuple[str, ...]:
+        """Every word a narrative or a player may use for a room."""
+        room = self.rooms[room_id]
+        return (room.name, *room.aliases)
+
+
+@dataclass(frozen=True)
+class PackProblem:
+    """One thing wrong with a pack, located as precisely as we can."""
+
+    file: str
+    key: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.key}: {self.message}"
+
+
+class PackError(Exception):
+    """A story pack that cannot be played, with every problem found."""
+
+    def __init__(self, problems: list[PackProblem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def builtin_pack_ids() -> list[str]:
+    """The ids of the packs that ship with storyloom."""
+    folder = resources.files("engine") / "stories"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_pack(ref: str | Path) -> StoryPack:
+    """Load a built-in pack by id, or a pack file by path.
+
+    Raises:
+        PackError: the pack is missing or broken; every problem is listed.
+    """
+    ref_text = str(ref)
+    if isinstance(ref, str) and ref in builtin_pack_ids():
+        resource = resources.files("engine") / "stories" / f"{ref}.toml"
+        return parse_pack(resource.read_text(encoding="utf-8"), f"{ref}.toml")
+    path = Path(ref)
+    if not path.is_file():
+        known = ", ".join(builtin_pack_ids())
+        raise PackError([PackProblem(ref_text, "-", f"no such story file or built-in story (built-in: {known})")])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PackError([PackProblem(ref_text, "-", f"cannot read the file: {exc}")]) from None
+    return parse_pack(text, ref_text)
+
+
+_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def parse_pack(text: str, file: str = "<pack>") -> StoryPack:
+    """Parse and check a pack's TOML text; see `load_pack`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = _TOML_LINE.search(str(exc))
+        line = int(match.group(1)) if match else None
+        raise PackError([PackProblem(file, "-", f"not valid TOML: {exc}", line)]) from None
+    locate = _Locator(text)
+    try:
+        pack = StoryPack.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key = ".".join(str(p) for p in error["loc"]) or "-"
+            problems.append(PackProblem(file, key, _pydantic_message(error), locate(key)))
+        raise PackError(problems) from None
+    problems = [PackProblem(file, key, message, locate(key)) for key, message in _world_problems(pack)]
+    if problems:
+        raise PackError(problems)
+    return pack
+
+
+def _pydantic_message(error: dict[str, Any]) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key (check its spelling)"
+    if error["type"] == "missing":
+        return "required key is missing"
+    return str(error["msg"])
+
+
+def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """Cross-references that the schema alone cannot check."""
+    rooms, items, stats, flags = pack.rooms, pack.items, pack.stats, pack.flags
+    places = set(rooms) | set(RESERVED_PLACES)
+    found: list[tuple[str, str]] = []
+    if pack.start not in rooms:
+        found.append(("start", f"start room {pack.start!r} is not a declared room"))
+    seen_ids: dict[str, str] = {}
+    for section, ids in (("rooms", rooms), ("items", items), ("stats", stats), ("flags", flags)):
+        for ident in ids:
+            if ident in RESERVED_PLACES:
+                found.append((f"{section}.{ident}", f"{ident!r} is reserved for item places"))
+            if ident in seen_ids:
+                found.append((f"{section}.{ident}", f"duplicate id {ident!r}: also declared in [{seen_ids[ident]}]"))
+            seen_ids.setdefault(ident, section)
+    for room_id, room in rooms.items():
+        for direction, target in room.exits.items():
+            if target not in rooms:
+                found.append((f"rooms.{room_id}.exits.{direction}", f"exit leads to unknown room {target!r}"))
+        for direction, flag in room.gates.items():
+            if direction not in room.exits:
+                found.append((f"rooms.{room_id}.gates.{direction}", f"gate on {direction!r}, which is not an exit"))
+            if flag not in flags:
+                found.append((f"rooms.{room_id}.gates.{direction}", f"gate names unknown flag {flag!r}"))
+    words: dict[str, str] = {}
+    for item_id, item in items.items():
+        if item.at not in places:
+            found.append((f"items.{item_id}.at", f"item placed in unknown room {item.at!r}"))
+        for word in {w.lower() for w in (item.name, *item.aliases)}:
+            if word in words and words[word] != item_id:
+                found.append((f"items.{item_id}.aliases", f"duplicate alias {word!r}: also names item {words[word]!r}"))
+            words.setdefault(word, item_id)
+    for stat_id, stat in stats.items():
+        if stat.min > stat.max:
+            found.append((f"stats.{stat_id}", f"min {stat.min} is above max {stat.max}"))
+        elif not stat.min <= stat.initial <= stat.max:
+            found.append((f"stats.{stat_id}.initial", f"initial {stat.initial} is outside {stat.min}..{stat.max}"))
+    for action_id, action in pack.actions.items():
+        key = f"actions.{action_id}"
+        if action.item is not None and action.item not in items:
+            found.append((f"{key}.item", f"unknown item {action.item!r}"))
+        if action.room is not None and action.room not in rooms:
+            found.append((f"{key}.room", f"unknown room {action.room!r}"))
+        found += _condition_problems(f"{key}.requires", action.requires, pack)
+        found += _effects_problems(f"{key}.effects", action.effects, pack)
+    for ending_id, ending in pack.endings.items():
+        found += _condition_problems(f"endings.{ending_id}.when", ending.when, pack)
+    return found
+
+
+def _condition_problems(key: str, cond: Condition, pack: StoryPack) -> list[tuple[str, str]]:
+    found = []
+    if cond.location is not None and cond.location not in pack.rooms:
+        found.append((f"{key}.location", f"unknown room {cond.location!r}"))
+    found += _refs(f"{key}.items", cond.items, pack.items, "item")
+    found += [(f"{key}.items.{i}", f"unknown place {at!r}") for i, at in cond.items.items()
+              if at not in pack.rooms and at not in RESERVED_PLACES]
+    found += _refs(f"{key}.flags", cond.flags, pack.flags, "flag")
+    found += _refs(f"{key}.stats_at_least", cond.stats_at_least, pack.stats, "stat")
+    found += _refs(f"{key}.stats_at_most", cond.stats_at_most, pack.stats, "stat")
+    return found
+
+
+def _effects_problems(key: str, effects: Effects, pack: StoryPack) -> list[tuple[str, str]]:
+    found = _refs(f"{key}.items", effects.items, pack.items, "item")
+    found += [(f"{key}.items.{i}", f"unknown place {at!r}") for i, at in effects.items.items()
+              if at not in pack.rooms and at not in RESERVED_PLACES]
+    found += _refs(f"{key}.flags", effects.flags, pack.flags, "flag")
+    found += _refs(f"{key}.stats", effects.stats, pack.stats, "stat")
+    return found
+
+
+def _refs(key: str, used: dict[str, Any], declared: dict[str, Any], kind: str) -> list[tuple[str, str]]:
+    return [(f"{key}.{ident}", f"unknown {kind} {ident!r}") for ident in used if ident not in declared]
+
+
+class _Locator:
+    """Finds the line where a dotted key is written, for problem reports."""
+
+    def __init__(self, text: str):
+        self.lines = text.splitlines()
+
+    def __call__(self, key: str) -> int | None:
+        parts = key.split(".")
+        for depth in range(len(parts), 0, -1):
+            header = re.compile(r"^\s*\[+\s*" + r"\s*\.\s*".join(map(re.escape, parts[:depth])) + r"\s*\]+")
+            for number, line in enumerate(self.lines, 1):
+                if header.match(line):
+                    rest = parts[depth:]
+                    return self._key_after(number, rest[0]) if rest else number
+        top = re.compile(rf"^\s*{re.escape(parts[0])}\s*=")
+        for number, line in enumerate(self.lines, 1):
+            if top.match(line):
+                return number
+        return None
+
+    def _key_after(self, start: int, key: str) -> int:
+        pattern = re.compile(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=")
+        for number in range(start, len(self.lines)):
+            line = self.lines[number]
+            if line.lstrip().startswith("["):
+                break
+            if pattern.search(line):
+                return number + 1
+        return start

@@ -1,0 +1,264 @@
+"""The rules every turn must pass before it may touch the world.
+
+`judge` takes a narrator's raw output and returns a `Verdict`: the parsed turn
+and the state it leads to, or the issues that stop it. It never clamps, fills
+in or repairs anything; a turn passes as written or not at all.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+from pydantic import ValidationError
+
+from engine.packs import NOWHERE, PLAYER, StoryPack
+from engine.state import WorldState, describe_place, state_model
+from engine.turns import Issue, Turn
+
+OUTPUT_MAX_CHARS = 200_000
+"""Raw output longer than this is refused unparsed, so parsing stays bounded."""
+
+RULES: dict[str, str] = {
+    "output.missing": "the reply carried no structured turn at all",
+    "output.too_large": f"the raw output is over {OUTPUT_MAX_CHARS} characters",
+    "output.json": "the structured output is not complete, valid JSON",
+    "turn.schema": "a field of the turn is missing, of the wrong type or out of bounds",
+    "patch.path": "a patch path is outside the declared world",
+    "patch.apply": "a patch operation cannot be applied to the state",
+    "state.schema": "the resulting state has a value of the wrong kind",
+    "move.exit": "the player moved somewhere that is not an exit of the room",
+    "move.gate": "the player went through an exit that is still closed",
+    "item.take_reach": "an item was taken that is not in the player's room",
+    "item.not_portable": "an item that cannot be carried was taken",
+    "item.drop_reach": "an item was dropped somewhere other than the player's room",
+    "stat.bounds": "a stat left its declared bounds",
+    "prose.item": "an item changed place but the narrative does not name it",
+    "prose.room": "the player moved but the narrative does not name the new room",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of judging one output: a turn and its state, or issues."""
+
+    turn: Turn | None
+    after: WorldState | None
+    issues: tuple[Issue, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues and self.turn is not None and self.after is not None
+
+
+def parse_output(raw: str | None) -> tuple[dict[str, Any] | None, tuple[Issue, ...]]:
+    """Parse raw structured output into a JSON object, or say why it cannot be."""
+    if raw is None or not raw.strip():
+        return None, (Issue("", "output.missing", "No turn was reported through the structured output. "
+                                                   "Report the final answer through it now."),)
+    if len(raw) > OUTPUT_MAX_CHARS:
+        return None, (Issue("", "output.too_large", f"The output is {len(raw)} characters; a turn must be "
+                                                     f"far shorter (narrative at most 4000 characters)."),)
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        where = "it ends before the JSON is complete" if exc.pos >= len(raw.rstrip()) else f"at character {exc.pos}: {exc.msg}"
+        return None, (Issue("", "output.json", f"The output is not valid JSON ({where}). "
+                                                "Send the whole turn as one complete JSON object."),)
+    except (ValueError, RecursionError) as exc:
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return None, (Issue("", "output.json", f"The output is not acceptable JSON: {reason}."),)
+    if not isinstance(data, dict):
+        return None, (Issue("", "output.json", f"The output must be a JSON object with narrative and "
+                                                f"state_patch, not a {type(data).__name__}."),)
+    return data, ()
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrative: str | None = None) -> Verdict:
+    """Judge a narrator's raw output against the committed state.
+
+    Args:
+        raw: the structured output as JSON text, or None when there was none.
+        before: the committed state the turn starts from.
+        pack: the story the turn is played in.
+        kept_narrative: for a correction, the prose on screen; used when the
+            correction leaves `narrative` out to keep it.
+    """
+    data, issues = parse_output(raw)
+    if data is None:
+        return Verdict(None, None, issues)
+    if "narrative" not in data and kept_narrative is not None:
+        data = {**data, "narrative": kept_narrative}
+    try:
+        turn = Turn.model_validate(data)
+    except ValidationError as exc:
+        return Verdict(None, None, tuple(_schema_issue(e) for e in exc.errors()))
+    issues = tuple(_path_issues(turn, pack))
+    if issues:
+        return Verdict(turn, None, issues)
+    try:
+        after = jsonpatch.apply_patch(copy.deepcopy(before), turn.patch_json())
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
+        return Verdict(turn, None, (Issue("/state_patch", "patch.apply", f"The patch cannot be applied: {exc}."),))
+    issues = tuple(_state_issues(after, pack))
+    if issues:
+        return Verdict(turn, None, issues)
+    issues = tuple(issue for rule in WORLD_RULES for issue in rule(before, after, turn, pack))
+    return Verdict(turn, None if issues else after, issues)
+
+
+def _schema_issue(error: dict[str, Any]) -> Issue:
+    path = "/" + "/".join(str(p) for p in error["loc"])
+    field = str(error["loc"][0]) if error["loc"] else ""
+    if error["type"] == "missing":
+        message = f"{field} is required."
+    elif error["type"] == "extra_forbidden":
+        message = f"{field} is not a field of a turn; use only narrative, state_patch and suggestions."
+    else:
+        message = f"{error['msg']}."
+    hints = {
+        "narrative": "narrative must be a string of 1 to 4000 characters.",
+        "state_patch": "state_patch must be a list of at most 200 operations {op, path, value} "
+                       "with op one of add, remove, replace, test.",
+        "suggestions": "suggestions must be a list of at most 4 strings of at most 80 characters.",
+    }
+    if field in hints:
+        message = f"{message} {hints[field]}"
+    return Issue(path, "turn.schema", message)
+
+
+_LEAF = re.compile(r"^/(location)$|^/(items|stats|flags)/([^/]+)$")
+
+
+def _path_issues(turn: Turn, pack: StoryPack) -> Iterable[Issue]:
+    sections = {"items": pack.items, "stats": pack.stats, "flags": pack.flags}
+    singular = {"items": "item", "stats": "stat", "flags": "flag"}
+    for index, op in enumerate(turn.state_patch):
+        where = f"/state_patch/{index}/path"
+        match = _LEAF.match(op.path)
+        if match is None:
+            yield Issue(where, "patch.path", f"{op.path!r} cannot be patched; only /location, /items/<id>, "
+                                             f"/stats/<id> and /flags/<id> can.")
+            continue
+        section, key = match.group(2), match.group(3)
+        if section is None:
+            continue
+        key = key.replace("~1", "/").replace("~0", "~")
+        if key not in sections[section]:
+            known = ", ".join(sections[section]) or "none"
+            yield Issue(where, "patch.path", f"There is no {singular[section]} {key!r} in this story; "
+                                             f"declared {section}: {known}.")
+        elif op.op == "remove":
+            yield Issue(where, "patch.path", f"{op.path} cannot be removed; every declared {singular[section]} "
+                                             f"stays in the state (use replace).")
+
+
+def _state_issues(after: Any, pack: StoryPack) -> Iterable[Issue]:
+    try:
+        state_model(pack).model_validate(after)
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = [str(p) for p in error["loc"]]
+            path = "/" + "/".join(loc)
+            yield Issue(path, "state.schema", _state_message(loc, error, pack))
+
+
+def _state_message(loc: list[str], error: dict[str, Any], pack: StoryPack) -> str:
+    section = loc[0] if loc else ""
+    if section == "location":
+        return f"location must be one of the rooms: {', '.join(pack.rooms)}."
+    if section == "items":
+        return f"An item's place must be a room id, {PLAYER!r} or {NOWHERE!r}; rooms: {', '.join(pack.rooms)}."
+    if section == "stats":
+        return "A stat must be a whole number (not a string, float or boolean)."
+    if section == "flags":
+        return "A flag must be true or false."
+    return f"{error['msg']}."
+
+
+WorldRule = Callable[[WorldState, WorldState, Turn, StoryPack], Iterable[Issue]]
+
+
+def _movement(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
+    here, there = before["location"], after["location"]
+    if here == there:
+        return
+    room = pack.rooms[here]
+    exits = {d: t for d, t in room.exits.items()}
+    listing = ", ".join(f"{d} to {pack.rooms[t].name} ({t})" for d, t in exits.items()) or "none"
+    directions = [d for d, t in exits.items() if t == there]
+    if not directions:
+        yield Issue("/location", "move.exit", f"The player cannot go from {room.name} ({here}) to "
+                                              f"{pack.rooms[there].name} ({there}) in one turn; "
+                                              f"exits from {here}: {listing}.")
+        return
+    open_ways = [d for d in directions if d not in room.gates or before["flags"][room.gates[d]]]
+    if not open_ways:
+        gate = room.gates[directions[0]]
+        yield Issue("/location", "move.gate", f"The way {directions[0]} from {room.name} is closed until "
+                                              f"flag {gate!r} is true; it is false now.")
+
+
+def _item_moves(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
+    rooms_here = {before["location"], after["location"]}
+    for item_id, was in before["items"].items():
+        now = after["items"][item_id]
+        if was == now:
+            continue
+        item = pack.items[item_id]
+        path = f"/items/{item_id}"
+        if now == PLAYER:
+            if not item.portable:
+                yield Issue(path, "item.not_portable", f"{item.name} ({item_id}) cannot be carried; "
+                                                       f"leave it at {describe_place(pack, was)}.")
+            elif was not in rooms_here:
+                yield Issue(path, "item.take_reach", f"{item.name} ({item_id}) is at {describe_place(pack, was)}, "
+                                                     f"not in the player's room ({pack.rooms[before['location']].name}); "
+                                                     f"it can only be taken there.")
+        elif was == PLAYER and now != NOWHERE and now not in rooms_here:
+            yield Issue(path, "item.drop_reach", f"{item.name} ({item_id}) can only be dropped in the player's "
+                                                 f"room ({pack.rooms[after['location']].name}), not at "
+                                                 f"{describe_place(pack, now)}.")
+
+
+def _stat_bounds(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
+    for stat_id, value in after["stats"].items():
+        stat = pack.stats[stat_id]
+        if not stat.min <= value <= stat.max:
+            yield Issue(f"/stats/{stat_id}", "stat.bounds", f"{stat_id} would be {value}; it must stay within "
+                                                            f"{stat.min}..{stat.max} (it is {before['stats'][stat_id]} now).")
+
+
+def names(narrative: str, words: Iterable[str]) -> bool:
+    """Whether the narrative mentions any of the words, as whole words, in any case."""
+    text = narrative.casefold()
+    return any(re.search(rf"(?<!\w){re.escape(w.casefold())}(?!\w)", text) for w in words if w)
+
+
+def _prose_agrees(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
+    for item_id, was in before["items"].items():
+        now = after["items"][item_id]
+        if was != now and not names(turn.narrative, pack.item_words(item_id)):
+            words = ", ".join(repr(w) for w in pack.item_words(item_id))
+            yield Issue(f"/items/{item_id}", "prose.item",
+                        f"The patch moves {item_id} to {describe_place(pack, now)}, but the narrative never names "
+                        f"it; name it as one of {words}, or leave its place unchanged.")
+    there = after["location"]
+    if there != before["location"] and not names(turn.narrative, pack.room_words(there)):
+        words = ", ".join(repr(w) for w in pack.room_words(there))
+        yield Issue("/location", "prose.room", f"The player moves to {there}, but the narrative never names it; "
+                                               f"name it as {words}.")
+
+
+WORLD_RULES: tuple[WorldRule, ...] = (_movement, _item_moves, _stat_bounds, _prose_agrees)
+"""Rules over (before_state, after_state, turn, pack); story rules may be added here later."""

@@ -1,0 +1,74 @@
+"""The world state: plain JSON, checked by a pydantic model built from the pack."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, create_model
+
+from engine.packs import RESERVED_PLACES, StoryPack
+
+WorldState = dict[str, Any]
+"""`{"location": room, "items": {id: place}, "stats": {id: int}, "flags": {id: bool}}`.
+
+Treated as immutable: every change is made to a copy.
+"""
+
+
+def initial_state(pack: StoryPack) -> WorldState:
+    """The state a new story starts in."""
+    return {
+        "location": pack.start,
+        "items": {item_id: item.at for item_id, item in pack.items.items()},
+        "stats": {stat_id: stat.initial for stat_id, stat in pack.stats.items()},
+        "flags": dict(pack.flags),
+    }
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON spelling of a value: sorted keys, no spaces, UTF-8 as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def state_hash(state: WorldState) -> str:
+    """sha256 of the canonical JSON of a state: equal states, equal hashes."""
+    return hashlib.sha256(canonical_json(state).encode()).hexdigest()
+
+
+_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def state_model(pack: StoryPack) -> type[BaseModel]:
+    """The pydantic model of a state of this pack (built once per pack content)."""
+    model = _MODELS.get(pack.digest)
+    if model is None:
+        model = _build_state_model(pack)
+        _MODELS[pack.digest] = model
+    return model
+
+
+def _build_state_model(pack: StoryPack) -> type[BaseModel]:
+    strict = ConfigDict(extra="forbid", strict=True)
+    places = Literal[tuple(pack.rooms) + RESERVED_PLACES]  # type: ignore[valid-type]
+    rooms = Literal[tuple(pack.rooms)]  # type: ignore[valid-type]
+    items = create_model("Items", __config__=strict, **{i: (places, ...) for i in pack.items})
+    stats = create_model("Stats", __config__=strict, **{s: (StrictInt, ...) for s in pack.stats})
+    flags = create_model("Flags", __config__=strict, **{f: (StrictBool, ...) for f in pack.flags})
+    return create_model(
+        "WorldStateModel",
+        __config__=strict,
+        location=(rooms, ...),
+        items=(items, ...),
+        stats=(stats, ...),
+        flags=(flags, ...),
+    )
+
+
+def describe_place(pack: StoryPack, place: str) -> str:
+    """A place as a player would say it."""
+    if place in pack.rooms:
+        return pack.rooms[place].name
+    return {"player": "the player's inventory", "nowhere": "nowhere (out of play)"}.get(place, place)
+

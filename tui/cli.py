@@ -1,0 +1,164 @@
+"""The `storyloom` command line: parses arguments and hands each command to its owner.
+
+Exit codes: 0 success, 1 failure, 2 bad arguments or input files, 3 a headless
+turn failed after its correction budget (the save stays valid).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TURN_FAILED = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but bad arguments exit 2 with a one-line message (its default too, made explicit)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"storyloom: {message}\n")
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="storyloom", description="A terminal narrative game with a model as game master.")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    play = commands.add_parser("play", help="play a story (the default command)")
+    add_play_arguments(play)
+
+    replay = commands.add_parser("replay", help="play a saved session back through the same engine and UI")
+    replay.add_argument("save", help="a save file, or 'latest'")
+    replay.add_argument("--speed", type=_positive_float, default=1.0, help="timing scale (2 = twice as fast)")
+    replay.add_argument("--headless", action="store_true", help="print the replay instead of showing it")
+
+    verify = commands.add_parser("verify", help="re-validate every turn of a save and check its hash chain")
+    verify.add_argument("save")
+
+    export = commands.add_parser("export", help="export a save as a transcript")
+    export.add_argument("save")
+    export.add_argument("--format", choices=["md", "json"], default="md")
+
+    commands.add_parser("saves", help="list saved sessions")
+    commands.add_parser("stories", help="list the built-in stories")
+    check = commands.add_parser("check-story", help="check a story pack and list every problem")
+    check.add_argument("path")
+    commands.add_parser("config", help="print the effective settings (secrets masked)")
+    return parser
+
+
+def add_play_arguments(play: argparse.ArgumentParser) -> None:
+    play.add_argument("--story", default=None, help="a built-in story id or a pack file (default: the first story)")
+    play.add_argument("--narrator", choices=["offline", "anthropic", "openai"], default=None)
+    play.add_argument("--model", default=None)
+    play.add_argument("--base-url", default=None)
+    play.add_argument("--output", choices=["tools", "json"], default=None, help="openai: how the turn is returned")
+    play.add_argument("--max-tokens", type=_non_negative_int, default=None)
+    play.add_argument("--thinking", action="store_true", help="anthropic: extended thinking (tool choice auto)")
+    play.add_argument("--budget", type=_non_negative_int, default=None, help="corrections per turn (default 2)")
+    play.add_argument("--faults", type=_fraction, default=0.0, help="offline: rate of realistic faults, 0..1")
+    play.add_argument("--seed", type=int, default=0)
+    play.add_argument("--pace", type=float, default=None, help="offline: seconds per streamed chunk in the UI")
+    play.add_argument("--resume", default=None, help="a save file, or 'latest'")
+    play.add_argument("--headless", action="store_true", help="read commands, print prose, no UI")
+    play.add_argument("--commands", default=None, help="headless: a file of commands, one a line, or -")
+    play.add_argument("--save", default=None, help="where to write the save journal")
+    play.add_argument("--events", default=None, help="headless: write events as JSON Lines here")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if not words or (words[0].startswith("-") and words[0] not in ("-h", "--help")):
+        words = ["play", *words]
+    args = build_parser().parse_args(words)
+    handler = _HANDLERS[args.command]
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return EXIT_ERROR
+
+
+def _play(args: argparse.Namespace) -> int:
+    if args.headless:
+        from tui.headless import run_headless
+
+        return run_headless(args)
+    from tui.app import run_app
+
+    return run_app(args)
+
+
+def _stories(args: argparse.Namespace) -> int:
+    from engine.packs import builtin_pack_ids, load_pack
+
+    for pack_id in builtin_pack_ids():
+        pack = load_pack(pack_id)
+        print(f"{pack.id:<16} {pack.title}  ({len(pack.rooms)} rooms, {len(pack.items)} items)")
+    return EXIT_OK
+
+
+def _check_story(args: argparse.Namespace) -> int:
+    from engine.packs import PackError, load_pack
+
+    try:
+        pack = load_pack(args.path)
+    except PackError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"ok: {pack.id} \u2014 {pack.title}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
+          f"{len(pack.stats)} stats, {len(pack.flags)} flags, {len(pack.actions)} actions, {len(pack.endings)} endings")
+    return EXIT_OK
+
+
+def _saves_command(name: str):
+    def run(args: argparse.Namespace) -> int:
+        from saves import commands
+
+        return getattr(commands, name)(args)
+    return run
+
+
+def _config(args: argparse.Namespace) -> int:
+    from tui.settings import print_config
+
+    return print_config(args)
+
+
+_HANDLERS = {
+    "play": _play,
+    "replay": _saves_command("replay"),
+    "verify": _saves_command("verify"),
+    "export": _saves_command("export"),
+    "saves": _saves_command("saves"),
+    "stories": _stories,
+    "check-story": _check_story,
+    "config": _config,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
