@@ -30,7 +30,7 @@ _UNSAFE_CHARACTERS = re.compile(
 
 def safe_text(s: str) -> str:
     """`s` with escape sequences, control characters (except newline and tab), bidi overrides
-    and zero-width characters removed; carriage returns become newlines when they end a line."""
+    and zero-width characters removed (Windows line ends become plain newlines)."""
     s = s.replace("\r\n", "\n")
     s = _ESCAPE_SEQUENCE.sub("", s)
     return _UNSAFE_CHARACTERS.sub("", s)
