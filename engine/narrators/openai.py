@@ -1,0 +1,277 @@
+"""The OpenAI-compatible narrator: chat completions over `httpx`, streamed, parsed with `httpx-sse`.
+
+One client for every server that speaks `POST {base_url}/chat/completions` with
+`stream: true`: Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter, OpenAI.
+The turn comes back either as a function call (`output="tools"`, the default) or as
+the message content constrained by a `json_schema` response format (`output="json"`)
+for servers whose tool calling is weak. Either way the JSON text is passed on as it
+streams, and the engine judges it whole; this module never validates a turn.
+
+`strict` is off in the response format because the turn schema has an untyped patch
+`value` (any JSON), which OpenAI's strict mode cannot express; the engine's judge is
+the strict part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import httpx_sse
+
+from engine.narrators._shared import (
+    Timeouts,
+    connection_fault,
+    error_fields,
+    stall_fault,
+    status_fault,
+)
+from engine.narrators.base import (
+    Chunk,
+    Exchange,
+    Finish,
+    NarrationRequest,
+    NarratorError,
+    NarratorRefusal,
+    StructuredDelta,
+    TextDelta,
+    TransientNarratorError,
+)
+from engine.prompts import TOOL_DESCRIPTION, TOOL_NAME, correction_message, player_message, system_prompt
+from engine.turns import turn_json_schema
+
+DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
+"""Ollama's OpenAI-compatible endpoint on its default port."""
+DEFAULT_MODEL = "llama3.1"
+KEY_VAR = "OPENAI_API_KEY"
+OUTPUTS = ("tools", "json")
+_TOOL_CHANNEL = f"the `{TOOL_NAME}` function"
+_JSON_CHANNEL = "a single JSON object as your whole reply, matching the response format"
+
+
+class OpenAINarrator:
+    """A model behind an OpenAI-compatible chat completions endpoint as the game master.
+
+    Args:
+        base_url: the API root, up to and including `/v1` (default: a local Ollama).
+        api_key: sent as a bearer token when given (`OPENAI_API_KEY`); local servers need none.
+        model: the model name the server knows.
+        output: "tools" (a function call, tool choice required) or "json" (`response_format` json_schema).
+        max_tokens: the output limit per request; a turn cut off there is an `output.truncated` issue.
+        timeouts: connect/read limits; a read timeout is how a stalled stream is noticed.
+        transport: an httpx transport to use instead of the network (tests).
+    """
+
+    name = "openai"
+
+    def __init__(self, *, base_url: str | None = None, api_key: str | None = None, model: str | None = None,
+                 output: str = "tools", max_tokens: int = 1024, timeouts: Timeouts = Timeouts(),
+                 transport: httpx.AsyncBaseTransport | None = None):
+        if output not in OUTPUTS:
+            raise NarratorError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.model = model or DEFAULT_MODEL
+        self.output = output
+        self.max_tokens = max_tokens
+        self.timeouts = timeouts
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            headers=headers, transport=transport,
+            timeout=httpx.Timeout(connect=timeouts.connect, read=timeouts.read,
+                                  write=timeouts.write, pool=timeouts.pool),
+        )
+        self._has_key = bool(api_key)
+
+    def __repr__(self) -> str:
+        return f"OpenAINarrator(model={self.model!r}, base_url={self.base_url!r}, output={self.output!r})"
+
+    async def aclose(self) -> None:
+        """Close the connection pool (when the story ends)."""
+        await self._client.aclose()
+
+    async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
+        """Stream one answer; see the module docstring. Raises `NarratorError` subclasses on faults."""
+        answer = _Answer(json_mode=self.output == "json")
+        url = f"{self.base_url}/chat/completions"
+        try:
+            async with httpx_sse.aconnect_sse(self._client, "POST", url, json=self.request_body(request)) as source:
+                if source.response.status_code >= 400:
+                    await source.response.aread()
+                    raise self._status_fault(source.response)
+                async for sse in source.aiter_sse():
+                    if sse.data.strip() == "[DONE]":
+                        break
+                    if not sse.data.strip():
+                        continue
+                    for chunk in answer.feed(self._parse(sse.data)):
+                        yield chunk
+        except httpx_sse.SSEError as exc:
+            raise NarratorError(f"{self.base_url} did not answer with an event stream ({exc}); "
+                                f"check --base-url (it should end in /v1).") from None
+        except httpx.ConnectError as exc:
+            raise TransientNarratorError(f"cannot connect to {self.base_url} ({exc or type(exc).__name__}); "
+                                         f"is the model server running?") from None
+        except httpx.TimeoutException:
+            raise stall_fault(self.base_url, self.timeouts.read) from None
+        except httpx.TransportError as exc:
+            raise connection_fault("the model server", self.base_url, exc) from None
+        if answer.refusal:
+            raise NarratorRefusal(f"The model declined to write this turn ({answer.refusal_text()}). "
+                                  f"Try a different command.")
+        if answer.finish_reason == "content_filter":
+            raise NarratorRefusal("The server's content filter stopped this turn. Try a different command.")
+        yield Finish(answer.stop_reason(), answer.usage)
+
+    def _parse(self, data: str) -> dict[str, Any]:
+        """One chunk's JSON; an `error` object in the stream is a fault like an HTTP error."""
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            raise TransientNarratorError(f"{self.base_url} sent a malformed stream event") from None
+        if not isinstance(payload, dict):
+            raise TransientNarratorError(f"{self.base_url} sent a malformed stream event")
+        if payload.get("error"):
+            kind, message = error_fields(payload)
+            code = payload["error"].get("code") if isinstance(payload["error"], dict) else None
+            status = code if isinstance(code, int) else 500
+            raise status_fault(self.base_url, status, kind, message, None,
+                               key_var=KEY_VAR, model=self.model)
+        return payload
+
+    def _status_fault(self, response: httpx.Response) -> NarratorError:
+        kind, message = error_fields(response.content)
+        key_var = KEY_VAR if not self._has_key or response.status_code in (401, 403) else None
+        return status_fault(self.base_url, response.status_code, kind, message, response.headers,
+                            key_var=key_var, model=self.model)
+
+    def request_body(self, request: NarrationRequest) -> dict[str, Any]:
+        """The chat completions request for a narration request (public so tests can read it)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": self.messages(request),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": self.max_tokens,
+        }
+        if self.output == "tools":
+            body["tools"] = [{"type": "function", "function": {
+                "name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": turn_json_schema()}}]
+            body["tool_choice"] = "required"
+        else:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "turn", "schema": turn_json_schema(), "strict": False}}
+        return body
+
+    def messages(self, request: NarrationRequest) -> list[dict[str, Any]]:
+        """System prompt, committed history, the player's command, and the latest rejection if any."""
+        channel = _JSON_CHANNEL if self.output == "json" else _TOOL_CHANNEL
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(request.pack, channel=channel)}]
+        for index, exchange in enumerate(request.history):
+            messages.append({"role": "user", "content": f"Player command: {exchange.player_input}"})
+            messages.extend(self._committed(exchange, index))
+        messages.append({"role": "user", "content": player_message(request.player_input, request.state)})
+        if request.correction is not None:
+            self._append_correction(messages, request, channel)
+        return messages
+
+    def _committed(self, exchange: Exchange, index: int) -> list[dict[str, Any]]:
+        arguments = json.dumps(exchange.turn.to_json(), ensure_ascii=False)
+        if self.output == "json":
+            return [{"role": "assistant", "content": arguments}]
+        call_id = f"call_turn{index + 1}"
+        return [{"role": "assistant", "content": None, "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": TOOL_NAME, "arguments": arguments}}]},
+                {"role": "tool", "tool_call_id": call_id, "content": "Committed."}]
+
+    def _append_correction(self, messages: list[dict[str, Any]], request: NarrationRequest, channel: str) -> None:
+        rejection = request.correction
+        assert rejection is not None
+        message = correction_message(rejection, channel=channel, json_mode=self.output == "json")
+        raw = rejection.raw if rejection.raw and rejection.raw.strip() else None
+        text = rejection.text if rejection.text.strip() else None
+        if self.output == "tools" and raw is not None and _is_json_object(raw):
+            call_id = f"call_rejected{request.attempt - 1}"
+            messages.append({"role": "assistant", "content": text, "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": TOOL_NAME, "arguments": raw}}]})
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": message})
+            return
+        said = "\n\n".join(part for part in (text, raw) if part)
+        if said:
+            messages.append({"role": "assistant", "content": said})
+            messages.append({"role": "user", "content": message})
+        else:  # nothing was said at all; many chat templates insist that roles alternate
+            messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{message}"}
+
+
+class _Answer:
+    """One streamed completion, read chunk by chunk."""
+
+    def __init__(self, *, json_mode: bool):
+        self.json_mode = json_mode
+        self.finish_reason: str | None = None
+        self.refusal: list[str] = []
+        self.usage = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
+        self._call_index: int | None = None
+
+    def feed(self, payload: dict[str, Any]) -> list[Chunk]:
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            self._read_usage(usage)
+        choices = payload.get("choices") or []
+        if not choices or not isinstance(choices[0], dict):
+            return []
+        choice = choices[0]
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        delta = choice.get("delta") or {}
+        chunks: list[Chunk] = []
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            chunks.append(StructuredDelta(content) if self.json_mode else TextDelta(content))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self.refusal.append(refusal)
+        for call in delta.get("tool_calls") or []:
+            chunks.extend(self._tool_call(call))
+        return chunks
+
+    def _tool_call(self, call: Any) -> list[Chunk]:
+        """Argument pieces of the first function call; any further calls are ignored."""
+        if not isinstance(call, dict):
+            return []
+        index = call.get("index", 0)
+        if self._call_index is None:
+            self._call_index = index
+        if index != self._call_index:
+            return []
+        arguments = (call.get("function") or {}).get("arguments")
+        if isinstance(arguments, dict):  # a few servers send the object itself, not its JSON text
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        return [StructuredDelta(arguments)] if isinstance(arguments, str) and arguments else []
+
+    def _read_usage(self, usage: dict[str, Any]) -> None:
+        details = usage.get("prompt_tokens_details") or {}
+        for key, value in (("input_tokens", usage.get("prompt_tokens")),
+                           ("output_tokens", usage.get("completion_tokens")),
+                           ("cached_tokens", details.get("cached_tokens") if isinstance(details, dict) else None)):
+            if isinstance(value, int):
+                self.usage[key] = value
+
+    def stop_reason(self) -> str:
+        """The provider's own word, except that a cut-off answer is called what the engine knows."""
+        if self.finish_reason == "length":
+            return "max_tokens"
+        return self.finish_reason or "end"
+
+    def refusal_text(self) -> str:
+        text = "".join(ch if ch.isprintable() else " " for ch in "".join(self.refusal)).strip()
+        return text[:300] or "no reason given"
+
+
+def _is_json_object(raw: str) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False

@@ -1,0 +1,115 @@
+"""The words storyloom says to a model: the system prompt and the correction prompts.
+
+The wording lives in plain Markdown files beside this module (`engine/prompts/*.md`)
+so a story author or maintainer can read and change it without touching code; this
+module only fills in the story's world, the player's command and the issues.
+`string.Template` ($name) is used because the files are full of JSON braces.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from string import Template
+from typing import Any
+
+from engine.narrators.base import Rejection
+from engine.packs import StoryPack
+from engine.state import WorldState
+
+TOOL_NAME = "report_turn"
+TOOL_DESCRIPTION = ("Report the turn: the narrative for the player and the JSON Patch it makes to the world "
+                    "state. Always answer through this tool.")
+
+
+@cache
+def _template(name: str) -> Template:
+    text = (resources.files("engine") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
+    return Template(text.strip())
+
+
+def world_json(pack: StoryPack) -> dict[str, Any]:
+    """The parts of a pack a model needs to narrate it, keyed by the ids the patch uses."""
+    rooms = {
+        room_id: {"name": room.name, **({"aliases": room.aliases} if room.aliases else {}),
+                  "description": room.description, "exits": room.exits,
+                  **({"gates": room.gates} if room.gates else {})}
+        for room_id, room in pack.rooms.items()
+    }
+    items = {
+        item_id: {"name": item.name, **({"aliases": item.aliases} if item.aliases else {}), "portable": item.portable,
+                  **({"description": item.description} if item.description else {})}
+        for item_id, item in pack.items.items()
+    }
+    stats = {stat_id: {"min": stat.min, "max": stat.max, **({"label": stat.label} if stat.label else {})}
+             for stat_id, stat in pack.stats.items()}
+    actions = {action_id: action.model_dump(exclude_defaults=True) for action_id, action in pack.actions.items()}
+    endings = {ending_id: {"title": ending.title, "when": ending.when.model_dump(exclude_defaults=True)}
+               for ending_id, ending in pack.endings.items()}
+    world: dict[str, Any] = {"start": pack.start, "intro": pack.intro, "rooms": rooms, "items": items,
+                             "stats": stats, "flags": sorted(pack.flags)}
+    if actions:
+        world["actions"] = actions
+    if endings:
+        world["endings"] = endings
+    return world
+
+
+def system_prompt(pack: StoryPack, *, channel: str = f"the `{TOOL_NAME}` tool") -> str:
+    """The rules and the story's world: the stable prefix of every request (and so the cached one).
+
+    Args:
+        channel: how the turn is reported, in words ("the `report_turn` tool", "one JSON object").
+    """
+    return _template("system").substitute(
+        title=pack.title,
+        style=pack.style or "second person, present tense, a few short paragraphs",
+        channel=channel,
+        world=_compact(world_json(pack)),
+    )
+
+
+def _compact(world: dict[str, Any]) -> str:
+    """JSON with one line per room, item or stat: readable, and far fewer tokens than indented JSON."""
+    lines = []
+    for key, value in world.items():
+        if isinstance(value, dict) and value:
+            entries = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in value.items()]
+            lines.append(f" {json.dumps(key)}: {{\n" + ",\n".join(entries) + "\n }")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
+def player_message(command: str, state: WorldState) -> str:
+    """The player's command with the committed state it applies to."""
+    return _template("player").substitute(command=command, state=json.dumps(state, ensure_ascii=False, sort_keys=True))
+
+
+def issues_json(rejection: Rejection) -> str:
+    """The issues of a rejected attempt as a JSON list of {path, rule, message}."""
+    return json.dumps([issue.to_json() for issue in rejection.issues], ensure_ascii=False, indent=1)
+
+
+def correction_message(rejection: Rejection, *, channel: str = f"the `{TOOL_NAME}` tool",
+                       json_mode: bool = False) -> str:
+    """What the model is told after its latest attempt was rejected.
+
+    Only this latest rejection is ever described, never the chain of earlier ones.
+
+    Args:
+        json_mode: the turn was asked for as a `json_schema` response; if the answer was
+            not JSON at all, say the server probably ignored the schema.
+    """
+    if rejection.missing_output:
+        return _template("missing_output").substitute()
+    hint = ""
+    if json_mode and not _looks_like_json(rejection.raw):
+        hint = "\n" + _template("schema_ignored").substitute() + "\n"
+    return _template("correction").substitute(issues=issues_json(rejection), hint=hint, channel=channel)
+
+
+def _looks_like_json(raw: str | None) -> bool:
+    """Whether the text even starts like a JSON object (a cut-off object still does)."""
+    return raw is not None and raw.lstrip().startswith(("{", "```"))

@@ -1,0 +1,242 @@
+"""A scripted HTTP/1.1 server on 127.0.0.1, for testing narrators against real bytes.
+
+Each request the server receives is recorded (method, path, headers, JSON body) and
+answered with the next scripted `Reply`: a streamed event list (chunked transfer
+encoding, as the real APIs send it), an error status, a reset connection, or a stream
+that stalls until the client gives up. The server notes when a client closes a
+connection it was still streaming to, so a test can measure how fast a cancel
+reaches the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import struct
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request as the server read it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw_body: bytes
+
+    @property
+    def body(self) -> Any:
+        return json.loads(self.raw_body)
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A 200 text/event-stream answer: `events` (raw SSE bytes) sent one chunk at a time.
+
+    Attributes:
+        delay: seconds between events (lets a test act mid-stream).
+        then: "end" finishes the body; "stall" sends nothing more until the client leaves;
+            "reset" aborts the connection (TCP RST) after the events.
+    """
+
+    events: Sequence[bytes]
+    delay: float = 0.0
+    then: str = "end"
+
+
+@dataclass(frozen=True)
+class Status:
+    """A complete non-streamed answer, usually an error."""
+
+    code: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Abort the connection as soon as the request is read, before any answer."""
+
+
+Reply = Stream | Status | Reset
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+            413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable", 529: "Site Overloaded"}
+
+
+class WireServer:
+    """Serve scripted replies on 127.0.0.1 (a free port), one thread per connection.
+
+    Use as a context manager; `url` is the base address, `requests` what was received,
+    `closed_at` the monotonic times at which clients dropped a stream mid-way.
+    """
+
+    def __init__(self, replies: Sequence[Reply] = ()):
+        self.replies: list[Reply] = list(replies)
+        self.requests: list[Received] = []
+        self.closed_at: list[float] = []
+        self.streams_started = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._listener.settimeout(0.05)
+        self.port = self._listener.getsockname()[1]
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    def __enter__(self) -> WireServer:
+        thread = threading.Thread(target=self._accept, name="wire-accept", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in list(self._threads):
+            thread.join(timeout=2)
+        self._listener.close()
+
+    def wait_closed(self, timeout: float = 2.0) -> float | None:
+        """The time a client dropped a stream, waiting up to `timeout` for it to happen."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.closed_at:
+                return self.closed_at[0]
+            time.sleep(0.002)
+        return None
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve, args=(conn,), name="wire-conn", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.settimeout(0.05)
+        buffer = b""
+        try:
+            while not self._stop.is_set():
+                request, buffer = self._read_request(conn, buffer)
+                if request is None:
+                    return
+                with self._lock:
+                    self.requests.append(request)
+                    reply = self.replies.pop(0) if self.replies else Status(500, {"error": "no reply scripted"})
+                if not self._answer(conn, reply):
+                    return
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+    def _read_request(self, conn: socket.socket, buffer: bytes) -> tuple[Received | None, bytes]:
+        while b"\r\n\r\n" not in buffer:
+            chunk = self._recv(conn)
+            if chunk is None:
+                return None, b""
+            buffer += chunk
+        head, buffer = buffer.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        while len(buffer) < length:
+            chunk = self._recv(conn)
+            if chunk is None:
+                return None, b""
+            buffer += chunk
+        return Received(method, path, headers, buffer[:length]), buffer[length:]
+
+    def _recv(self, conn: socket.socket) -> bytes | None:
+        """Bytes from the client, or None once it has closed (or the server stops)."""
+        while not self._stop.is_set():
+            try:
+                data = conn.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return None
+            return data or None
+        return None
+
+    def _answer(self, conn: socket.socket, reply: Reply) -> bool:
+        """Send one reply; False when the connection is finished with."""
+        if isinstance(reply, Reset):
+            _reset(conn)
+            return False
+        if isinstance(reply, Status):
+            body = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+            headers = {"content-type": "application/json", "content-length": str(len(body)), **reply.headers}
+            conn.sendall(_head(reply.code, headers) + body)
+            return True
+        conn.sendall(_head(200, {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
+                                 "transfer-encoding": "chunked"}))
+        self.streams_started.set()
+        for index, event in enumerate(reply.events):
+            if index and reply.delay and self._client_left(conn, reply.delay):
+                return False
+            try:
+                conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+            except OSError:
+                self.closed_at.append(time.monotonic())
+                return False
+        if reply.then == "reset":
+            _reset(conn)
+            return False
+        if reply.then == "stall":
+            self._client_left(conn, 30.0)
+            return False
+        conn.sendall(b"0\r\n\r\n")
+        return True
+
+    def _client_left(self, conn: socket.socket, seconds: float) -> bool:
+        """Wait up to `seconds`; True (and the time noted) if the client closed meanwhile."""
+        deadline = time.monotonic() + seconds
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            readable, _, _ = select.select([conn], [], [], 0.002)
+            if readable:
+                try:
+                    data = conn.recv(65536, socket.MSG_PEEK)
+                except OSError:
+                    data = b""
+                if not data:
+                    self.closed_at.append(time.monotonic())
+                    return True
+                time.sleep(0.002)  # a pipelined request; not expected while streaming
+        return False
+
+
+def _head(code: int, headers: dict[str, str]) -> bytes:
+    lines = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _reset(conn: socket.socket) -> None:
+    """Close with SO_LINGER 0, so the client sees a connection reset, not a clean end."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
