@@ -1,0 +1,191 @@
+"""What the offline narrator understands: a player's line turned into a command.
+
+The parser knows nothing about prose or faults. It resolves the words a player
+types (verbs, directions, item and room names or aliases, articles ignored)
+against the pack, so the narrator can decide what happens.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.packs import Action, StoryPack
+
+ARTICLES = frozenset({"the", "a", "an", "some", "this", "that", "my", "your", "to", "at", "towards", "toward"})
+
+DIRECTION_WORDS: dict[str, str] = {
+    "n": "north", "s": "south", "e": "east", "w": "west", "u": "up", "d": "down",
+    "ne": "northeast", "nw": "northwest", "se": "southeast", "sw": "southwest",
+    "north": "north", "south": "south", "east": "east", "west": "west", "up": "up", "down": "down",
+    "northeast": "northeast", "northwest": "northwest", "southeast": "southeast", "southwest": "southwest",
+    "north-east": "northeast", "north-west": "northwest", "south-east": "southeast", "south-west": "southwest",
+    "in": "in", "inside": "in", "enter": "in", "out": "out", "outside": "out", "exit": "out", "leave": "out",
+    "upstairs": "up", "downstairs": "down",
+}
+
+_MOVE_VERBS = ("go", "walk", "run", "head", "move", "travel", "climb", "step", "go to", "walk to", "climb up")
+_TAKE_VERBS = ("take", "get", "grab", "pick up", "collect", "carry", "pocket", "lift")
+_DROP_VERBS = ("drop", "put down", "discard", "set down", "leave")
+_LOOK_VERBS = ("look", "l", "look around")
+_EXAMINE_VERBS = ("examine", "x", "inspect", "look", "look at", "look in", "look into", "study", "read", "check",
+                  "search")
+_INVENTORY = ("inventory", "i", "inv", "items")
+_WAIT = ("wait", "z", "rest", "sleep")
+_HELP = ("help", "?", "hint", "hints", "commands")
+_ALL = frozenset({"all", "everything"})
+
+
+@dataclass(frozen=True)
+class Command:
+    """A player's line, understood.
+
+    Attributes:
+        verb: one of look, examine, go, take, drop, inventory, use, open, close, wait,
+            help, action (a pack-specific verb) or unknown.
+        word: the verb as the player typed it (for in-character replies).
+        obj: the object phrase, articles removed.
+        items: item ids named in `obj`, in the order they appear.
+        rooms: room ids named in `obj`.
+        direction: the direction for `go`, normalised (north, up, in, ...), if any.
+        everything: `take all` / `drop everything`.
+    """
+
+    verb: str
+    word: str = ""
+    obj: str = ""
+    items: tuple[str, ...] = ()
+    rooms: tuple[str, ...] = ()
+    direction: str | None = None
+    everything: bool = False
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-case words of a line, punctuation dropped (hyphens and apostrophes kept)."""
+    return re.findall(r"[\w'?-]+", text.casefold())
+
+
+def _strip_articles(words: list[str]) -> list[str]:
+    return [w for w in words if w not in ARTICLES]
+
+
+def _starts_with(words: list[str], phrase: str) -> bool:
+    parts = phrase.split()
+    return words[:len(parts)] == parts
+
+
+def _longest_prefix(words: list[str], phrases: tuple[str, ...] | list[str]) -> str | None:
+    found = [p for p in phrases if _starts_with(words, p)]
+    return max(found, key=lambda p: len(p.split())) if found else None
+
+
+def find_names(phrase: str, names: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """Ids whose words occur in the phrase as whole words, longest match first wins a span.
+
+    Args:
+        phrase: what the player wrote, articles removed.
+        names: id -> every word that names it (id, name, aliases).
+    """
+    text = " ".join(_strip_articles(words_of(phrase)))
+    if not text:
+        return ()
+    spans: list[tuple[int, int, str]] = []
+    for ident, words in names.items():
+        for word in {" ".join(_strip_articles(words_of(w))) for w in words}:
+            if not word:
+                continue
+            for match in re.finditer(rf"(?<![\w'-]){re.escape(word)}(?![\w'-])", text):
+                spans.append((match.start(), match.end(), ident))
+    spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
+    chosen: list[tuple[int, int, str]] = []
+    for start, end, ident in spans:
+        if any(start < c_end and c_start < end for c_start, c_end, _ in chosen):
+            continue
+        chosen.append((start, end, ident))
+    ordered: list[str] = []
+    for _, _, ident in sorted(chosen):
+        if ident not in ordered:
+            ordered.append(ident)
+    return tuple(ordered)
+
+
+def item_names(pack: StoryPack) -> dict[str, tuple[str, ...]]:
+    """Every word a player may use for each item: id, name, aliases."""
+    return {i: (i.replace("_", " "), *pack.item_words(i)) for i in pack.items}
+
+
+def room_names(pack: StoryPack) -> dict[str, tuple[str, ...]]:
+    """Every word a player may use for each room: id, name, aliases."""
+    return {r: (r.replace("_", " "), *pack.room_words(r)) for r in pack.rooms}
+
+
+def parse(line: str, pack: StoryPack) -> Command:
+    """Understand one line of player input (never fails: the worst is `unknown`)."""
+    words = words_of(line)
+    if not words:
+        return Command("unknown")
+    bare = _strip_articles(words)
+    if len(bare) == 1 and bare[0] in DIRECTION_WORDS and bare[0] not in ("leave",):
+        return Command("go", word=bare[0], direction=DIRECTION_WORDS[bare[0]])
+    for verb, table in (("look", _LOOK_VERBS), ("inventory", _INVENTORY), ("wait", _WAIT), ("help", _HELP)):
+        if " ".join(words) in table or " ".join(bare) in table:
+            return Command(verb, word=words[0])
+    action_verbs = sorted({v.casefold() for a in pack.actions.values() for v in a.verbs})
+    custom = _longest_prefix(words, action_verbs)
+    for verb, table in (("examine", _EXAMINE_VERBS), ("take", _TAKE_VERBS), ("drop", _DROP_VERBS),
+                        ("go", _MOVE_VERBS), ("use", ("use", "apply")), ("open", ("open", "unlock")),
+                        ("close", ("close", "shut", "lock"))):
+        found = _longest_prefix(words, table)
+        if found is None:
+            continue
+        if custom is not None and len(custom.split()) > len(found.split()):
+            break
+        rest = words[len(found.split()):]
+        if verb == "take" and rest[-1:] == ["up"]:
+            rest = rest[:-1]
+        return _with_object(verb, found, rest, pack)
+    if custom is not None:
+        return _with_object("action", custom, words[len(custom.split()):], pack)
+    # "pick the lamp up", "put the lamp down"
+    if words[0] == "pick" and words[-1] == "up":
+        return _with_object("take", "pick up", words[1:-1], pack)
+    if words[0] == "put" and words[-1] == "down":
+        return _with_object("drop", "put down", words[1:-1], pack)
+    return _with_object("unknown", words[0], words[1:], pack)
+
+
+def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack) -> Command:
+    phrase = " ".join(_strip_articles(rest))
+    direction = None
+    if verb == "go":
+        direction = next((DIRECTION_WORDS[w] for w in _strip_articles(rest) if w in DIRECTION_WORDS), None)
+        if direction is None and word in ("climb", "climb up") and not phrase:
+            direction = "up"
+        if word == "climb up":
+            direction = "up"
+    return Command(
+        verb=verb, word=word, obj=phrase,
+        items=find_names(phrase, item_names(pack)),
+        rooms=find_names(phrase, room_names(pack)),
+        direction=direction,
+        everything=bool(_ALL & set(rest)),
+    )
+
+
+def matching_actions(command: Command, pack: StoryPack) -> list[tuple[str, Action]]:
+    """Pack actions whose verbs include the command's verb word and whose item the player named.
+
+    An action without an item matches a bare verb (or one naming no item); one with an
+    item matches when that item is among those named.
+    """
+    spoken = command.word.casefold()
+    found = []
+    for action_id, action in pack.actions.items():
+        if spoken not in {v.casefold() for v in action.verbs}:
+            continue
+        if action.item is None and command.items:
+            continue
+        if action.item is not None and action.item not in command.items:
+            continue
+        found.append((action_id, action))
+    return found

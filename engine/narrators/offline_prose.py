@@ -1,0 +1,288 @@
+"""The offline narrator's phrasebook: several ways to say each thing, in the pack's voice.
+
+Every function takes the seeded `random.Random` of the turn, so the same seed
+and input give the same words, while different turns read differently. The
+pack's own descriptions carry the voice; these phrases only join them up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from random import Random
+
+from engine.packs import Item, Room
+
+_ARTICLE = re.compile(r"^(the|a|an|some|your)\s", re.IGNORECASE)
+
+
+def the(name: str) -> str:
+    """`brass lamp` -> `the brass lamp`; names that bring their own article keep it."""
+    return name if _ARTICLE.match(name) else f"the {name}"
+
+
+def cap(text: str) -> str:
+    """Upper-case the first letter only (names keep their own capitals)."""
+    return text[:1].upper() + text[1:]
+
+
+def join(words: Sequence[str], last: str = "and") -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    words = list(words)
+    if len(words) <= 1:
+        return "".join(words)
+    return f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a description, kept whole."""
+    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+
+
+def first_sentence(text: str) -> str:
+    found = sentences(text)
+    return found[0] if found else ""
+
+
+def pick(rng: Random, options: Sequence[str], **values: str) -> str:
+    """One of the options, filled in."""
+    return rng.choice(list(options)).format(**values)
+
+
+def room_view(room: Room, rng: Random) -> str:
+    """The room's name and description, opened in one of several ways."""
+    name = room.name
+    return pick(rng, (
+        "{name}.\n\n{desc}",
+        "You take it in: {the}. {desc}",
+        "{desc}\n\nThis is {the}.",
+        "You look about you. {Name}: {desc}",
+    ), name=name, Name=cap(name), the=the(name), desc=room.description)
+
+
+def items_here(items: Sequence[Item], rng: Random) -> str:
+    """A sentence naming what lies in the room, or nothing."""
+    if not items:
+        return ""
+    listing = join([the(i.name) for i in items])
+    verb = "is" if len(items) == 1 else "are"
+    return pick(rng, (
+        "You notice {list}.",
+        "{List} {verb} here.",
+        "Within reach: {list}.",
+        "Your eye falls on {list}.",
+    ), list=listing, List=cap(listing), verb=verb)
+
+
+def exits_line(open_ways: Sequence[str], closed_ways: Sequence[str], rng: Random) -> str:
+    """Where the player can go, and which ways are shut."""
+    parts = []
+    if open_ways:
+        parts.append(pick(rng, (
+            "Ways lead {or_list}.",
+            "From here you can go {or_list}.",
+            "You could go {or_list}.",
+            "Exits: {and_list}.",
+        ), or_list=join(open_ways, "or"), and_list=join(open_ways)))
+    elif not closed_ways:
+        parts.append(pick(rng, ("There is no way on from here.", "No path leads away from here.")))
+    for way in closed_ways:
+        parts.append(pick(rng, ("The way {d} is shut.", "The way {d} is closed to you for now.",
+                                "Nothing gives, {d}: that way is shut."), d=way))
+    return " ".join(parts)
+
+
+_LEADS = {
+    "up": ("You climb up.", "You make your way up.", "Up you go."),
+    "down": ("You climb down.", "You make your way down.", "Down you go, carefully."),
+    "in": ("You step inside.", "You go in.", "You duck inside."),
+    "out": ("You step outside.", "You go out.", "You leave, out into the open."),
+}
+_COMPASS_LEADS = ("You head {d}.", "You make your way {d}.", "You set off {d}.", "You follow the way {d}.")
+
+
+def move_lead(direction: str, rng: Random) -> str:
+    """The first words of a move: how the player goes."""
+    if direction in _LEADS:
+        return pick(rng, _LEADS[direction])
+    return pick(rng, _COMPASS_LEADS, d=direction)
+
+
+def arrival(room: Room, revisit: bool, rng: Random) -> str:
+    """Where the player arrives, naming the room (the rules require it)."""
+    if not revisit:
+        return room_view(room, rng)
+    return pick(rng, (
+        "You are back: {the}. {first}",
+        "{The} again. {first}",
+        "Once more, {the}. {first}",
+    ), the=the(room.name), The=cap(the(room.name)), first=first_sentence(room.description))
+
+
+def took(item: Item, rng: Random) -> str:
+    text = pick(rng, (
+        "You take {the}.",
+        "You pick up {the}.",
+        "You lift {the} and keep it close.",
+        "{The} is yours now; you tuck it away.",
+    ), the=the(item.name), The=cap(the(item.name)))
+    if item.description and rng.random() < 0.5:
+        text += " " + first_sentence(item.description)
+    return text
+
+
+def dropped(item: Item, rng: Random) -> str:
+    return pick(rng, (
+        "You set down {the}.",
+        "You put {the} down.",
+        "You leave {the} here.",
+        "You let go of {the}; it stays here.",
+    ), the=the(item.name))
+
+
+def examined(item: Item, where: str, rng: Random) -> str:
+    """An item looked at closely; `where` is "carried", "here" or "elsewhere"."""
+    desc = item.description or pick(rng, ("Nothing about {the} stands out.", "It is just as it seems: {the}."),
+                                    the=the(item.name))
+    text = pick(rng, (
+        "{desc}",
+        "You look closely at {the}. {desc}",
+        "{The} draws your eye. {desc}",
+    ), desc=desc, the=the(item.name), The=cap(the(item.name)))
+    if where == "carried":
+        text += " " + pick(rng, ("You are carrying it.", "It is with you.", "You have it with you."))
+    return text
+
+
+def inventory(items: Sequence[Item], rng: Random) -> str:
+    if not items:
+        return pick(rng, ("You are carrying nothing.", "Your hands are empty.", "You have nothing with you."))
+    listing = join([the(i.name) for i in items])
+    return pick(rng, (
+        "You are carrying {list}.",
+        "You have {list} with you.",
+        "In your hands and pockets: {list}.",
+    ), list=listing)
+
+
+def waited(room: Room, rng: Random) -> str:
+    text = pick(rng, ("Time passes.", "You wait.", "You stand still a while.", "Moments pass, and nothing stirs."))
+    found = sentences(room.description)
+    if found and rng.random() < 0.7:
+        text += " " + rng.choice(found)
+    return text
+
+
+def help_text(rng: Random) -> str:
+    lead = pick(rng, ("You gather your thoughts.", "You stop and think what you could do."))
+    return (f"{lead} You can look around (look, l), examine something (examine lamp, x lamp), "
+            "go somewhere (go north, n, s, e, w, up, down, in, out), take or drop things, "
+            "check what you carry (inventory, i), use, open or close things, and wait.")
+
+
+def not_understood(word: str, rng: Random) -> str:
+    return pick(rng, (
+        "You are not sure how to {w} here.",
+        "You think about it, but nothing comes of trying to {w}.",
+        "That is not something you can do here.",
+        "You hesitate. Nothing here answers to that.",
+    ), w=word or "do that")
+
+
+def not_here(phrase: str, rng: Random) -> str:
+    phrase = phrase or "such thing"
+    return pick(rng, ("You see no {p} here.", "There is no {p} within reach.", "No {p} that you can see."),
+                p=phrase)
+
+
+def what(verb: str, rng: Random) -> str:
+    return pick(rng, ("{V} what?", "What do you want to {v}?", "You would need to say what to {v}."),
+                V=cap(verb), v=verb)
+
+
+def cannot_carry(item: Item, rng: Random) -> str:
+    return pick(rng, ("{The} will not budge.", "You try to lift {the}, but it is no use.",
+                      "You cannot take {the} with you."), the=the(item.name), The=cap(the(item.name)))
+
+
+def already_carried(item: Item, rng: Random) -> str:
+    return pick(rng, ("You already have {the}.", "You are already carrying {the}."), the=the(item.name))
+
+
+def not_carried(item: Item, rng: Random) -> str:
+    return pick(rng, ("You are not carrying {the}.", "You do not have {the}."), the=the(item.name))
+
+
+def nothing_to_take(rng: Random) -> str:
+    return pick(rng, ("There is nothing here you can carry.", "Nothing here can be taken."))
+
+
+def nothing_to_drop(rng: Random) -> str:
+    return pick(rng, ("You have nothing to drop.", "Your hands are already empty."))
+
+
+def no_way(direction: str, rng: Random) -> str:
+    return pick(rng, ("You cannot go {d} from here.", "There is no way {d}.", "Nothing leads {d} from here."),
+                d=direction)
+
+
+def gate_shut(direction: str, rng: Random) -> str:
+    return pick(rng, ("The way {d} is shut.", "You try the way {d}, but it is closed.",
+                      "The way {d} will not open for you yet."), d=direction)
+
+
+def which_way(rng: Random) -> str:
+    return pick(rng, ("Which way?", "Go where?", "You will have to say which way."))
+
+
+def too_far(room: Room, rng: Random) -> str:
+    return pick(rng, ("You cannot reach {the} from here in one go.", "{The} is not next to here.",
+                      "No way leads straight to {the} from here."), the=the(room.name), The=cap(the(room.name)))
+
+
+def already_there(room: Room, rng: Random) -> str:
+    return pick(rng, ("You are already here.", "You are standing in it: {the}."), the=the(room.name))
+
+
+def refused(rng: Random) -> str:
+    return pick(rng, ("Nothing happens.", "That does not work, not yet.", "Not yet; something is missing."))
+
+
+def already_done(rng: Random) -> str:
+    return pick(rng, ("It is already done.", "There is nothing more to do there.", "That is already so."))
+
+
+def no_use(item: Item, rng: Random) -> str:
+    return pick(rng, ("You turn {the} over in your hands, but nothing here needs it.",
+                      "You find no use for {the} here.", "Nothing here calls for {the}."), the=the(item.name))
+
+
+def no_open(verb: str, item: Item, rng: Random) -> str:
+    return pick(rng, ("You cannot {v} {the}.", "{The} is not something you can {v}.",
+                      "There is nothing to {v} about {the}."), v=verb, the=the(item.name),
+                The=cap(the(item.name)))
+
+
+def not_this_place(item: Item, rng: Random) -> str:
+    """The deed is right, the place is not (the matches are for the lamp, not the cottage)."""
+    return pick(rng, ("Not here. {The} is meant for somewhere else.", "This is not the place for that.",
+                      "You hold {the} a moment, then think better of it here."),
+                the=the(item.name), The=cap(the(item.name)))
+
+
+def moved_by_action(item: Item, place: str, here: str, rng: Random) -> str:
+    """A sentence naming an item an action moved, for when the action's own text does not."""
+    if place == "player":
+        return pick(rng, ("You now have {the}.", "{The} is yours now."), the=the(item.name),
+                    The=cap(the(item.name)))
+    if place == "nowhere":
+        return pick(rng, ("That is the end of {the}.", "You will not need {the} again."), the=the(item.name))
+    if place == here:
+        return pick(rng, ("{The} is here now.", "You see {the} here now."), the=the(item.name),
+                    The=cap(the(item.name)))
+    return pick(rng, ("{The} is somewhere else now.",), The=cap(the(item.name)))
+
+
+def stray(rng: Random) -> str:
+    """For a deed the narrator cannot make agree with the rules: nothing changes."""
+    return pick(rng, ("Something stops you, and the moment passes.", "You think better of it."))

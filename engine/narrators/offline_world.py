@@ -1,0 +1,297 @@
+"""The offline narrator's game master: what a command does to the world, and the prose for it.
+
+`write_turn` turns one player line into a turn (narrative, state patch,
+suggestions) that passes every rule of `engine.rules`: it names each item it
+moves and the room it moves to, never goes through a shut gate, keeps stats in
+bounds. Anything it cannot act on gets an in-character reply and no change.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from random import Random
+from typing import Any
+
+from engine.narrators import offline_prose as say
+from engine.narrators.base import Exchange
+from engine.narrators.offline_parse import Command, matching_actions, parse
+from engine.packs import NOWHERE, PLAYER, Action, StoryPack
+from engine.rules import judge, names
+from engine.state import WorldState
+from engine.turns import SUGGESTION_MAX_CHARS, SUGGESTIONS_MAX
+
+Patch = list[dict[str, Any]]
+
+
+@dataclass
+class Draft:
+    """A turn being written: prose parts and the patch that goes with them."""
+
+    parts: list[str] = field(default_factory=list)
+    patch: Patch = field(default_factory=list)
+
+    def say(self, *texts: str) -> Draft:
+        self.parts.extend(t for t in texts if t)
+        return self
+
+    @property
+    def narrative(self) -> str:
+        return " ".join(self.parts).replace(" \n\n", "\n\n").strip()
+
+
+def write_turn(pack: StoryPack, state: WorldState, history: tuple[Exchange, ...], player_input: str,
+               rng: Random) -> dict[str, Any]:
+    """The turn the narrator means to give for this input: always valid under the rules."""
+    draft = _World(pack, state, history, rng).act(parse(player_input, pack))
+    turn = {"narrative": draft.narrative, "state_patch": draft.patch}
+    after = _apply(state, draft.patch)
+    turn["suggestions"] = suggestions(pack, after, rng)
+    if not judge(json.dumps(turn), state, pack).ok:
+        # A pack action whose effects break a rule (e.g. an item conjured into the pocket
+        # from nowhere): refuse in the story rather than hand the engine an invalid turn.
+        turn = {"narrative": say.stray(rng), "state_patch": [], "suggestions": suggestions(pack, state, rng)}
+    return turn
+
+
+def _apply(state: WorldState, patch: Patch) -> WorldState:
+    after = copy.deepcopy(state)
+    for op in patch:
+        _, section, *rest = op["path"].split("/")
+        if rest:
+            after[section][rest[0]] = op["value"]
+        else:
+            after[section] = op["value"]
+    return after
+
+
+def visited_rooms(pack: StoryPack, history: tuple[Exchange, ...]) -> set[str]:
+    """Rooms the player has stood in, read from the committed turns."""
+    seen = {pack.start}
+    for exchange in history:
+        seen.update(op.value for op in exchange.turn.state_patch if op.path == "/location" and isinstance(op.value, str))
+    return seen
+
+
+class _World:
+    """One turn's view of the world: where things are and what the player can reach."""
+
+    def __init__(self, pack: StoryPack, state: WorldState, history: tuple[Exchange, ...], rng: Random):
+        self.pack, self.state, self.history, self.rng = pack, state, history, rng
+        self.here = state["location"]
+        self.room = pack.rooms[self.here]
+
+    # where things are
+    def items_at(self, place: str) -> list[str]:
+        return [i for i, at in self.state["items"].items() if at == place]
+
+    def reachable(self, item_id: str) -> bool:
+        return self.state["items"][item_id] in (self.here, PLAYER)
+
+    def open_ways(self) -> tuple[list[str], list[str]]:
+        open_, shut = [], []
+        for direction in self.room.exits:
+            gate = self.room.gates.get(direction)
+            (shut if gate and not self.state["flags"][gate] else open_).append(direction)
+        return open_, shut
+
+    def surroundings(self) -> str:
+        open_, shut = self.open_ways()
+        items = [self.pack.items[i] for i in self.items_at(self.here)]
+        return " ".join(p for p in (say.items_here(items, self.rng), say.exits_line(open_, shut, self.rng)) if p)
+
+    # what a command does
+    def act(self, command: Command) -> Draft:
+        action = self._action_for(command)
+        if action is not None:
+            return self._do_action(*action)
+        handler = getattr(self, f"_{command.verb}", None)
+        return handler(command) if handler else self._unknown(command)
+
+    def _look(self, command: Command) -> Draft:
+        return Draft().say(say.room_view(self.room, self.rng) + "\n\n" + self.surroundings())
+
+    def _examine(self, command: Command) -> Draft:
+        if not command.obj or self.here in command.rooms and not command.items:
+            return self._look(command)
+        for item_id in command.items:
+            if self.reachable(item_id):
+                where = "carried" if self.state["items"][item_id] == PLAYER else "here"
+                return Draft().say(say.examined(self.pack.items[item_id], where, self.rng))
+        return Draft().say(say.not_here(command.obj, self.rng))
+
+    def _go(self, command: Command) -> Draft:
+        direction = command.direction
+        if direction is None and command.rooms:
+            target = command.rooms[0]
+            if target == self.here:
+                return Draft().say(say.already_there(self.room, self.rng))
+            ways = [d for d, t in self.room.exits.items() if t == target]
+            if not ways:
+                return Draft().say(say.too_far(self.pack.rooms[target], self.rng), self.surroundings())
+            open_ = [d for d in ways if self._gate_open(d)]
+            direction = (open_ or ways)[0]
+        if direction is None:
+            return Draft().say(say.which_way(self.rng), self.surroundings())
+        if direction not in self.room.exits:
+            return Draft().say(say.no_way(direction, self.rng), say.exits_line(*self.open_ways(), self.rng))
+        if not self._gate_open(direction):
+            return Draft().say(say.gate_shut(direction, self.rng))
+        target = self.room.exits[direction]
+        revisit = target in visited_rooms(self.pack, self.history)
+        there = _World(self.pack, {**self.state, "location": target}, self.history, self.rng)
+        text = say.move_lead(direction, self.rng) + "\n\n" + say.arrival(there.room, revisit, self.rng)
+        return Draft([text, there.surroundings()], [_replace("/location", target)])
+
+    def _gate_open(self, direction: str) -> bool:
+        gate = self.room.gates.get(direction)
+        return gate is None or bool(self.state["flags"][gate])
+
+    def _take(self, command: Command) -> Draft:
+        if command.everything:
+            ids = [i for i in self.items_at(self.here) if self.pack.items[i].portable]
+            if not ids:
+                return Draft().say(say.nothing_to_take(self.rng))
+            draft = Draft()
+            for item_id in ids:
+                draft.say(say.took(self.pack.items[item_id], self.rng))
+                draft.patch.append(_replace(f"/items/{item_id}", PLAYER))
+            return draft
+        if not command.items:
+            return Draft().say(say.not_here(command.obj, self.rng) if command.obj else say.what("take", self.rng))
+        item_id = command.items[0]
+        item, place = self.pack.items[item_id], self.state["items"][item_id]
+        if place == PLAYER:
+            return Draft().say(say.already_carried(item, self.rng))
+        if place != self.here:
+            return Draft().say(say.not_here(command.obj, self.rng))
+        if not item.portable:
+            return Draft().say(say.cannot_carry(item, self.rng))
+        return Draft([say.took(item, self.rng)], [_replace(f"/items/{item_id}", PLAYER)])
+
+    def _drop(self, command: Command) -> Draft:
+        if command.everything:
+            ids = self.items_at(PLAYER)
+            if not ids:
+                return Draft().say(say.nothing_to_drop(self.rng))
+            draft = Draft()
+            for item_id in ids:
+                draft.say(say.dropped(self.pack.items[item_id], self.rng))
+                draft.patch.append(_replace(f"/items/{item_id}", self.here))
+            return draft
+        if not command.items:
+            return Draft().say(say.not_here(command.obj, self.rng) if command.obj else say.what("drop", self.rng))
+        item_id = command.items[0]
+        item = self.pack.items[item_id]
+        if self.state["items"][item_id] != PLAYER:
+            return Draft().say(say.not_carried(item, self.rng))
+        return Draft([say.dropped(item, self.rng)], [_replace(f"/items/{item_id}", self.here)])
+
+    def _inventory(self, command: Command) -> Draft:
+        return Draft().say(say.inventory([self.pack.items[i] for i in self.items_at(PLAYER)], self.rng))
+
+    def _wait(self, command: Command) -> Draft:
+        return Draft().say(say.waited(self.room, self.rng))
+
+    def _help(self, command: Command) -> Draft:
+        return Draft().say(say.help_text(self.rng))
+
+    def _use(self, command: Command) -> Draft:
+        return self._no_action(command, "use")
+
+    def _open(self, command: Command) -> Draft:
+        return self._no_action(command, "open")
+
+    def _close(self, command: Command) -> Draft:
+        return self._no_action(command, "close")
+
+    def _action(self, command: Command) -> Draft:
+        return self._no_action(command, command.word)
+
+    def _no_action(self, command: Command, verb: str) -> Draft:
+        """A verb the pack has no matching action for: say why, change nothing."""
+        if not command.obj:
+            return Draft().say(say.what(verb, self.rng))
+        reachable = [i for i in command.items if self.reachable(i)]
+        if not reachable:
+            return Draft().say(say.not_here(command.obj, self.rng))
+        item = self.pack.items[reachable[0]]
+        if any(a.item == reachable[0] and verb.casefold() in {v.casefold() for v in a.verbs}
+               for a in self.pack.actions.values()):
+            return Draft().say(say.not_this_place(item, self.rng))
+        if verb == "use":
+            return Draft().say(say.no_use(item, self.rng))
+        return Draft().say(say.no_open(verb, item, self.rng))
+
+    def _unknown(self, command: Command) -> Draft:
+        return Draft().say(say.not_understood(command.word, self.rng))
+
+    # the pack's own actions
+    def _action_for(self, command: Command) -> tuple[str, Action] | None:
+        """The pack action this command means here, if any (room-specific ones first)."""
+        candidates = [(a_id, a) for a_id, a in matching_actions(command, self.pack)
+                      if a.room in (None, self.here) and (a.item is None or self.reachable(a.item))]
+        candidates.sort(key=lambda pair: pair[1].room is None)
+        ready = [c for c in candidates if c[1].requires.holds(self.state) and not self._done(c[1])]
+        return (ready or candidates or [None])[0]
+
+    def _done(self, action: Action) -> bool:
+        """Whether doing the action again would change nothing (the door is already open)."""
+        effects = action.effects
+        if effects.stats or not (effects.flags or effects.items):
+            return False
+        return (all(self.state["flags"][f] == v for f, v in effects.flags.items())
+                and all(self.state["items"][i] == at for i, at in effects.items.items()))
+
+    def _do_action(self, action_id: str, action: Action) -> Draft:
+        if self._done(action):
+            return Draft().say(say.already_done(self.rng))
+        if not action.requires.holds(self.state):
+            return Draft().say(action.refusal or say.refused(self.rng))
+        draft = Draft().say(action.text)
+        effects = action.effects
+        for item_id, place in effects.items.items():
+            if self.state["items"][item_id] == place:
+                continue
+            draft.patch.append(_replace(f"/items/{item_id}", place))
+            if not names(action.text, self.pack.item_words(item_id)):
+                draft.say(say.moved_by_action(self.pack.items[item_id], place, self.here, self.rng))
+        for flag, value in effects.flags.items():
+            if self.state["flags"][flag] != value:
+                draft.patch.append(_replace(f"/flags/{flag}", value))
+        for stat_id, delta in effects.stats.items():
+            stat = self.pack.stats[stat_id]
+            value = max(stat.min, min(stat.max, self.state["stats"][stat_id] + delta))
+            if value != self.state["stats"][stat_id]:
+                draft.patch.append(_replace(f"/stats/{stat_id}", value))
+        return draft
+
+
+def _replace(path: str, value: Any) -> dict[str, Any]:
+    return {"op": "replace", "path": path, "value": value}
+
+
+def suggestions(pack: StoryPack, state: WorldState, rng: Random) -> list[str]:
+    """Up to four short next actions: a deed that is ready here, things to take, open ways."""
+    world = _World(pack, state, (), rng)
+    found: list[str] = []
+    for action in pack.actions.values():
+        if action.room not in (None, world.here) or action.item is None or not world.reachable(action.item):
+            continue
+        if action.requires.holds(state) and not world._done(action):
+            found.append(f"{action.verbs[0]} {_short(pack, action.item)}")
+            break
+    for item_id in world.items_at(world.here):
+        if pack.items[item_id].portable:
+            found.append(f"take {_short(pack, item_id)}")
+    open_, _ = world.open_ways()
+    found += [f"go {d}" for d in open_]
+    chosen = found[:1] + rng.sample(found[1:], k=min(len(found) - 1, SUGGESTIONS_MAX - 1)) if found else ["look"]
+    return [s[:SUGGESTION_MAX_CHARS] for s in chosen]
+
+
+def _short(pack: StoryPack, item_id: str) -> str:
+    """The word a player would type for an item: its first alias, else its name."""
+    item = pack.items[item_id]
+    return item.aliases[0] if item.aliases else item.name
