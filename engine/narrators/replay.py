@@ -1,0 +1,148 @@
+"""The `replay` narrator: the recorded model output of a saved session, played back.
+
+It answers each request with what the model did for that turn and attempt
+when the session was played: the same structured and text deltas at their
+recorded times (scaled by `speed`), the same finish (stop reason, usage), the
+same transient faults, errors and cancels. The engine judges the replayed
+output exactly as it judged the live one, so a replay that reaches another
+decision shows that the engine (or the save) changed.
+
+The narrator knows nothing of save files: `saves.replay` reads a save and
+hands it `RecordedAnswer`s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.narrators.base import (
+    Chunk,
+    Finish,
+    NarrationRequest,
+    NarratorError,
+    NarratorRefusal,
+    StructuredDelta,
+    TextDelta,
+    TransientNarratorError,
+)
+
+
+@dataclass(frozen=True)
+class RecordedAnswer:
+    """What the model did for one request (one turn, one attempt), as recorded.
+
+    Attributes:
+        turn, attempt: which request this answers.
+        deltas: (milliseconds since the attempt started, "s" structured or "t" text, chunk).
+        finish: the recorded stop reason and usage.
+        error: (rule, message) when the narrator raised instead of finishing.
+        retry_after: for a transient fault the engine retried, the delay it waited.
+        cancel: the player cancelled after these deltas; the narrator asks for the cancel and waits.
+    """
+
+    turn: int
+    attempt: int
+    deltas: tuple[tuple[int, str, str], ...] = ()
+    finish: Finish = field(default_factory=Finish)
+    error: tuple[str, str] | None = None
+    retry_after: float | None = None
+    cancel: bool = False
+
+    @classmethod
+    def cancelled_with_prose(cls, turn: int, attempt: int, prose: Iterable[tuple[int, str]]) -> RecordedAnswer:
+        """A cancelled attempt of which only the prose shown is known: rewritten as the start of a turn's JSON."""
+        chunks = list(prose)
+        deltas: list[tuple[int, str, str]] = []
+        if chunks:
+            deltas.append((0, "s", '{"narrative": "'))
+            deltas += [(at, "s", json.dumps(text, ensure_ascii=False)[1:-1]) for at, text in chunks]
+        return cls(turn, attempt, tuple(deltas), cancel=True)
+
+
+class ReplayExhausted(NarratorError):
+    """The save holds no answer for a request: the replay asked something the live session never did."""
+
+    rule = "replay.exhausted"
+
+
+class _RecordedError(NarratorError):
+    """A narrator error as recorded, with its original rule id."""
+
+    def __init__(self, rule: str, message: str):
+        super().__init__(message)
+        self.rule = rule
+
+
+class ReplayNarrator:
+    """Plays recorded answers back, keyed by (turn, attempt), in recorded order.
+
+    Args:
+        answers: the recorded answers of a save, in the order they were given.
+        speed: how much faster than recorded to stream (`math.inf`: no waiting at all).
+        model: the recorded model, for status lines.
+        sleep: how to wait between chunks (tests pass a fake).
+        on_cancel: called when the recording says the player cancelled here
+            (the replay driver passes `session.cancel`).
+        on_exhausted: called when there is no recorded answer left for a request
+            (the save ended mid-turn); when unset, the narrator raises `ReplayExhausted`.
+    """
+
+    name = "replay"
+
+    def __init__(self, answers: Iterable[RecordedAnswer], *, speed: float = math.inf, model: str = "",
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 on_cancel: Callable[[], None] | None = None, on_exhausted: Callable[[], None] | None = None):
+        if not speed > 0:
+            raise ValueError("speed must be above 0")
+        self.model = model
+        self.speed = speed
+        self.on_cancel = on_cancel
+        self.on_exhausted = on_exhausted
+        self._sleep = sleep
+        self._answers: dict[tuple[int, int], deque[RecordedAnswer]] = defaultdict(deque)
+        for answer in answers:
+            self._answers[(answer.turn, answer.attempt)].append(answer)
+
+    def remaining(self) -> int:
+        """How many recorded answers have not been asked for yet."""
+        return sum(len(q) for q in self._answers.values())
+
+    async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
+        queue = self._answers.get((request.turn, request.attempt))
+        if not queue:
+            if self.on_exhausted is not None:
+                self.on_exhausted()
+                await asyncio.Event().wait()
+            raise ReplayExhausted(f"the save holds no recorded answer for turn {request.turn}, "
+                                  f"attempt {request.attempt}")
+        answer = queue.popleft()
+        previous = 0
+        for at, kind, text in answer.deltas:
+            if math.isfinite(self.speed) and at > previous:
+                await self._sleep((at - previous) / 1000 / self.speed)
+            previous = max(previous, at)
+            yield StructuredDelta(text, at_ms=at) if kind == "s" else TextDelta(text, at_ms=at)
+        if answer.retry_after is not None:
+            raise TransientNarratorError(answer.error[1] if answer.error else "recorded transient fault",
+                                         retry_after=answer.retry_after)
+        if answer.error is not None:
+            raise _error(*answer.error)
+        if answer.cancel:
+            if self.on_cancel is not None:
+                self.on_cancel()
+            await asyncio.Event().wait()
+        yield answer.finish
+
+
+def _error(rule: str, message: str) -> NarratorError:
+    if rule == TransientNarratorError.rule:
+        return TransientNarratorError(message)
+    if rule == NarratorRefusal.rule:
+        return NarratorRefusal(message)
+    return _RecordedError(rule, message)

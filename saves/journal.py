@@ -1,0 +1,624 @@
+"""The save journal: an append-only, hash-chained JSON Lines record of a session.
+
+A save is a sink for the engine's events. The first line is a header (format
+version, story and pack digest, narrator, model, seed, budget, storyloom
+version); every later line is one event. Each line is one JSON object:
+
+    {"seq": 3, "time": "2026-11-29T22:30:00.123Z", "kind": "turn_committed",
+     "data": {...}, "prev": "<hash of record 2>", "hash": "<sha256>"}
+
+`hash` is the sha256 of the canonical JSON of the record without `hash`
+(which includes `prev`), so a record proves its own content and its place in
+the chain. Records are written with one `write` each; a commit is flushed and
+fsynced before `Journal.record` returns, so the UI may show it as committed.
+
+Loading (`load_save`) drops a torn last line (a crash mid-write) with a
+warning and refuses any other damage with a specific `saves.errors` exception,
+never touching the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from engine.events import (
+    AttemptFinished,
+    CorrectionStarted,
+    Event,
+    NarratorRetrying,
+    ProseDelta,
+    ProseReplaced,
+    TurnCancelled,
+    TurnStarted,
+    event_from_json,
+)
+from engine.packs import StoryPack
+from engine.state import canonical_json
+from saves.errors import (
+    BrokenChain,
+    CorruptRecord,
+    MissingRecord,
+    ReorderedRecords,
+    SaveExists,
+    SaveLocked,
+    SaveUnreadable,
+    SaveWriteError,
+    TamperedRecord,
+    UnsupportedVersion,
+)
+
+FORMAT = "storyloom-save"
+VERSION = 1
+"""The format version this storyloom writes; see `migrate` and docs/readme-saves.md."""
+GENESIS = "0" * 64
+"""The `prev` of the header: there is no record before it."""
+SUFFIX = ".jsonl"
+
+HEADER = "header"
+RESUMED = "resumed"
+"""A journal's own record: the save was reopened to continue (narrator and model may differ)."""
+
+_DURABLE = {HEADER, RESUMED, "turn_committed", "turn_undone", "turn_failed", "turn_cancelled", "story_ended"}
+"""Record kinds fsynced before `record` returns: every outcome a player may be shown."""
+_STATELESS = {"turn_committed", "turn_undone"}
+"""Events whose full `state` is left out: it is rebuilt from the patches and checked by hash."""
+
+
+def storyloom_version() -> str:
+    try:
+        return metadata.version("storyloom")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass(frozen=True)
+class SaveHeader:
+    """The first record of a save. Only these fields are ever written (no settings, no keys).
+
+    Attributes:
+        story_id: the pack's id.
+        story_digest: `StoryPack.digest` of the pack played; resume refuses another.
+        story_title: for listings.
+        story_source: how the pack was named when play began (a built-in id or a file path).
+        narrator, model: who narrated.
+        seed: the offline narrator's seed.
+        budget: corrections per turn.
+        faults: the offline narrator's fault rate.
+        storyloom: the version that created the save.
+        version: the save format version.
+    """
+
+    story_id: str
+    story_digest: str
+    story_title: str = ""
+    story_source: str = ""
+    narrator: str = ""
+    model: str = ""
+    seed: int = 0
+    budget: int = 2
+    faults: float = 0.0
+    storyloom: str = field(default_factory=storyloom_version)
+    version: int = VERSION
+
+    @classmethod
+    def for_session(cls, pack: StoryPack, narrator: Any, *, source: str | None = None, seed: int = 0,
+                    budget: int = 2, faults: float = 0.0) -> SaveHeader:
+        """The header for a new session; `narrator` only contributes its `name` and `model`."""
+        return cls(
+            story_id=pack.id, story_digest=pack.digest, story_title=pack.title,
+            story_source=source if source is not None else pack.id,
+            narrator=str(getattr(narrator, "name", "unknown")), model=str(getattr(narrator, "model", "") or ""),
+            seed=int(seed), budget=int(budget), faults=float(faults),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "version": self.version, "storyloom": self.storyloom,
+            "story": {"id": self.story_id, "digest": self.story_digest, "title": self.story_title,
+                      "source": self.story_source},
+            "narrator": self.narrator, "model": self.model, "seed": self.seed, "budget": self.budget,
+            "faults": self.faults,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SaveHeader:
+        """Read a (migrated) header. Raises KeyError/TypeError/ValueError when it is malformed."""
+        story = data["story"]
+        header = cls(
+            story_id=str(story["id"]), story_digest=str(story["digest"]), story_title=str(story.get("title", "")),
+            story_source=str(story.get("source", "")), narrator=str(data.get("narrator", "")),
+            model=str(data.get("model", "")), seed=int(data.get("seed", 0)), budget=int(data.get("budget", 2)),
+            faults=float(data.get("faults", 0.0)), storyloom=str(data.get("storyloom", "")),
+            version=int(data["version"]),
+        )
+        if not header.story_id or len(header.story_digest) != 64:
+            raise ValueError("the story id or digest is missing")
+        return header
+
+
+@dataclass(frozen=True)
+class Record:
+    """One line of a save, as loaded."""
+
+    seq: int
+    time: str
+    kind: str
+    data: dict[str, Any]
+    prev: str
+    hash: str
+    line: int
+
+    @property
+    def event(self) -> Event | None:
+        """The engine event this record holds, or None for the journal's own records."""
+        if self.kind in (HEADER, RESUMED):
+            return None
+        try:
+            return event_from_json({**self.data, "event": self.kind})
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Save:
+    """A loaded, chain-checked save.
+
+    Attributes:
+        path: the file.
+        header: its first record.
+        records: every record after the header, in order (already migrated).
+        warnings: what loading had to overlook (a torn last line), for the player to read.
+        size: the file's size in bytes.
+        good_size: bytes up to the end of the last whole record (where the next one is appended).
+    """
+
+    path: Path
+    header: SaveHeader
+    records: tuple[Record, ...]
+    warnings: tuple[str, ...]
+    size: int
+    good_size: int
+    last_hash: str
+    last_seq: int
+    header_time: str = ""
+
+    @property
+    def events(self) -> Iterator[tuple[Record, Event]]:
+        """The engine events in order, with their records."""
+        for record in self.records:
+            event = record.event
+            if event is not None:
+                yield record, event
+
+    @property
+    def last_time(self) -> str:
+        return self.records[-1].time if self.records else self.header_time
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record_hash(record: Mapping[str, Any]) -> str:
+    """sha256 over the canonical JSON of a record without its `hash` (its `prev` included)."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+# --- loading -----------------------------------------------------------------------------------------------
+
+
+def migrate(version: int, header: dict[str, Any], records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Bring a save's header and records from `version` to the current format, in memory.
+
+    The file is never rewritten: the hash chain covers the bytes as written.
+    Version 1 is the current format, so it is the identity. A future version 2
+    adds a step `_v1_to_v2(header, records)` here and applies the steps in turn.
+
+    Raises:
+        ValueError: the version is unknown (newer than this storyloom, or below 1).
+    """
+    if version == 1:
+        return header, records
+    raise ValueError(f"unknown save format version {version!r}")
+
+
+def load_save(path: str | Path) -> Save:
+    """Read, chain-check and migrate a save without changing the file.
+
+    Raises:
+        SaveUnreadable: missing, unreadable, empty or not a storyloom save.
+        UnsupportedVersion: a format version this storyloom does not know.
+        CorruptRecord, TamperedRecord, BrokenChain, MissingRecord, ReorderedRecords: damage, with the first bad record.
+    """
+    path = Path(path)
+    try:
+        blob = path.read_bytes()
+    except FileNotFoundError:
+        raise SaveUnreadable(path, "no such save file (see `storyloom saves`)") from None
+    except IsADirectoryError:
+        raise SaveUnreadable(path, "this is a folder, not a save file") from None
+    except OSError as exc:
+        raise SaveUnreadable(path, f"cannot read the file: {exc.strerror or exc}") from None
+    return parse_save(path, blob)
+
+
+def parse_save(path: Path, blob: bytes) -> Save:
+    """`load_save` over bytes already read."""
+    warnings: list[str] = []
+    lines = blob.split(b"\n")
+    tail = lines.pop()  # after the last newline: b"" when the last write was whole
+    good_size = len(blob) - len(tail)
+    if tail:
+        warnings.append(f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash while it "
+                        f"was written and is ignored; nothing before it is affected")
+    if not lines:
+        raise SaveUnreadable(path, "the file is empty: it is not a storyloom save (or its first record was never "
+                                   "completely written)")
+    parsed = [_parse_line(path, raw, number) for number, raw in enumerate(lines, 1)]
+    header_raw = parsed[0]
+    header_data = _check_header(path, header_raw)
+    _check_chain(path, parsed)
+    version = int(header_data["version"])
+    migrated_header, migrated = migrate(version, header_data, [dict(r) for r in parsed[1:]])
+    try:
+        header = SaveHeader.from_json(migrated_header)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptRecord(path, f"the header record is malformed ({exc})", line=1, seq=0) from None
+    records = tuple(_record(path, raw, number) for number, raw in enumerate(migrated, 2))
+    last = parsed[-1]
+    return Save(path=path, header=header, records=records, warnings=tuple(warnings), size=len(blob),
+                good_size=good_size, last_hash=last["hash"], last_seq=last["seq"], header_time=str(header_raw["time"]))
+
+
+def _parse_line(path: Path, raw: bytes, number: int) -> dict[str, Any]:
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        if number == 1:
+            raise SaveUnreadable(path, "the first line is not JSON: this is not a storyloom save") from None
+        raise CorruptRecord(path, f"the record is not valid JSON ({exc}); the file was damaged or edited",
+                            line=number) from None
+    if not (isinstance(data, dict) and isinstance(data.get("seq"), int) and isinstance(data.get("hash"), str)
+            and isinstance(data.get("prev"), str) and isinstance(data.get("kind"), str)
+            and isinstance(data.get("data"), dict) and isinstance(data.get("time"), str)):
+        if number == 1:
+            raise SaveUnreadable(path, "the first line is not a storyloom save header")
+        raise CorruptRecord(path, "the line is JSON but not a save record (seq, time, kind, data, prev, hash)",
+                            line=number)
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _check_header(path: Path, header: dict[str, Any]) -> dict[str, Any]:
+    data = header["data"]
+    if header["kind"] != HEADER or header["seq"] != 0 or data.get("format") != FORMAT:
+        raise SaveUnreadable(path, "the first record is not a storyloom save header")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UnsupportedVersion(path, f"the save format version {version!r} is not a number", line=1, seq=0)
+    if version > VERSION:
+        raise UnsupportedVersion(path, f"the save is in format version {version}, newer than this storyloom "
+                                       f"({storyloom_version()}, format {VERSION}) can read; upgrade storyloom",
+                                 line=1, seq=0)
+    if version < 1:
+        raise UnsupportedVersion(path, f"unknown save format version {version}", line=1, seq=0)
+    return data
+
+
+def _check_chain(path: Path, parsed: list[dict[str, Any]]) -> None:
+    """Each record proves its content, sits right after its predecessor, and follows its hash."""
+    previous_hash = GENESIS
+    expected_seq = 0
+    for index, record in enumerate(parsed):
+        number = index + 1
+        if record_hash(record) != record["hash"]:
+            raise TamperedRecord(path, f"record {record['seq']} does not match its hash: bytes inside it were "
+                                       f"changed after it was written", line=number, seq=record["seq"])
+        seq = record["seq"]
+        if seq != expected_seq:
+            later = {r["seq"] for r in parsed[index + 1:]}
+            earlier = {r["seq"] for r in parsed[:index]}
+            if seq < expected_seq or expected_seq in later:
+                what = "a second copy of" if seq in earlier else "out of place:"
+                raise ReorderedRecords(path, f"records are out of order: record {seq} is {what} it comes where "
+                                             f"record {expected_seq} belongs", line=number, seq=seq)
+            gap = f"record {expected_seq} is" if seq == expected_seq + 1 else f"records {expected_seq}..{seq - 1} are"
+            raise MissingRecord(path, f"{gap} missing: the record before this one (seq {seq}) was removed",
+                                line=number, seq=seq)
+        if record["prev"] != previous_hash:
+            raise BrokenChain(path, f"record {seq} does not follow the hash of record {seq - 1}: the chain is "
+                                    f"broken (a record was replaced)", line=number, seq=seq)
+        previous_hash = record["hash"]
+        expected_seq += 1
+
+
+def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
+    record = Record(seq=raw["seq"], time=raw["time"], kind=raw["kind"], data=raw["data"], prev=raw["prev"],
+                    hash=raw["hash"], line=number)
+    if record.kind not in (HEADER, RESUMED) and record.event is None and _is_engine_kind(record.kind):
+        raise CorruptRecord(path, f"record {record.seq} is not a valid {record.kind} event", line=number,
+                            seq=record.seq)
+    return record
+
+
+def _is_engine_kind(kind: str) -> bool:
+    from engine.events import EVENT_TYPES
+
+    return kind in EVENT_TYPES
+
+
+# --- where saves live ---------------------------------------------------------------------------------------
+
+
+def saves_dir() -> Path:
+    """`platformdirs.user_data_dir("storyloom")/saves`."""
+    return Path(platformdirs.user_data_dir("storyloom")) / "saves"
+
+
+def list_saves(folder: Path | None = None) -> list[Path]:
+    """The save files in the saves folder, newest first."""
+    folder = folder or saves_dir()
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.iterdir() if p.is_file() and p.name.endswith(SUFFIX)]
+    return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
+
+
+def resolve_save(ref: str | Path, folder: Path | None = None) -> Path:
+    """A save named by path, by file name in the saves folder, or `latest`.
+
+    Raises:
+        SaveUnreadable: `latest` with no saves, or no such file.
+    """
+    folder = folder or saves_dir()
+    if str(ref) == "latest":
+        saves = list_saves(folder)
+        if not saves:
+            raise SaveUnreadable(folder, "there are no saves yet: play a story first")
+        return saves[0]
+    path = Path(ref)
+    if not path.exists() and path.parent == Path(".") and (folder / path.name).exists():
+        return folder / path.name
+    if not path.exists() and path.parent == Path(".") and (folder / (path.name + SUFFIX)).exists():
+        return folder / (path.name + SUFFIX)
+    return path
+
+
+def new_save_path(story_id: str, folder: Path | None = None) -> Path:
+    """A fresh file name in the saves folder: `<story>-<UTC time>.jsonl` (never an existing file)."""
+    folder = folder or saves_dir()
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    candidate = folder / f"{story_id}-{stamp}{SUFFIX}"
+    n = 2
+    while candidate.exists():
+        candidate = folder / f"{story_id}-{stamp}-{n}{SUFFIX}"
+        n += 1
+    return candidate
+
+
+# --- writing ------------------------------------------------------------------------------------------------
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _lock(fd: int, path: Path) -> None:
+    """Take the exclusive write lock on an open save, or say which process holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SaveLocked(path, _lock_owner(path)) from None
+    with contextlib.suppress(OSError):
+        _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
+
+
+def _lock_owner(path: Path) -> int | None:
+    try:
+        return int(_lock_path(path).read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class Journal:
+    """The writer of one save: holds its lock and appends chained records.
+
+    Create with `Journal.create` (a new save) or `Journal.open_for_append`
+    (continue one); feed it every engine event with `record`. Use it as a
+    context manager, or call `close`.
+    """
+
+    def __init__(self, path: Path, fd: int, last_hash: str, last_seq: int, loaded: Save | None = None):
+        self.path = path
+        self._fd: int | None = fd
+        self._last_hash = last_hash
+        self._seq = last_seq
+        self.loaded = loaded
+        """The save as it was when opened for append (None for a new save)."""
+        self._broken: SaveWriteError | None = None
+        self._attempt_started = time.monotonic()
+        self._attempt_done = False
+        self._attempt_number = 1
+        self._partial: list[tuple[int, str]] = []
+        self._truncate_to: int | None = None
+
+    @classmethod
+    def create(cls, path: str | Path, header: SaveHeader) -> Journal:
+        """Start a new save at `path` (its folder is created) and write its header durably.
+
+        Raises:
+            SaveExists: a file is already there (resume it instead).
+            SaveWriteError: the folder or file cannot be written.
+        """
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        except FileExistsError:
+            raise SaveExists(path, "a file is already there; resume it with --resume, or choose another path") from None
+        except OSError as exc:
+            raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
+        _lock(fd, path)
+        journal = cls(path, fd, GENESIS, -1)
+        journal._append(HEADER, header.to_json())
+        _fsync_dir(path.parent)
+        return journal
+
+    @classmethod
+    def open_for_append(cls, path: str | Path) -> Journal:
+        """Reopen a save to continue it: lock it, then load and check it.
+
+        A torn last line is cut off only when the first new record is written,
+        so a resume that is refused (say, the story changed) leaves the file as it was.
+
+        Raises:
+            SaveLocked: another process is writing it.
+            SaveError: any damage `load_save` reports (the file is left untouched).
+        """
+        path = Path(path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except FileNotFoundError:
+            raise SaveUnreadable(path, "no such save file (see `storyloom saves`)") from None
+        except IsADirectoryError:
+            raise SaveUnreadable(path, "this is a folder, not a save file") from None
+        except OSError as exc:
+            raise SaveUnreadable(path, f"cannot open the save for writing: {exc.strerror or exc}") from None
+        _lock(fd, path)
+        try:
+            save = load_save(path)
+        except BaseException:
+            cls._release(fd, path)
+            raise
+        journal = cls(path, fd, save.last_hash, save.last_seq, save)
+        if save.good_size < save.size:
+            journal._truncate_to = save.good_size
+        return journal
+
+    def note_resumed(self, narrator: Any) -> None:
+        """Record that the save continues from here, and with which narrator and model."""
+        self._append(RESUMED, {"narrator": str(getattr(narrator, "name", "unknown")),
+                               "model": str(getattr(narrator, "model", "") or ""), "storyloom": storyloom_version()})
+
+    def record_interrupted(self, turn: int) -> None:
+        """Close a turn that was in flight when the save stopped (a crash): nothing of it was committed."""
+        self._append("turn_cancelled", {"turn": turn, "interrupted": True})
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def record(self, event: Event) -> None:
+        """Append one engine event; a turn's outcome is on disk (fsynced) when this returns.
+
+        `prose_delta` events are not written (their text and timing are inside
+        `attempt_finished`); the prose shown of an attempt cut short by a cancel
+        is kept with the `turn_cancelled` record, so a replay can show it.
+
+        Raises:
+            SaveWriteError: the save cannot be written; every later call raises too.
+        """
+        self._track(event)
+        if isinstance(event, ProseDelta):
+            return
+        data = event.to_json()
+        data.pop("event", None)
+        if event.event in _STATELESS:
+            data.pop("state", None)
+        if isinstance(event, TurnCancelled) and not self._attempt_done:
+            data["partial"] = {"attempt": self._attempt_number, "prose": [list(p) for p in self._partial]}
+        self._append(event.event, data)
+
+    def record_all(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.record(event)
+
+    def _track(self, event: Event) -> None:
+        """Follow the attempt in flight, to keep the prose shown if it is cancelled."""
+        if isinstance(event, TurnStarted | CorrectionStarted):
+            self._attempt_number = event.attempt
+            self._attempt_started = time.monotonic()
+            self._attempt_done = False
+            self._partial = []
+        elif isinstance(event, NarratorRetrying):
+            self._attempt_started = time.monotonic()
+            self._partial = []
+        elif isinstance(event, AttemptFinished):
+            self._attempt_done = True
+        elif isinstance(event, ProseReplaced) and not self._attempt_done:
+            self._partial = []
+        elif isinstance(event, ProseDelta) and not self._attempt_done:
+            self._partial.append((int((time.monotonic() - self._attempt_started) * 1000), event.text))
+
+    def _append(self, kind: str, data: dict[str, Any]) -> None:
+        if self._broken is not None:
+            raise self._broken
+        if self._fd is None:
+            raise SaveWriteError(self.path, "the save is closed")
+        record: dict[str, Any] = {"seq": self._seq + 1, "time": _now(), "kind": kind, "data": data,
+                                  "prev": self._last_hash}
+        record["hash"] = record_hash(record)
+        line = (canonical_json(record) + "\n").encode("utf-8")
+        try:
+            if self._truncate_to is not None:
+                os.ftruncate(self._fd, self._truncate_to)
+                os.fsync(self._fd)
+                self._truncate_to = None
+            view = memoryview(line)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if kind in _DURABLE:
+                os.fsync(self._fd)
+        except OSError as exc:
+            self._broken = SaveWriteError(self.path, f"the save could not be written ({exc.strerror or exc}); "
+                                                     f"nothing more is saved to it")
+            raise self._broken from None
+        self._seq += 1
+        self._last_hash = record["hash"]
+
+    def close(self) -> None:
+        """Release the lock; the file stays as written."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            self._release(fd, self.path)
+
+    @staticmethod
+    def _release(fd: int, path: Path) -> None:
+        if _lock_owner(path) == os.getpid():
+            with contextlib.suppress(OSError):
+                _lock_path(path).unlink()
+        os.close(fd)

@@ -1,0 +1,294 @@
+"""Replaying a save through a fresh engine session, and catching any divergence.
+
+`replay_plan` reads a save into what a replay needs: the pack (digest
+checked), the player's recorded actions (play, retry, undo) and a `replay`
+narrator loaded with the recorded model output. `Replayer` drives a fresh
+`Session` through those actions and compares every event the engine emits
+with the recorded one (timing aside); the first difference is a
+`Divergence`, reported, never smoothed over.
+
+The TUI drives the same `Replayer` step by step (`Replayer.play_step`) to
+show a replay frame for frame; `storyloom replay --headless` prints it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.events import Event, ProseDelta
+from engine.lifecycle import Session
+from engine.narrators.base import Finish
+from engine.narrators.replay import RecordedAnswer, ReplayNarrator
+from engine.packs import StoryPack
+from engine.state import canonical_json, state_hash
+from saves.journal import Record, Save
+from saves.verify import open_pack, rebuild
+
+_CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
+"""Recorded events after which a cancel lands in the engine at the same point (not mid-stream)."""
+_IGNORED_FIELDS = {"state", "partial", "interrupted"}
+_TERMINAL = {"turn_committed", "turn_failed", "turn_cancelled", "story_ended"}
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    """One thing the player did, in order: `play` an input, `retry` a failed turn, or `undo`.
+
+    Attributes:
+        action: "play", "retry" or "undo".
+        turn: the turn number the step concerns.
+        player_input: what the player typed (for play and retry).
+        expected: the recorded events this step produced (comparable form, no timing).
+        cancel_after: index in `expected` after whose event the player cancelled, if they did.
+        interrupted: the save stopped during this step (a crash); its end is not compared.
+    """
+
+    action: str
+    turn: int
+    player_input: str = ""
+    expected: tuple[dict[str, Any], ...] = ()
+    cancel_after: int | None = None
+    interrupted: bool = False
+
+
+@dataclass
+class ReplayPlan:
+    """What a replay needs: the story, the player's steps, the narrator with the recorded output."""
+
+    pack: StoryPack
+    steps: list[ReplayStep]
+    narrator: ReplayNarrator
+    save: Save
+    final_hash: str
+    """The state hash the recorded session ended in."""
+
+    @property
+    def inputs(self) -> list[str]:
+        """The player's recorded inputs, in order (retries repeat their turn's input)."""
+        return [s.player_input for s in self.steps if s.action != "undo"]
+
+    def __iter__(self):
+        """Unpacks as `(pack, inputs, narrator)`."""
+        return iter((self.pack, self.inputs, self.narrator))
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first place the replay differs from the record."""
+
+    turn: int
+    index: int
+    expected: dict[str, Any] | None
+    actual: dict[str, Any] | None
+
+    def __str__(self) -> str:
+        return (f"turn {self.turn}: the record has {_describe(self.expected)}, "
+                f"but the replay gave {_describe(self.actual)}")
+
+
+@dataclass
+class ReplayResult:
+    """How a replay went."""
+
+    events: list[Event] = field(default_factory=list)
+    divergence: Divergence | None = None
+    final_hash: str = ""
+    expected_final_hash: str = ""
+    interrupted: int | None = None
+
+    @property
+    def faithful(self) -> bool:
+        return self.divergence is None and self.final_hash == self.expected_final_hash
+
+
+def comparable(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """An event as the replay compares it: no timing, no bulky state, JSON types only."""
+    body = {k: v for k, v in data.items() if k not in _IGNORED_FIELDS and k != "event"}
+    if "deltas" in body:
+        body["deltas"] = [[d[1], d[2]] for d in body["deltas"]]
+    return {"event": kind, **json.loads(canonical_json(body))}
+
+
+def replay_plan(save: Save, *, speed: float = math.inf, pack: StoryPack | None = None,
+                sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> ReplayPlan:
+    """Read a save into a replay plan (see the module docstring).
+
+    Raises:
+        PackMismatch: the story cannot be found or changed.
+        InvalidCommit: the save's commits do not hold (a replay of it would mean nothing).
+    """
+    pack = open_pack(save.header, save.path, pack)
+    final_hash = state_hash(rebuild(save, pack).state)
+    answers = _answers(save.records)
+    narrator = ReplayNarrator(answers, speed=speed, model=save.header.model, sleep=sleep)
+    return ReplayPlan(pack, _steps(save.records), narrator, save, final_hash)
+
+
+def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
+    """The model's recorded answers, one per request the engine made."""
+    answers: list[RecordedAnswer] = []
+    turn, attempt, open_attempt = 0, 1, False
+    for record in records:
+        kind, data = record.kind, record.data
+        if kind == "turn_started":
+            turn, attempt, open_attempt = data["turn"], 1, True
+        elif kind == "correction_started":
+            attempt, open_attempt = data["attempt"], True
+        elif kind == "narrator_retrying":
+            answers.append(RecordedAnswer(turn, data["attempt"], error=("narrator.unavailable", data["reason"]),
+                                          retry_after=float(data["delay"])))
+        elif kind == "attempt_finished":
+            deltas = tuple((int(d[0]), str(d[1]), str(d[2])) for d in data.get("deltas", ()))
+            finish = Finish(data.get("stop_reason", "end"), dict(data.get("usage", {})))
+            answers.append(RecordedAnswer(turn, data["attempt"], deltas, finish))
+            open_attempt = False
+        elif kind == "turn_failed" and open_attempt:
+            issue = (data.get("issues") or [{"rule": "narrator.error", "message": "the narrator failed"}])[0]
+            answers.append(RecordedAnswer(turn, attempt, error=(issue["rule"], issue["message"])))
+            open_attempt = False
+        elif kind == "turn_cancelled" and data.get("interrupted"):
+            open_attempt = False  # the save stopped here (a crash): the replay cancels, nothing is asked
+        elif kind == "turn_cancelled" and open_attempt:
+            prose = (data.get("partial") or {}).get("prose", [])
+            answers.append(RecordedAnswer.cancelled_with_prose(turn, attempt, [(int(a), str(t)) for a, t in prose]))
+            open_attempt = False
+    return answers
+
+
+def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
+    """The player's actions, each with the events it produced as recorded."""
+    steps: list[ReplayStep] = []
+    current: dict[str, Any] | None = None
+
+    def close(interrupted: bool = False) -> None:
+        nonlocal current
+        if current is None:
+            return
+        events = current["events"]
+        interrupted = interrupted or not (events and events[-1]["event"] in _TERMINAL)
+        cancel_after = current["cancel_after"]
+        if interrupted:
+            cancel_after = len(events) - 1  # cancel where the record stops, so nothing more is committed
+        steps.append(ReplayStep(current["action"], current["turn"], current["input"], tuple(events),
+                                cancel_after, interrupted))
+        current = None
+
+    for record in records:
+        kind, data = record.kind, record.data
+        if kind == "resumed":
+            continue
+        if kind == "turn_started":
+            close()
+            current = {"action": "retry" if data.get("retry", 0) else "play", "turn": data["turn"],
+                       "input": data.get("player_input", ""), "events": [], "cancel_after": None}
+        elif kind == "turn_undone":
+            close()
+            steps.append(ReplayStep("undo", data["turn"], expected=(comparable(kind, data),)))
+            continue
+        if current is None:
+            continue
+        if kind == "turn_cancelled" and data.get("interrupted"):
+            close(interrupted=True)
+            continue
+        if kind == "turn_cancelled" and current["events"] and current["events"][-1]["event"] in _CANCEL_AFTER:
+            current["cancel_after"] = len(current["events"]) - 1
+        current["events"].append(comparable(kind, data))
+    close()
+    return steps
+
+
+def _describe(event: dict[str, Any] | None) -> str:
+    if event is None:
+        return "nothing more"
+    kind = event["event"]
+    if kind == "turn_committed":
+        return f"a commit (state {event.get('state_hash', '')[:12]}…)"
+    if kind in ("validation_failed", "turn_failed"):
+        rules = ", ".join(i.get("rule", "?") for i in event.get("issues", []))
+        return f"{kind} [{rules}]"
+    if kind == "attempt_finished":
+        return f"attempt {event.get('attempt')} output {str(event.get('raw'))[:60]!r}"
+    if kind == "turn_undone":
+        return f"an undo (state {event.get('state_hash', '')[:12]}…)"
+    return kind
+
+
+class Replayer:
+    """Drives a fresh session through a plan's steps, comparing every event with the record.
+
+    Args:
+        plan: from `replay_plan`.
+        sleep: how the session waits before retrying a recorded transient fault (scaled by speed).
+    """
+
+    def __init__(self, plan: ReplayPlan, *, sleep: Callable[[float], Awaitable[Any]] | None = None):
+        self.plan = plan
+        speed = plan.narrator.speed
+
+        async def scaled(delay: float) -> None:
+            if math.isfinite(speed):
+                await (sleep or asyncio.sleep)(delay / speed)
+
+        self.session = Session(plan.pack, plan.narrator, budget=plan.save.header.budget, sleep=scaled)
+        plan.narrator.on_cancel = self.session.cancel
+        plan.narrator.on_exhausted = self.session.cancel
+        self.result = ReplayResult(expected_final_hash=plan.final_hash)
+
+    async def run(self, on_event: Callable[[Event], Any] | None = None) -> ReplayResult:
+        """Play every step; stop at the first divergence."""
+        for step in self.plan.steps:
+            async for event in self.play_step(step):
+                if on_event is not None:
+                    on_event(event)
+            if self.result.divergence is not None:
+                break
+        self.result.final_hash = state_hash(self.session.state)
+        return self.result
+
+    async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:
+        """Play one recorded step, yielding the engine's events (prose deltas included) as they come."""
+        if step.action == "undo":
+            event = self.session.undo()
+            if event is not None:
+                self.result.events.append(event)
+                yield event
+            self._compare(step, 0, event)
+            return
+        if step.action == "retry" and self.session.pending is not None:
+            events = self.session.retry()
+        else:
+            events = self.session.play(step.player_input)
+        index = 0
+        async for event in events:
+            self.result.events.append(event)
+            if isinstance(event, ProseDelta):
+                yield event
+                continue
+            if step.interrupted and index >= len(step.expected):
+                self.session.cancel()  # the record stops here: the rest of this turn never happened
+                index += 1
+                continue
+            if self.result.divergence is None and not self._compare(step, index, event):
+                self.session.cancel()
+            yield event
+            if step.cancel_after == index:
+                self.session.cancel()
+            index += 1
+        if self.result.divergence is None and index < len(step.expected) and not step.interrupted:
+            self._compare(step, index, None)
+        if step.interrupted:
+            self.result.interrupted = step.turn
+
+    def _compare(self, step: ReplayStep, index: int, event: Event | None) -> bool:
+        expected = step.expected[index] if index < len(step.expected) else None
+        actual = comparable(event.event, event.to_json()) if event is not None else None
+        if expected == actual:
+            return True
+        if self.result.divergence is None:
+            self.result.divergence = Divergence(step.turn, index, expected, actual)
+        return False

@@ -1,0 +1,96 @@
+"""Continuing a saved story: rebuild its session from the commits, then keep journaling into it.
+
+A resumed session is the same story the player left: the committed state,
+the model's history of committed exchanges, the undo stack (undo works across
+a resume) and the next turn number. Every commit is re-judged on the way in
+(`saves.verify.rebuild`), so a save that was tampered with is refused rather
+than played.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.lifecycle import DEFAULT_BUDGET, Session
+from engine.narrators.base import Narrator
+from engine.packs import StoryPack
+from saves.journal import Journal, Save, SaveHeader, resolve_save
+from saves.verify import Rebuilt, open_pack, rebuild
+
+
+@dataclass
+class Resumed:
+    """A session rebuilt from a save, and the journal that continues it.
+
+    Attributes:
+        session: ready to `play`; its state, history, undo stack and next turn come from the save.
+        journal: open for append and locked; feed it the session's events.
+        save: the save as loaded (its warnings, e.g. a dropped torn line, are for the player).
+        rebuilt: what the save held (counts, the interrupted turn if the save stopped mid-turn).
+    """
+
+    session: Session
+    journal: Journal
+    save: Save
+    rebuilt: Rebuilt
+    pack: StoryPack
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.save.warnings
+
+
+def restore_session(save: Save, narrator: Narrator, *, pack: StoryPack | None = None, budget: int | None = None,
+                    **session_options: Any) -> tuple[Session, Rebuilt, StoryPack]:
+    """A `Session` in the state a loaded save ends in (no journal; used by resume and replay).
+
+    Raises:
+        PackMismatch: the story cannot be found or changed since the save was made.
+        InvalidCommit: a recorded commit does not pass the rules again.
+    """
+    pack = open_pack(save.header, save.path, pack)
+    built = rebuild(save, pack)
+    session = Session(pack, narrator, budget=save.header.budget if budget is None else budget,
+                      next_turn=built.next_turn, **session_options)
+    session.restore(built.state, built.history, list(built.undo_stack))
+    session.pending = built.pending
+    return session, built, pack
+
+
+def resume(ref: str | Path, narrator: Narrator, *, pack: StoryPack | None = None, budget: int | None = None,
+           **session_options: Any) -> Resumed:
+    """Reopen a save (a path or `latest`) and rebuild its session, ready to play on.
+
+    The save is locked for writing first, so two processes never continue one
+    save. A turn that was in flight when the save stopped (a crash) is closed
+    with a `turn_cancelled` record marked `interrupted`, so it can be retried.
+
+    Raises:
+        SaveLocked: another storyloom is writing it.
+        SaveError: the save is damaged, of an unknown version, or its story changed (file untouched).
+    """
+    path = resolve_save(ref)
+    journal = Journal.open_for_append(path)
+    try:
+        save = journal.loaded
+        assert save is not None
+        session, built, pack = restore_session(save, narrator, pack=pack, budget=budget, **session_options)
+        journal.note_resumed(narrator)
+        if built.interrupted is not None:
+            journal.record_interrupted(built.interrupted)
+    except BaseException:
+        journal.close()
+        raise
+    return Resumed(session, journal, save, built, pack)
+
+
+def header_for(pack: StoryPack, narrator: Narrator, settings: Any = None, *, source: str | None = None) -> SaveHeader:
+    """A save header for a new session, taking only whitelisted fields from the settings (never a key)."""
+    return SaveHeader.for_session(
+        pack, narrator, source=source,
+        seed=int(getattr(settings, "seed", 0) or 0),
+        budget=int(getattr(settings, "budget", DEFAULT_BUDGET) if settings is not None else DEFAULT_BUDGET),
+        faults=float(getattr(settings, "faults", 0.0) or 0.0),
+    )

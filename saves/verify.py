@@ -1,0 +1,212 @@
+"""Rebuilding a session's committed story from its save, re-judging every commit on the way.
+
+`rebuild` is shared by `storyloom verify` and resume: both must agree on what
+a save holds, so both run each recorded commit through `engine.rules.judge`
+against the state before it and compare the resulting `state_hash` with the
+recorded one. A save that fails either check is refused, never patched up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.events import (
+    TurnCancelled,
+    TurnCommitted,
+    TurnFailed,
+    TurnStarted,
+    TurnUndone,
+)
+from engine.lifecycle import PendingTurn
+from engine.narrators.base import Exchange
+from engine.packs import PackError, StoryPack, load_pack
+from engine.rules import judge
+from engine.state import WorldState, canonical_json, initial_state, state_hash
+from saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
+from saves.journal import Save, SaveHeader, load_save
+
+
+@dataclass
+class Rebuilt:
+    """The committed story a save leads to, ready for `Session.restore`.
+
+    Attributes:
+        state: the committed state at the end of the save.
+        history: the committed exchanges still standing (undone ones removed).
+        undo_stack: what `Session.undo` would restore, oldest first.
+        next_turn: the number the next turn gets (numbers are never reused).
+        pending: a failed, cancelled or interrupted last turn that can be retried.
+        commits, undos, failures, cancels, corrections: counts, for reports and listings.
+        interrupted: the turn that was in flight when the save stopped (a crash or a kill), if any.
+    """
+
+    state: WorldState
+    history: tuple[Exchange, ...] = ()
+    undo_stack: list[tuple[WorldState, tuple[Exchange, ...]]] = field(default_factory=list)
+    next_turn: int = 1
+    pending: PendingTurn | None = None
+    commits: int = 0
+    undos: int = 0
+    failures: int = 0
+    cancels: int = 0
+    corrections: int = 0
+    interrupted: int | None = None
+    ending: str | None = None
+
+
+def open_pack(header: SaveHeader, path: Path, pack: StoryPack | None = None) -> StoryPack:
+    """The pack a save was played with: the one given, else by its source or id; its digest must match.
+
+    Raises:
+        PackMismatch: the pack cannot be found, or it changed since the save was made.
+    """
+    if pack is None:
+        pack = _find_pack(header, path)
+    if pack.id != header.story_id:
+        raise PackMismatch(path, f"this save is of the story {header.story_id!r}, not {pack.id!r}")
+    if pack.digest != header.story_digest:
+        raise PackMismatch(path, f"the story {header.story_id!r} has changed since this save was made (pack digest "
+                                 f"{pack.digest[:12]}… now, {header.story_digest[:12]}… when saved); its turns "
+                                 f"cannot be checked against a different world. Restore the story file the save "
+                                 f"was played with")
+    return pack
+
+
+def _find_pack(header: SaveHeader, path: Path) -> StoryPack:
+    tried: list[str] = []
+    for ref in dict.fromkeys(r for r in (header.story_source, header.story_id) if r):
+        try:
+            return load_pack(ref)
+        except PackError as exc:
+            tried.append(f"{ref}: {exc.problems[0].message if exc.problems else exc}")
+    raise PackMismatch(path, f"the story {header.story_id!r} this save was played with cannot be found ("
+                             + "; ".join(tried) + ")")
+
+
+def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
+    """Replay a save's commits and undos over the pack's initial state, re-judging each commit.
+
+    Raises:
+        InvalidCommit: the first commit that fails the rules, leads to another state
+            hash, or an undo with nothing to undo (the record is named).
+    """
+    built = Rebuilt(state=initial_state(pack))
+    inputs: dict[int, TurnStarted] = {}
+    in_flight: TurnStarted | None = None
+    last_turn = 0
+    for record, event in save.events:
+        last_turn = max(last_turn, event.turn)
+        if isinstance(event, TurnStarted):
+            inputs[event.turn] = event
+            in_flight = event
+        elif isinstance(event, TurnCommitted):
+            _commit(save, pack, built, record.seq, record.line, event, inputs)
+            in_flight = None
+        elif isinstance(event, TurnUndone):
+            _undo(save, built, record.seq, record.line, event)
+        elif isinstance(event, TurnFailed | TurnCancelled):
+            started = inputs.get(event.turn)
+            if started is not None:
+                built.pending = PendingTurn(event.turn, started.player_input, started.retry)
+            built.failures += isinstance(event, TurnFailed)
+            built.cancels += isinstance(event, TurnCancelled)
+            in_flight = None
+        elif event.event == "correction_started":
+            built.corrections += 1
+        elif event.event == "story_ended":
+            built.ending = getattr(event, "title", None)
+    if in_flight is not None:
+        built.interrupted = in_flight.turn
+        built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
+    built.next_turn = last_turn + 1
+    return built
+
+
+def _commit(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: TurnCommitted,
+            inputs: dict[int, TurnStarted]) -> None:
+    started = inputs.get(event.turn)
+    if started is None:
+        raise InvalidCommit(save.path, f"record {seq} commits turn {event.turn}, which was never started",
+                            line=line, seq=seq)
+    raw = canonical_json({"narrative": event.narrative, "state_patch": list(event.state_patch),
+                          "suggestions": list(event.suggestions)})
+    verdict = judge(raw, built.state, pack)
+    if not verdict.ok:
+        problems = "; ".join(f"{i.rule}: {i.message}" for i in verdict.issues)
+        raise InvalidCommit(save.path, f"record {seq}: the commit of turn {event.turn} does not pass the rules "
+                                       f"against the state before it ({problems})", line=line, seq=seq)
+    assert verdict.after is not None and verdict.turn is not None
+    recomputed = state_hash(verdict.after)
+    if recomputed != event.state_hash:
+        raise InvalidCommit(save.path, f"record {seq}: the commit of turn {event.turn} leads to state "
+                                       f"{recomputed[:12]}…, not the recorded {event.state_hash[:12]}…",
+                            line=line, seq=seq)
+    built.undo_stack.append((built.state, built.history))
+    built.state = verdict.after
+    built.history = (*built.history, Exchange(started.player_input, verdict.turn))
+    built.pending = None
+    built.commits += 1
+    built.ending = None
+
+
+def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
+    if not built.undo_stack:
+        raise InvalidCommit(save.path, f"record {seq} undoes a turn, but there is no committed turn to undo",
+                            line=line, seq=seq)
+    state, history = built.undo_stack.pop()
+    if state_hash(state) != event.state_hash:
+        raise InvalidCommit(save.path, f"record {seq}: undoing leads to state {state_hash(state)[:12]}…, not the "
+                                       f"recorded {event.state_hash[:12]}…", line=line, seq=seq)
+    built.state, built.history, built.pending, built.ending = state, history, None, None
+    built.undos += 1
+
+
+@dataclass(frozen=True)
+class Report:
+    """What `storyloom verify` found."""
+
+    path: Path
+    sound: bool
+    readable: bool
+    lines: tuple[str, ...]
+
+
+def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
+    """Check a save end to end: chain, version, pack digest, every commit and every state hash."""
+    path = Path(path)
+    lines: list[str] = [f"save: {path}"]
+    try:
+        save = load_save(path)
+    except SaveError as exc:
+        readable = not isinstance(exc, SaveUnreadable)
+        lines.append(f"{'NOT SOUND' if readable else 'UNREADABLE'}: {_where(exc)}{exc.reason}")
+        return Report(path, False, readable, tuple(lines))
+    for warning in save.warnings:
+        lines.append(f"warning: {warning}")
+    header = save.header
+    lines.append(f"story: {header.story_id} ({header.story_title}), narrator {header.narrator}"
+                 f"{' / ' + header.model if header.model else ''}, format version {header.version}")
+    lines.append(f"records: {len(save.records) + 1}, hash chain intact")
+    try:
+        pack = open_pack(header, path, pack)
+        lines.append("pack: digest matches")
+        built = rebuild(save, pack)
+    except SaveError as exc:
+        lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
+        return Report(path, False, True, tuple(lines))
+    lines.append(f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
+                 f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches")
+    if built.interrupted is not None:
+        lines.append(f"note: turn {built.interrupted} was in flight when the save stopped; it was never committed")
+    lines.append(f"final state: {state_hash(built.state)}")
+    lines.append("sound")
+    return Report(path, True, True, tuple(lines))
+
+
+def _where(exc: SaveError) -> str:
+    if exc.seq is not None and exc.line is not None:
+        return f"first bad record is {exc.seq} (line {exc.line}): "
+    if exc.line is not None:
+        return f"first bad record is on line {exc.line}: "
+    return ""
