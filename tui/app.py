@@ -1,0 +1,124 @@
+"""storyloom's Textual app: hosts the game screen, the command palette and `run_app`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from engine import Session
+from tui.screens import GameScreen
+from tui.screens._game import EventHook, UndoHook
+
+NARROW_BELOW = 90
+"""Terminals narrower than this hide the side panel, so prose keeps a readable width."""
+
+
+class StoryloomApp(App[int]):
+    """The terminal UI for one story session.
+
+    Args:
+        session: a ready `Session` (tests build one with a scripted narrator).
+        on_event: called with every engine event before it is rendered (the save journal).
+        on_undo: performs an undo through the journal; see `GameScreen`.
+        new_session: builds a fresh session for the palette's "New game" (absent: not offered).
+        blink: blink the input cursor (snapshot tests turn it off).
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "storyloom"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
+    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+
+    def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
+                 new_session: Callable[[], Session] | None = None, blink: bool = True,
+                 theme: str | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self._on_event = on_event
+        self._on_undo = on_undo
+        self._new_session = new_session
+        self._blink = blink
+        self.panel_override: bool | None = None
+        """None: the side panel follows the terminal width; True/False: the player chose."""
+        if theme:
+            self.theme = theme
+
+    @property
+    def game(self) -> GameScreen:
+        """The game screen (under any modal that is open)."""
+        return next(s for s in reversed(self.screen_stack) if isinstance(s, GameScreen))
+
+    def get_default_screen(self) -> Screen:
+        return GameScreen(self.session, on_event=self._on_event, on_undo=self._on_undo, blink=self._blink)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        if self._new_session is not None:
+            yield SystemCommand("New game", "Start the story again from the beginning", self.action_new_game)
+        yield SystemCommand("Export transcript", "Write the story so far to a Markdown file",
+                            self.action_export)
+        yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats",
+                            self.action_toggle_panel)
+        yield from super().get_system_commands(screen)
+
+    def action_toggle_panel(self) -> None:
+        """Show or hide the side panel, overriding the width rule."""
+        screen = self.game
+        shown = screen.side_panel.display if self.panel_override is None else self.panel_override
+        self.panel_override = not shown
+        screen.set_class(self.panel_override, "-panel-shown")
+        screen.set_class(not self.panel_override, "-panel-hidden")
+
+    def action_new_game(self) -> None:
+        """Replace the game with a fresh session of the same story."""
+        if self._new_session is None:
+            return
+        self.game.session.cancel()
+        self.session = self._new_session()
+        self.switch_screen(GameScreen(self.session, on_event=self._on_event, on_undo=self._on_undo,
+                                      blink=self._blink))
+
+    def action_export(self) -> None:
+        """Write the committed story so far as Markdown into the current directory."""
+        path = Path.cwd() / f"storyloom-{self.session.pack.id}.md"
+        try:
+            path.write_text(self.game.transcript_markdown(), encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error")
+            return
+        self.notify(f"Saved to {path}", title="Exported")
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """`storyloom` / `storyloom play`: load the story and narrator, then run the UI.
+
+    Returns:
+        The exit code: 0, or 2 when the story or the settings are wrong.
+    """
+    from engine.packs import PackError, load_pack
+    from tui.settings import DEFAULT_STORY, SettingsError, create_narrator, load_settings
+
+    try:
+        settings = load_settings(args)
+        pack = load_pack(getattr(args, "story", None) or DEFAULT_STORY)
+        narrator = create_narrator(settings, pack, interactive=True)
+    except PackError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    except SettingsError as exc:
+        print(f"storyloom: {exc}", file=sys.stderr)
+        return 2
+
+    def new_session() -> Session:
+        return Session(pack, create_narrator(settings, pack, interactive=True), budget=settings.budget)
+
+    app = StoryloomApp(Session(pack, narrator, budget=settings.budget), new_session=new_session,
+                       theme=settings.theme)
+    result = app.run()
+    return result if isinstance(result, int) else 0

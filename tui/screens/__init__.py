@@ -1,0 +1,6 @@
+"""The screens of storyloom's terminal UI."""
+
+from tui.screens._game import GameScreen
+from tui.screens._issue_details import IssueDetailsScreen, attempts_of, diff_lines
+
+__all__ = ["GameScreen", "IssueDetailsScreen", "attempts_of", "diff_lines"]

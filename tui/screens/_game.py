@@ -1,0 +1,247 @@
+"""The game screen: transcript, input line and side panel, driven by the engine's events."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input
+
+from engine import Event, Session
+from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
+from tui.screens._issue_details import IssueDetailsScreen
+from tui.widgets import CommandInput, SidePanel, StoryText, Transcript, TurnMessage
+
+EventHook = Callable[[Event], Awaitable[None] | None]
+UndoHook = Callable[[], TurnUndone | None]
+
+
+class GameScreen(Screen[None]):
+    """Plays a `Session`: sends commands, renders each event, never touches the state itself.
+
+    Args:
+        session: the story being played (ready, possibly resumed).
+        on_event: called with every engine event before the screen renders it
+            (the journal makes a commit durable there before it is shown).
+        on_undo: performs an undo and returns its event (or None); without it the
+            screen calls `Session.undo()` and passes the event to `on_event`.
+        blink: blink the input cursor (off for snapshot tests).
+    """
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel turn"),
+        Binding("ctrl+r", "retry", "Retry", priority=True),
+        Binding("ctrl+d", "details", "Details", priority=True),
+        Binding("ctrl+z", "undo", "Undo", priority=True),
+    ]
+
+    def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
+                 blink: bool = True) -> None:
+        super().__init__()
+        self.session = session
+        self._on_event = on_event
+        self._on_undo = on_undo
+        self._blink = blink
+        self.running = False
+        """True from sending a command until its turn ends (committed, failed or cancelled)."""
+        self._committed: list[int] = []
+        """Turn numbers committed in this screen, newest last (what undo takes back)."""
+        self.ended = False
+
+    # -- shortcuts to the parts of the screen
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def command_input(self) -> CommandInput:
+        return self.query_one(CommandInput)
+
+    @property
+    def side_panel(self) -> SidePanel:
+        return self.query_one(SidePanel)
+
+    def message(self, turn: int) -> TurnMessage | None:
+        """The message of a turn, if it is on screen."""
+        found = self.transcript.query(f"#turn-{turn}")
+        return found.first(TurnMessage) if found else None
+
+    def latest_message(self) -> TurnMessage | None:
+        messages = self.transcript.query(TurnMessage)
+        return messages.last() if messages else None
+
+    def compose(self) -> ComposeResult:
+        pack = self.session.pack
+        yield Header(icon="≡")
+        with Horizontal(id="body"):
+            with Vertical(id="main"):
+                with Transcript(id="transcript"):
+                    yield StoryText(pack.title, pack.intro, id="intro")
+                yield CommandInput(blink=self._blink, id="command")
+            yield SidePanel(pack, self.session.state, id="side-panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = self.session.pack.title
+        narrator = self.session.narrator
+        self.sub_title = f"{getattr(narrator, 'name', '')} {getattr(narrator, 'model', '')}".strip()
+        self.command_input.focus()
+
+    # -- sending commands and retrying
+
+    @on(Input.Submitted, "#command")
+    def _send(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        if self.running:
+            self.notify("A turn is still being written. Esc cancels it; your command stays in the line.",
+                        title="Busy", severity="warning")
+            return
+        event.input.clear()
+        self._start(self.session.play(text))
+
+    def _start(self, events: AsyncIterator[Event]) -> None:
+        self.running = True
+        self.refresh_bindings()
+        self.transcript.follow()
+        self._run_turn(events)
+
+    @work(exclusive=True, group="turn")
+    async def _run_turn(self, events: AsyncIterator[Event]) -> None:
+        """Consume one turn's events: hand each to `on_event`, then render it."""
+        try:
+            async for event in events:
+                await self.deliver(event)
+        finally:
+            self.running = False
+            self._update_retry_offer()
+            self.refresh_bindings()
+
+    async def deliver(self, event: Event) -> None:
+        """Give an event to the hook (the journal), then render it."""
+        if self._on_event is not None:
+            result = self._on_event(event)
+            if inspect.isawaitable(result):
+                await result
+        await self.render_event(event)
+
+    async def render_event(self, event: Event) -> None:
+        """Show one engine event."""
+        if isinstance(event, TurnStarted):
+            message = self.message(event.turn)
+            if message is None:
+                message = TurnMessage(event.turn, event.player_input)
+                await self.transcript.mount(message)
+            message.show(event)
+            return
+        if isinstance(event, TurnUndone):
+            self._show_undo(event)
+            return
+        if isinstance(event, StoryEnded):
+            self.ended = True
+            await self.transcript.mount(StoryText(f"The end: {event.title}", event.text, classes="-ending"))
+            return
+        message = self.message(event.turn)
+        if message is not None:
+            message.show(event)
+        if isinstance(event, TurnCommitted):
+            self._committed.append(event.turn)
+            self.side_panel.show_state(event.state)
+            self.command_input.suggest(event.suggestions)
+
+    def _update_retry_offer(self) -> None:
+        """Only the session's pending turn offers a retry; older failures stop offering it."""
+        pending = self.session.pending
+        for message in self.transcript.query(TurnMessage):
+            can = pending is not None and message.turn == pending.turn and not self.running
+            if message.outcome in ("failed", "cancelled") and message.can_retry != can:
+                message.offer_retry(can)
+
+    # -- actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel":
+            return self.running
+        if action == "retry":
+            return not self.running and self.session.pending is not None
+        if action == "details":
+            latest = self.latest_message()
+            return latest is not None and latest.has_details
+        if action == "undo":
+            return not self.running and bool(self._committed)
+        return True
+
+    def action_cancel(self) -> None:
+        """Esc: cancel the turn in flight (the engine then reports turn_cancelled)."""
+        if self.running:
+            self.session.cancel()
+
+    def action_retry(self) -> None:
+        if self.running or self.session.pending is None:
+            return
+        self._start(self.session.retry())
+
+    @on(TurnMessage.RetryRequested)
+    def _retry_message(self, event: TurnMessage.RetryRequested) -> None:
+        pending = self.session.pending
+        if pending is not None and pending.turn == event.message.turn:
+            self.action_retry()
+        self.command_input.focus()
+
+    def action_details(self) -> None:
+        latest = self.latest_message()
+        if latest is not None and latest.has_details:
+            self._open_details(latest)
+
+    @on(TurnMessage.DetailsRequested)
+    def _details_message(self, event: TurnMessage.DetailsRequested) -> None:
+        self._open_details(event.message)
+
+    def _open_details(self, message: TurnMessage) -> None:
+        self.app.push_screen(IssueDetailsScreen(message.turn, message.player_input, message.events))
+
+    def action_undo(self) -> None:
+        """ctrl+z: take back the last committed turn (through the journal when there is one)."""
+        if self.running:
+            self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
+            return
+        if self._on_undo is not None:
+            undone = self._on_undo()
+        else:
+            undone = self.session.undo()
+            if undone is not None and self._on_event is not None:
+                result = self._on_event(undone)
+                if inspect.isawaitable(result):
+                    self.run_worker(result)  # type: ignore[arg-type]
+        if undone is None:
+            self.notify("There is no committed turn to undo.")
+            return
+        self._show_undo(undone)
+
+    def _show_undo(self, event: TurnUndone) -> None:
+        if self._committed:
+            message = self.message(self._committed.pop())
+            if message is not None:
+                message.mark_undone()
+        self.side_panel.show_state(event.state)
+        self.ended = False
+        self._update_retry_offer()
+        self.refresh_bindings()
+        self.notify("The last turn was undone.", title="Undo")
+
+    def transcript_markdown(self) -> str:
+        """The story so far as Markdown: the intro and every committed turn's command and prose."""
+        pack = self.session.pack
+        parts = [f"# {pack.title}", "", pack.intro, ""]
+        for message in self.transcript.query(TurnMessage):
+            if message.outcome == "committed":
+                parts += [f"> {message.player_input}", "", message.prose.text, ""]
+        return "\n".join(parts)

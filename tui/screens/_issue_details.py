@@ -1,0 +1,161 @@
+"""What went wrong with a turn, and what each correction changed in its prose and patch."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from engine.events import AttemptFinished, Event, ProseDelta, ProseReplaced, TurnCommitted, TurnFailed
+from engine.safety import safe_text
+from engine.turns import Issue
+
+
+@dataclass(frozen=True)
+class AttemptView:
+    """One model attempt as the details screen shows it."""
+
+    number: int
+    kind: str
+    prose: str | None
+    patch: str | None
+    issues: tuple[Issue, ...]
+
+
+def attempts_of(events: list[Event]) -> list[AttemptView]:
+    """The attempts of a turn, with the prose and patch each one proposed."""
+    views: list[AttemptView] = []
+    streamed = "".join(e.text for e in events if isinstance(e, ProseDelta))
+    for event in events:
+        if not isinstance(event, AttemptFinished):
+            continue
+        prose, patch = None, None
+        if event.raw is not None:
+            try:
+                data = json.loads(event.raw)
+            except ValueError:
+                data = None
+            if isinstance(data, dict):
+                if isinstance(data.get("narrative"), str):
+                    prose = data["narrative"]
+                if "state_patch" in data:
+                    patch = json.dumps(data["state_patch"], indent=1, ensure_ascii=False)
+            else:
+                patch = event.raw
+        if prose is None and event.kind == "turn" and streamed:
+            prose = streamed
+        views.append(AttemptView(event.attempt, event.kind, prose, patch, tuple(event.issues)))
+    return views
+
+
+def diff_lines(before: str, after: str, label: str) -> list[str]:
+    """A unified diff of two texts, word-wrapped lines kept as they are."""
+    return list(difflib.unified_diff(before.splitlines(), after.splitlines(),
+                                     f"{label} before", f"{label} after", lineterm="", n=2))
+
+
+def _diff_content(lines: list[str]) -> Content:
+    styled: list[Content] = []
+    for line in lines:
+        line = safe_text(line)
+        if line.startswith(("+++", "---")):
+            styled.append(Content.styled(line, "dim"))
+        elif line.startswith("+"):
+            styled.append(Content.styled(line, "$text-success"))
+        elif line.startswith("-"):
+            styled.append(Content.styled(line, "$text-error"))
+        else:
+            styled.append(Content(line))
+    return Content("\n").join(styled)
+
+
+class IssueDetailsScreen(ModalScreen[None]):
+    """A modal listing a turn's issues per attempt and diffs of what the corrections changed."""
+
+    DEFAULT_CSS = """
+    IssueDetailsScreen {
+        align: center middle;
+        & > Vertical {
+            width: 90%;
+            max-width: 110;
+            height: 90%;
+            border: round $accent;
+            border-title-align: left;
+            border-subtitle-align: right;
+            background: $surface;
+            padding: 0 1;
+        }
+        & Static { height: auto; }
+        & .-heading { text-style: bold; margin-top: 1; }
+        & .-issue { padding-left: 2; }
+    }
+    """
+
+    BINDINGS = [Binding("escape,q,d", "dismiss", "Close")]
+
+    def __init__(self, turn: int, player_input: str, events: list[Event]) -> None:
+        super().__init__()
+        self._turn = turn
+        self._player_input = player_input
+        self._events = list(events)
+
+    def compose(self) -> ComposeResult:
+        box = Vertical()
+        box.border_title = f"Turn {self._turn} · details"
+        box.border_subtitle = "esc close"
+        with box, VerticalScroll():
+            yield Static(Content.assemble(("Command: ", "bold"), safe_text(self._player_input)), markup=False)
+            yield from self._outcome()
+            views = attempts_of(self._events)
+            for index, view in enumerate(views):
+                title = "First attempt" if view.kind == "turn" else f"Correction {view.number - 1}"
+                verdict = "accepted" if not view.issues else f"rejected: {len(view.issues)} issue(s)"
+                yield Static(Content(f"{title} — {verdict}"), markup=False, classes="-heading")
+                for issue in view.issues:
+                    where = f" at {issue.path}" if issue.path else ""
+                    line = Content.assemble(("• ", ""), (issue.rule, "bold"), safe_text(f"{where}: {issue.message}"))
+                    yield Static(line, markup=False, classes="-issue")
+                if index:
+                    yield from self._changes(views[index - 1], view)
+
+    def _outcome(self) -> list[Static]:
+        last = self._events[-1] if self._events else None
+        if isinstance(last, TurnCommitted):
+            text = "Outcome: committed after correction."
+        elif isinstance(last, TurnFailed):
+            text = "Outcome: not committed — the correction budget was spent. Nothing changed in the story."
+            if last.issues and not any(e.event == "attempt_finished" and e.issues == last.issues for e in self._events):
+                extra = [Static(Content(f"• {i.rule}: {safe_text(i.message)}"), markup=False, classes="-issue")
+                         for i in last.issues]
+                return [Static(Content(text), markup=False), *extra]
+        elif last is not None and last.event == "turn_cancelled":
+            text = "Outcome: cancelled. Nothing changed in the story."
+        else:
+            text = "Outcome: still in progress."
+        return [Static(Content(text), markup=False)]
+
+    def _changes(self, before: AttemptView, after: AttemptView) -> list[Static]:
+        widgets: list[Static] = []
+        kept = after.prose is None or after.prose == before.prose
+        replaced = any(isinstance(e, ProseReplaced) and e.changed for e in self._events)
+        if kept:
+            widgets.append(Static(Content.styled("prose: kept as it was", "dim"), markup=False, classes="-issue"))
+        else:
+            lines = diff_lines(before.prose or "", after.prose or "", "prose")
+            widgets.append(Static(Content("prose changed:" if replaced else "prose proposed:"), markup=False,
+                                  classes="-issue"))
+            widgets.append(Static(_diff_content(lines), markup=False, classes="-issue"))
+        if before.patch == after.patch:
+            widgets.append(Static(Content.styled("patch: unchanged", "dim"), markup=False, classes="-issue"))
+        else:
+            lines = diff_lines(before.patch or "(none)", after.patch or "(none)", "patch")
+            widgets.append(Static(Content("patch changed:"), markup=False, classes="-issue"))
+            widgets.append(Static(_diff_content(lines), markup=False, classes="-issue"))
+        return widgets

@@ -1,0 +1,69 @@
+"""A narrator for UI tests that streams canned replies and can pause at exact points.
+
+Snapshot and frame tests must be deterministic: instead of timing, a reply can
+wait on an `asyncio.Event` before it starts (so a correction can be held
+"in progress" while the test looks at the screen) or after part of its text has
+streamed (so a turn can be held mid-stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.narrators.base import Chunk, Finish, NarrationRequest, StructuredDelta
+
+
+def turn_text(narrative: str | None, patch: list[dict[str, Any]] | None = None,
+              suggestions: list[str] | None = None) -> str:
+    """A turn as a narrator would write it (JSON text); `narrative=None` keeps the shown prose."""
+    data: dict[str, Any] = {}
+    if narrative is not None:
+        data["narrative"] = narrative
+    data["state_patch"] = patch or []
+    if suggestions:
+        data["suggestions"] = suggestions
+    return json.dumps(data)
+
+
+@dataclass
+class GatedReply:
+    """One canned answer.
+
+    Attributes:
+        text: the structured output (JSON text).
+        before: if set, the reply waits for it before writing anything.
+        pause_at: with `pause`, how many characters to stream before waiting.
+        pause: if set, the reply waits for it after `pause_at` characters.
+    """
+
+    text: str
+    before: asyncio.Event | None = None
+    pause_at: int = 0
+    pause: asyncio.Event | None = None
+
+
+@dataclass
+class GatedNarrator:
+    """Plays back `GatedReply`s in order, in chunks of `chunk` characters."""
+
+    replies: list[GatedReply]
+    chunk: int = 8
+    name: str = "scripted"
+    model: str = "gated-1"
+    requests: list[NarrationRequest] = field(default_factory=list)
+
+    async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
+        self.requests.append(request)
+        reply = self.replies.pop(0)
+        if reply.before is not None:
+            await reply.before.wait()
+        for start in range(0, len(reply.text), self.chunk):
+            if reply.pause is not None and start >= reply.pause_at and not reply.pause.is_set():
+                await reply.pause.wait()
+            yield StructuredDelta(reply.text[start:start + self.chunk])
+            await asyncio.sleep(0)
+        yield Finish("end", {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0})

@@ -1,0 +1,26 @@
+"""The input line where the player types what they do next."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+
+class CommandInput(Input):
+    """The player's command line: Enter sends, and typing always types.
+
+    No single-letter key is taken from it: `r` and `d` act on a turn message only
+    when that message has focus (shift+tab or a click), and `ctrl+r` retries from here.
+    """
+
+    DEFAULT_PLACEHOLDER = "What do you do?  (Enter sends · ctrl+p commands)"
+
+    def __init__(self, *, blink: bool = True, id: str | None = None) -> None:
+        super().__init__(placeholder=self.DEFAULT_PLACEHOLDER, id=id, max_length=500)
+        self.cursor_blink = blink
+
+    def suggest(self, suggestions: tuple[str, ...]) -> None:
+        """Show the narrator's suggested next actions as the placeholder."""
+        if suggestions:
+            self.placeholder = "try: " + " · ".join(suggestions)
+        else:
+            self.placeholder = self.DEFAULT_PLACEHOLDER

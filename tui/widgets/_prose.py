@@ -1,0 +1,97 @@
+"""The prose of one turn: streamed append-only, swapped whole only when a correction changed it."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from engine.safety import safe_text
+
+PARAGRAPH_BREAK = "\n\n"
+
+
+def plain(text: str) -> Content:
+    """Untrusted text as inert content: no markup, no `@click` actions, no escape sequences.
+
+    `Content(...)` never parses markup, and `safe_text` strips control characters,
+    bidi overrides and zero-width characters before anything reaches the terminal.
+    """
+    return Content(safe_text(text))
+
+
+class Prose(Vertical):
+    """The narrative of a turn, split into a frozen part and one live paragraph.
+
+    Streaming only ever touches the live paragraph, and without a layout pass
+    while its wrapped height is unchanged, so the cost of a chunk does not grow
+    with the length of the prose or of the story. Finished paragraphs move to
+    the frozen part once, when the next paragraph starts.
+    """
+
+    DEFAULT_CSS = """
+    Prose {
+        height: auto;
+        & > Static { height: auto; }
+        & > .-frozen { margin-bottom: 1; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._text = ""
+        self._frozen_len = 0
+        self._frozen = Static("", markup=False, classes="-frozen")
+        self._frozen.display = False
+        self._live = Static("", markup=False, classes="-live")
+        self._live.display = False
+
+    @property
+    def text(self) -> str:
+        """The prose as streamed or swapped in so far (before sanitising)."""
+        return self._text
+
+    def compose(self) -> ComposeResult:
+        yield self._frozen
+        yield self._live
+
+    def append(self, chunk: str) -> None:
+        """Add streamed prose at the end, touching only the live paragraph."""
+        if not chunk:
+            return
+        self._text += chunk
+        cut = self._text.rfind(PARAGRAPH_BREAK)
+        if cut > self._frozen_len:
+            self._show(self._frozen, self._text[:cut])
+            self._frozen_len = cut
+            self._show(self._live, self._text[cut + len(PARAGRAPH_BREAK):])
+            return
+        start = self._frozen_len + len(PARAGRAPH_BREAK) if self._frozen_len else 0
+        self._update_live(self._text[start:])
+
+    def set_text(self, text: str) -> None:
+        """Show different prose in one step (a correction changed it, or a retry starts afresh)."""
+        self._text = text
+        cut = text.rfind(PARAGRAPH_BREAK)
+        self._frozen_len = max(cut, 0)
+        self._show(self._frozen, text[:cut] if cut > 0 else "")
+        self._show(self._live, text[cut + len(PARAGRAPH_BREAK):] if cut > 0 else text)
+
+    def _show(self, part: Static, text: str) -> None:
+        part.update(plain(text.strip("\n")))
+        part.display = bool(text.strip())
+
+    def _update_live(self, text: str) -> None:
+        """Update the live paragraph; lay out only when its wrapped height changes."""
+        content = plain(text)
+        live = self._live
+        width = live.content_region.width
+        same_height = (
+            live.display
+            and width > 0
+            and content.get_height(live.styles, width) == live.content_region.height
+        )
+        live.update(content, layout=not same_height)
+        if not live.display:
+            live.display = True

@@ -1,0 +1,70 @@
+"""The one-line status inside a turn message: what the engine is doing with this turn, in words."""
+
+from __future__ import annotations
+
+import math
+
+from textual.content import Content
+from textual.widgets import Static
+
+
+class StatusRow(Static):
+    """A status line of fixed height: updating it never changes the size of its message.
+
+    The text says the status in words (colour only repeats it), and each update
+    is made without a layout pass because the row is always exactly one line.
+    """
+
+    DEFAULT_CSS = """
+    StatusRow {
+        height: 1;
+        width: 1fr;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+        color: $text-muted;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__("", markup=False, id=id, classes=classes)
+        self.kind = ""
+        """What the row says now: "", "correcting", "retrying", "failed", "cancelled", "undone"."""
+        self.plain_text = ""
+        """The row's text without styling (for tests and the frame harness)."""
+
+    def _set(self, kind: str, content: Content) -> None:
+        self.kind = kind
+        self.plain_text = content.plain
+        self.update(content, layout=False)
+
+    def clear(self) -> None:
+        """Nothing to say: the turn is streaming or committed."""
+        self._set("", Content(""))
+
+    def correcting(self, correction: int, budget: int) -> None:
+        """The engine is asking the narrator to correct this turn."""
+        self._set("correcting", Content.styled(f"correcting ({correction}/{budget})…", "dim italic"))
+
+    def retrying(self, delay: float) -> None:
+        """The narrator had a transient fault; the same request goes again after `delay`."""
+        seconds = max(1, math.ceil(delay))
+        self._set("retrying", Content.styled(f"narrator busy, retrying in {seconds} s", "dim italic"))
+
+    def failed(self, *, can_retry: bool) -> None:
+        """The budget is spent: nothing was committed."""
+        parts: list[str | tuple[str, str]] = [("couldn't make this turn consistent", "bold $text-warning")]
+        if can_retry:
+            parts += [" · ", ("r", "bold"), " retry"]
+        parts += [" · ", ("d", "bold"), " details"]
+        self._set("failed", Content.assemble(*parts))
+
+    def cancelled(self, *, can_retry: bool) -> None:
+        """The player cancelled this turn: nothing was committed."""
+        parts: list[str | tuple[str, str]] = [("cancelled", "bold")]
+        if can_retry:
+            parts += [" · ", ("r", "bold"), " retry"]
+        self._set("cancelled", Content.assemble(*parts))
+
+    def undone(self) -> None:
+        """The player undid this committed turn."""
+        self._set("undone", Content.styled("undone · this turn no longer counts", "dim italic"))

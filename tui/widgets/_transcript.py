@@ -1,0 +1,87 @@
+"""The scrolling transcript of the story, which follows new text unless the player scrolled up."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+
+class FollowHint(Static):
+    """A one-line affordance shown when the player scrolled away from the newest text."""
+
+    DEFAULT_CSS = """
+    FollowHint {
+        dock: bottom;
+        height: 1;
+        width: 1fr;
+        text-align: right;
+        padding: 0 2;
+        background: $panel;
+        color: $text-accent;
+        display: none;
+    }
+    """
+
+    class Pressed(Message):
+        """The player asked to follow the newest text again."""
+
+    def __init__(self) -> None:
+        super().__init__("↓ newer text below · click or press end to follow", markup=False)
+
+    def on_click(self) -> None:
+        self.post_message(self.Pressed())
+
+
+class Transcript(VerticalScroll, can_focus=False):
+    """Turn messages, oldest first, anchored to the bottom with Textual's `anchor()`.
+
+    While the player is at the bottom new prose stays in view without a
+    `scroll_end()` per chunk; a player who scrolls up is left where they are and
+    sees the follow hint instead.
+    """
+
+    DEFAULT_CSS = """
+    Transcript {
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+    }
+    """
+
+    BINDINGS = [("end", "follow", "Follow")]
+
+    def compose(self) -> ComposeResult:
+        yield FollowHint()
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    @property
+    def following(self) -> bool:
+        """True while the newest text is in view (the anchor holds)."""
+        # An anchored transcript shorter than its view sits at the bottom (scroll_y < 0).
+        return self.max_scroll_y <= 0 or self.scroll_y >= self.max_scroll_y - 1
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._update_hint()
+
+    def _update_hint(self) -> None:
+        hint = self.query_one(FollowHint)
+        show = not self.following
+        if hint.display != show:
+            hint.display = show
+
+    def follow(self) -> None:
+        """Scroll to the newest text and follow it again."""
+        self.scroll_end(animate=False, immediate=True)
+        self.anchor()
+        self._update_hint()
+
+    def action_follow(self) -> None:
+        self.follow()
+
+    def on_follow_hint_pressed(self, event: FollowHint.Pressed) -> None:
+        event.stop()
+        self.follow()

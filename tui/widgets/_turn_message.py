@@ -1,0 +1,160 @@
+"""One turn on screen, from the first streamed word to committed, failed, cancelled or retried."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Static
+
+from engine.events import (
+    CorrectionStarted,
+    Event,
+    NarratorRetrying,
+    ProseDelta,
+    ProseReplaced,
+    TurnCancelled,
+    TurnCommitted,
+    TurnFailed,
+    TurnStarted,
+)
+from tui.widgets._prose import Prose, plain
+from tui.widgets._status_row import StatusRow
+
+
+class TurnMessage(Vertical, can_focus=True):
+    """The single widget a turn lives in for its whole life.
+
+    The same object (and id, `turn-N`) shows the streaming prose, the quiet
+    correcting status, the committed turn, a failure or a cancel, and a manual
+    retry of the same turn. It only renders engine events; it never changes
+    game state: retry and details are requests posted to the screen.
+    """
+
+    DEFAULT_CSS = """
+    TurnMessage {
+        height: auto;
+        padding: 0 1 0 1;
+        border-left: tall $background;
+        & > .-command { color: $text-muted; text-style: bold; }
+        &:focus { border-left: tall $accent; background: $boost; }
+        &.-undone > Prose { text-opacity: 50%; }
+    }
+    """
+
+    BINDINGS = [
+        Binding("r", "retry", "Retry turn"),
+        Binding("d", "details", "Turn details"),
+    ]
+
+    class RetryRequested(Message):
+        """The player asked to retry this (failed or cancelled) turn."""
+
+        def __init__(self, message: TurnMessage) -> None:
+            super().__init__()
+            self.message = message
+
+        @property
+        def control(self) -> TurnMessage:
+            return self.message
+
+    class DetailsRequested(Message):
+        """The player asked to see what went wrong with this turn and what the corrections changed."""
+
+        def __init__(self, message: TurnMessage) -> None:
+            super().__init__()
+            self.message = message
+
+        @property
+        def control(self) -> TurnMessage:
+            return self.message
+
+    def __init__(self, turn: int, player_input: str) -> None:
+        super().__init__(id=f"turn-{turn}")
+        self.turn = turn
+        """The engine's turn number (never reused)."""
+        self.player_input = player_input
+        self.events: list[Event] = []
+        """Every event of the latest try of this turn, for the details screen."""
+        self.outcome = "streaming"
+        """"streaming", "correcting", "committed", "failed", "cancelled" or "undone"."""
+        self.can_retry = False
+        """True while the engine would retry this turn (it is the session's pending turn)."""
+        self.prose = Prose()
+        self.status = StatusRow()
+
+    def compose(self) -> ComposeResult:
+        yield Static(plain(f"› {self.player_input}"), markup=False, classes="-command")
+        yield self.prose
+        yield self.status
+
+    @property
+    def has_details(self) -> bool:
+        """Whether there is anything to show in the details screen: issues or corrections."""
+        return any(e.event in ("validation_failed", "turn_failed") for e in self.events)
+
+    def show(self, event: Event) -> None:
+        """Render one engine event of this turn."""
+        if isinstance(event, TurnStarted):
+            self.events = [event]
+            self.outcome = "streaming"
+            self.can_retry = False
+            self.remove_class("-undone")
+            if event.retry:
+                self.prose.set_text("")
+            self.status.clear()
+            return
+        self.events.append(event)
+        if isinstance(event, ProseDelta):
+            self.prose.append(event.text)
+        elif isinstance(event, CorrectionStarted):
+            self.outcome = "correcting"
+            self.status.correcting(event.correction, event.budget)
+        elif isinstance(event, ProseReplaced):
+            if event.changed:
+                self.prose.set_text(event.text)
+        elif isinstance(event, NarratorRetrying):
+            self.status.retrying(event.delay)
+        elif isinstance(event, TurnCommitted):
+            self.outcome = "committed"
+            self.status.clear()
+        elif isinstance(event, TurnFailed):
+            self.outcome = "failed"
+            self.offer_retry(True)
+        elif isinstance(event, TurnCancelled):
+            self.outcome = "cancelled"
+            self.offer_retry(True)
+
+    def offer_retry(self, can_retry: bool) -> None:
+        """Say whether this failed or cancelled turn can still be retried."""
+        self.can_retry = can_retry
+        if self.outcome == "failed":
+            self.status.failed(can_retry=can_retry)
+        elif self.outcome == "cancelled":
+            self.status.cancelled(can_retry=can_retry)
+        self.refresh_bindings()
+
+    def mark_undone(self) -> None:
+        """This committed turn was undone: keep it on screen, say it no longer counts."""
+        self.outcome = "undone"
+        self.add_class("-undone")
+        self.status.undone()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "retry":
+            return self.can_retry
+        if action == "details":
+            return self.has_details
+        return True
+
+    def action_retry(self) -> None:
+        if self.can_retry:
+            self.post_message(self.RetryRequested(self))
+
+    def action_details(self) -> None:
+        if self.has_details:
+            self.post_message(self.DetailsRequested(self))
+
+    def on_click(self) -> None:
+        self.focus()
