@@ -239,8 +239,8 @@ class _World:
     def _done(self, action: Action) -> bool:
         """Whether doing the action again would change nothing (the door is already open)."""
         effects = action.effects
-        if effects.stats or not (effects.flags or effects.items):
-            return False
+        if not (effects.flags or effects.items):
+            return False  # a pure stat change or flavour: it can always be done again
         return (all(self.state["flags"][f] == v for f, v in effects.flags.items())
                 and all(self.state["items"][i] == at for i, at in effects.items.items()))
 
