@@ -1,0 +1,215 @@
+"""Headless play: player commands in, story prose out, every event as JSON Lines.
+
+`storyloom play --headless --commands FILE|-` runs each line through the same
+`Session` the UI uses, so a commands file is a reproducible play-through (CI
+walk-throughs, bug reports, demos). Prose goes to stdout, made safe for a
+terminal; corrections and failures are reported on stderr so stdout stays a
+clean transcript. This module must not import Textual.
+
+Exit codes: 0 every turn committed (or the story ended), 3 a turn failed after
+its correction budget (play stops there; the committed state stays valid),
+2 bad arguments or input files, 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Iterable
+from typing import IO, TextIO
+
+from engine.events import (
+    CorrectionStarted,
+    Event,
+    StoryEnded,
+    TurnCommitted,
+    TurnFailed,
+    ValidationFailed,
+)
+from engine.lifecycle import Session
+from engine.packs import PackError, StoryPack, load_pack
+from engine.safety import safe_text
+from tui.cli import EXIT_ERROR, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
+from tui.settings import DEFAULT_STORY, SettingsError, create_narrator, load_settings
+
+EventHook = Callable[[Event], None]
+"""Called with every event before it is shown (the events file, the save journal)."""
+
+
+class _Stop(Exception):
+    """A meta-command ended play with this exit code."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+def run_headless(args: argparse.Namespace) -> int:
+    """`storyloom play --headless`: see the module docstring for what it prints and returns."""
+    err = sys.stderr
+    if not args.commands:
+        print("storyloom: headless play needs --commands FILE (one command a line) or --commands - for stdin",
+              file=err)
+        return EXIT_USAGE
+    try:
+        settings = load_settings(args)
+    except SettingsError as exc:
+        print(f"storyloom: {exc}", file=err)
+        return EXIT_USAGE
+    pack = _load_story(args.story or DEFAULT_STORY, err)
+    if pack is None:
+        return EXIT_USAGE
+    commands = _open_commands(args.commands, err)
+    if commands is None:
+        return EXIT_USAGE
+    try:
+        narrator = create_narrator(settings, pack, interactive=False)
+    except SettingsError as exc:
+        print(f"storyloom: {exc}", file=err)
+        return EXIT_USAGE
+    events_file: IO[str] | None = None
+    if args.events:
+        try:
+            events_file = open(args.events, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            print(f"storyloom: cannot write the events file {args.events}: {exc.strerror or exc}", file=err)
+            return EXIT_USAGE
+    session = Session(pack, narrator, budget=settings.budget)
+    try:
+        print_intro(pack, sys.stdout)
+        hook = _event_writer(events_file) if events_file else None
+        return asyncio.run(play_commands(session, commands, on_event=hook, out=sys.stdout, err=err))
+    except OSError as exc:
+        print(f"storyloom: {exc}", file=err)
+        return EXIT_ERROR
+    finally:
+        if events_file is not None:
+            events_file.close()
+        if hasattr(commands, "close") and commands is not sys.stdin:
+            commands.close()  # type: ignore[union-attr]
+
+
+def _load_story(ref: str, err: TextIO) -> StoryPack | None:
+    try:
+        return load_pack(ref)
+    except PackError as exc:
+        for problem in exc.problems:
+            print(problem, file=err)
+        print(f"storyloom: the story {ref!r} cannot be played ({len(exc.problems)} problem(s))", file=err)
+        return None
+
+
+def _open_commands(ref: str, err: TextIO) -> Iterable[str] | None:
+    """The command lines: stdin read lazily for `-`, a file read whole (so errors show up front)."""
+    if ref == "-":
+        return sys.stdin
+    try:
+        with open(ref, encoding="utf-8") as handle:
+            return handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"storyloom: cannot read the commands file {ref}: {reason}", file=err)
+        return None
+
+
+def _event_writer(handle: IO[str]) -> EventHook:
+    def write(event: Event) -> None:
+        handle.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+        handle.flush()
+    return write
+
+
+def print_intro(pack: StoryPack, out: TextIO) -> None:
+    """The story's title and opening prose, before the first command."""
+    print(safe_text(pack.title), file=out)
+    print(file=out)
+    print(safe_text(pack.intro.strip()), file=out)
+
+
+async def play_commands(session: Session, commands: Iterable[str], *, on_event: EventHook | None = None,
+                        out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Play each command line through the session; return the exit code.
+
+    Blank lines and lines starting with `#` are skipped; a line starting with `/`
+    is a meta-command (see `META_COMMANDS`). Play stops at the first turn that
+    fails after its budget (exit 3) or when the story reaches an ending (exit 0).
+
+    Args:
+        session: the story being played.
+        commands: one player command a line.
+        on_event: called with every event, before it is printed.
+        out: where prose goes.
+        err: where corrections, failures and notes go.
+    """
+    for line in commands:
+        command = line.strip()
+        if not command or command.startswith("#"):
+            continue
+        if command.startswith("/"):
+            try:
+                _meta(session, command, on_event, out, err)
+            except _Stop as stop:
+                return stop.code
+            continue
+        print(f"\n> {safe_text(command)}\n", file=out)
+        failed = ended = False
+        async for event in session.play(command):
+            if on_event is not None:
+                on_event(event)
+            show_event(event, out, err)
+            failed = failed or isinstance(event, TurnFailed)
+            ended = ended or isinstance(event, StoryEnded)
+        if failed:
+            return EXIT_TURN_FAILED
+        if ended:
+            return EXIT_OK
+    return EXIT_OK
+
+
+def show_event(event: Event, out: TextIO, err: TextIO) -> None:
+    """Print what a reader of the transcript needs from one event (model text made safe)."""
+    if isinstance(event, TurnCommitted):
+        print(safe_text(event.narrative), file=out)
+    elif isinstance(event, StoryEnded):
+        print(f"\n{safe_text(event.title)}\n\n{safe_text(event.text)}", file=out)
+    elif isinstance(event, ValidationFailed):
+        rules = ", ".join(sorted({issue.rule for issue in event.issues}))
+        print(f"storyloom: turn {event.turn}, attempt {event.attempt} rejected ({rules})", file=err)
+    elif isinstance(event, CorrectionStarted):
+        print(f"storyloom: turn {event.turn}: correction {event.correction} of {event.budget}", file=err)
+    elif isinstance(event, TurnFailed):
+        print(f"storyloom: turn {event.turn} failed after its correction budget:", file=err)
+        for issue in event.issues:
+            print(f"  [{issue.rule}] {issue.path or '/'}: {safe_text(issue.message)}", file=err)
+
+
+def _undo(session: Session, on_event: EventHook | None, out: TextIO, err: TextIO) -> None:
+    event = session.undo()
+    if event is None:
+        print("storyloom: nothing to undo", file=err)
+        return
+    if on_event is not None:
+        on_event(event)
+    print("\n(undone: the last committed turn is taken back)", file=out)
+
+
+def _quit(session: Session, on_event: EventHook | None, out: TextIO, err: TextIO) -> None:
+    raise _Stop(EXIT_OK)
+
+
+META_COMMANDS: dict[str, Callable[[Session, EventHook | None, TextIO, TextIO], None]] = {
+    "/undo": _undo,
+    "/quit": _quit,
+}
+"""Meta-commands a commands file may use; the saves layer may add its own."""
+
+
+def _meta(session: Session, command: str, on_event: EventHook | None, out: TextIO, err: TextIO) -> None:
+    handler = META_COMMANDS.get(command.split()[0].casefold())
+    if handler is None:
+        known = ", ".join(META_COMMANDS)
+        print(f"storyloom: unknown meta-command {safe_text(command)!r} (known: {known}); skipped", file=err)
+        return
+    handler(session, on_event, out, err)
