@@ -22,6 +22,7 @@ Why it is built the way it is:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -54,10 +55,13 @@ try:  # the SDK's HTTP layer: httpx2 in current releases, httpx in older ones
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx as _http  # type: ignore[no-redef]
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
+"""A current Claude model (claude-sonnet-4-5 reaches end of life on 2026-11-30)."""
 KEY_VAR = "ANTHROPIC_API_KEY"
 THINKING_BUDGET = 2048
-"""Tokens of extended thinking allowed per request when `--thinking` is on (the API's minimum is 1024)."""
+"""Extra output tokens allowed per request for thinking when `--thinking` is on (the API's minimum is 1024)."""
+_MANUAL_THINKING = re.compile(r"claude-(3-|(sonnet|opus|haiku)-4(-[0-5])?(-\d{8})?$)")
+"""Models that only know manual thinking with a budget; later ones think adaptively."""
 _CACHE = {"type": "ephemeral"}
 _PROVIDER = "Anthropic"
 
@@ -142,7 +146,8 @@ class AnthropicNarrator:
             "messages": self.messages(request),
         }
         if self.thinking:
-            params["thinking"] = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
+            params["thinking"] = ({"type": "enabled", "budget_tokens": THINKING_BUDGET}
+                                  if _MANUAL_THINKING.match(self.model) else {"type": "adaptive"})
             params["max_tokens"] = self.max_tokens + THINKING_BUDGET
             params["tool_choice"] = {"type": "auto"}
         else:
