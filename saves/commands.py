@@ -1,0 +1,203 @@
+"""`storyloom saves | verify | export | replay`: the save commands, each returning its exit code.
+
+`tui.cli` parses the arguments and calls these by name. Exit codes: 0 success,
+1 the save is not sound (or a replay diverged), 2 the file cannot be read (or
+there is no such save).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from engine.events import (
+    Event,
+    ProseDelta,
+    ProseReplaced,
+    StoryEnded,
+    TurnCancelled,
+    TurnCommitted,
+    TurnFailed,
+    TurnStarted,
+    TurnUndone,
+)
+from engine.safety import safe_text
+from saves.errors import SaveError, SaveUnreadable
+from saves.journal import Save, list_saves, load_save, resolve_save, saves_dir
+from saves.verify import open_pack, verify_save
+
+EXIT_OK, EXIT_NOT_SOUND, EXIT_UNREADABLE = 0, 1, 2
+
+
+def _fail(exc: SaveError) -> int:
+    print(f"storyloom: {exc}", file=sys.stderr)
+    return EXIT_UNREADABLE if isinstance(exc, SaveUnreadable) else EXIT_NOT_SOUND
+
+
+def _load(ref: str) -> Save:
+    save = load_save(resolve_save(ref))
+    for warning in save.warnings:
+        print(f"storyloom: warning: {save.path}: {warning}", file=sys.stderr)
+    return save
+
+
+def saves(args: argparse.Namespace) -> int:
+    """List the saves: story, turns, last played, size; damaged ones say what is wrong."""
+    folder = saves_dir()
+    found = list_saves(folder)
+    if not found:
+        print(f"No saves yet in {folder}. Play a story: storyloom play")
+        return EXIT_OK
+    print(f"Saves in {folder} (newest first):")
+    rows = [("SAVE", "STORY", "TURNS", "LAST PLAYED", "SIZE")]
+    for path in found:
+        rows.append(_row(path))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)).rstrip())
+    return EXIT_OK
+
+
+def _row(path: Path) -> tuple[str, str, str, str, str]:
+    size = _size(path.stat().st_size)
+    try:
+        save = load_save(path)
+    except SaveError as exc:
+        return (path.name, "(damaged)", "-", "-", f"{size}  {exc.reason}")
+    turns = 0
+    for _, event in save.events:
+        turns += isinstance(event, TurnCommitted)
+        turns -= isinstance(event, TurnUndone)
+    when = save.last_time.replace("T", " ")[:16] + " UTC" if save.last_time else "-"
+    title = safe_text(save.header.story_title)
+    story = f"{save.header.story_id}" + (f" ({title})" if title else "")
+    return (path.name, story, str(turns), when, size)
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} kB"
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Re-validate every commit, recompute every state hash, check the chain; name the first bad record."""
+    try:
+        path = resolve_save(args.save)
+    except SaveError as exc:
+        return _fail(exc)
+    report = verify_save(path)
+    for line in report.lines:
+        print(line)
+    if report.sound:
+        return EXIT_OK
+    return EXIT_NOT_SOUND if report.readable else EXIT_UNREADABLE
+
+
+def export(args: argparse.Namespace) -> int:
+    """Print a Markdown transcript or a JSON export of a save to stdout."""
+    from saves.export import export_json, export_markdown
+
+    try:
+        save = _load(args.save)
+        pack = open_pack(save.header, save.path)
+        if getattr(args, "format", "md") == "json":
+            text = json.dumps(export_json(save, pack), indent=2, ensure_ascii=False) + "\n"
+        else:
+            text = export_markdown(save, pack)
+    except SaveError as exc:
+        return _fail(exc)
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+def replay(args: argparse.Namespace) -> int:
+    """Play a save back through a fresh engine; exit 1 on any divergence from the record."""
+    from saves.replay import Replayer, replay_plan
+
+    speed = float(getattr(args, "speed", 1.0) or 1.0)
+    try:
+        save = _load(args.save)
+        plan = replay_plan(save, speed=speed)
+    except SaveError as exc:
+        return _fail(exc)
+    if not getattr(args, "headless", False):
+        try:
+            from tui.app import run_replay  # the interactive replay, when the UI provides it
+        except ImportError:
+            print("storyloom: the replay screen is not available in this build; replaying as text",
+                  file=sys.stderr)
+        else:
+            return run_replay(args, plan)
+    printer = _Printer(sys.stdout)
+    result = asyncio.run(Replayer(plan).run(printer))
+    printer.end()
+    if result.interrupted is not None:
+        print(f"storyloom: note: the save stops while turn {result.interrupted} was in flight (never committed)",
+              file=sys.stderr)
+    if result.divergence is not None:
+        print(f"storyloom: replay DIVERGED from the record at {result.divergence}", file=sys.stderr)
+        return EXIT_NOT_SOUND
+    if result.final_hash != result.expected_final_hash:
+        print(f"storyloom: replay DIVERGED: it ends in state {result.final_hash[:12]}…, the record in "
+              f"{result.expected_final_hash[:12]}…", file=sys.stderr)
+        return EXIT_NOT_SOUND
+    turns = sum(isinstance(e, TurnCommitted) for e in result.events)
+    print(f"storyloom: replayed {turns} commit(s); every decision and state hash matches the record "
+          f"(final state {result.final_hash[:12]}…)", file=sys.stderr)
+    return EXIT_OK
+
+
+class _Printer:
+    """Prints a replay as text: the player's inputs, the prose as it streams, corrections and outcomes."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self._open = False
+
+    def __call__(self, event: Event) -> None:
+        write = self.out.write
+        if isinstance(event, TurnStarted):
+            self._close()
+            again = " (retry)" if event.retry else ""
+            write(f"> {safe_text(event.player_input)}{again}\n\n")
+        elif isinstance(event, ProseDelta):
+            write(safe_text(event.text))
+            self._open = True
+        elif isinstance(event, ProseReplaced) and event.changed:
+            self._close()
+            write("[corrected]\n" if event.text else "")
+            if event.text:
+                write(safe_text(event.text))
+                self._open = True
+        elif isinstance(event, TurnCommitted):
+            self._close()
+        elif isinstance(event, TurnFailed):
+            self._close()
+            reasons = "; ".join(safe_text(i.message) for i in event.issues)
+            write(f"[turn {event.turn} failed: {reasons}]\n\n")
+        elif isinstance(event, TurnCancelled):
+            self._close()
+            write(f"[turn {event.turn} cancelled]\n\n")
+        elif isinstance(event, TurnUndone):
+            self._close()
+            write("[undo]\n\n")
+        elif isinstance(event, StoryEnded):
+            self._close()
+            write(f"*** {safe_text(event.title)} ***\n{safe_text(event.text)}\n\n")
+        self.out.flush()
+
+    def _close(self) -> None:
+        if self._open:
+            self.out.write("\n\n")
+            self._open = False
+
+    def end(self) -> None:
+        self._close()
+        self.out.flush()

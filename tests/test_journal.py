@@ -1,0 +1,145 @@
+"""The journal: what a save holds, that a commit is on disk before it is shown, and the writer lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine.events import ProseDelta, TurnCommitted
+from saves.errors import SaveExists, SaveLocked
+from saves.journal import VERSION, Journal, SaveHeader, load_save, record_hash
+from tests.conftest import ScriptedNarrator, structured
+from tests.test_saves_kit import kinds, play, played_save, shore_pack_file
+
+
+def test_the_first_record_names_format_story_narrator_seed_and_budget(tmp_path: Path) -> None:
+    path, session, _ = played_save(tmp_path / "s.jsonl", ["look"], seed=11, budget=3, faults=0.0)
+    first = json.loads(path.read_text().splitlines()[0])
+    header = first["data"]
+    assert first["kind"] == "header" and first["seq"] == 0
+    assert header["format"] == "storyloom-save" and header["version"] == VERSION
+    assert header["story"]["id"] == "lighthouse" and header["story"]["digest"] == session.pack.digest
+    assert (header["narrator"], header["model"], header["seed"], header["budget"]) == ("offline", "offline-1", 11, 3)
+    assert header["storyloom"]
+
+
+def test_every_record_is_numbered_timed_and_chained_to_the_one_before(tmp_path: Path) -> None:
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "north"], faults=0.0)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    for before, record in zip(records, records[1:], strict=False):
+        assert record["prev"] == before["hash"]
+        assert record["hash"] == record_hash(record)
+        assert record["time"].endswith("Z")
+
+
+def test_a_session_records_inputs_attempts_corrections_and_commits_but_not_prose_deltas(tmp_path: Path) -> None:
+    path, _, events = played_save(tmp_path / "s.jsonl", ["look", "take rope", "north"], faults=1.0, seed=1, stubborn=0.0)
+    recorded = kinds(path)
+    assert "prose_delta" not in recorded and any(isinstance(e, ProseDelta) for e in events)
+    for kind in ("turn_started", "attempt_finished", "validation_failed", "correction_started", "turn_committed"):
+        assert kind in recorded
+    attempt = next(json.loads(line)["data"] for line in path.read_text().splitlines()
+                   if json.loads(line)["kind"] == "attempt_finished")
+    assert {"raw", "text", "stop_reason", "usage", "deltas", "issues"} <= set(attempt)
+    started = [json.loads(line)["data"] for line in path.read_text().splitlines()
+               if json.loads(line)["kind"] == "turn_started"]
+    assert [s["player_input"] for s in started] == ["look", "take rope", "north"]
+
+
+def test_a_commit_records_its_patch_and_state_hash(tmp_path: Path) -> None:
+    path, session, events = played_save(tmp_path / "s.jsonl", ["take rope"], faults=0.0)
+    commit = next(r for r in load_save(path).records if r.kind == "turn_committed")
+    live = next(e for e in events if isinstance(e, TurnCommitted))
+    assert commit.data["state_patch"] == [dict(op) for op in live.state_patch]
+    assert commit.data["state_hash"] == live.state_hash
+
+
+def test_a_commit_is_fsynced_before_record_returns(tmp_path: Path, pack, monkeypatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    journal = Journal.create(tmp_path / "s.jsonl", SaveHeader.for_session(pack, ScriptedNarrator([])))
+    synced.clear()
+    journal.record(TurnCommitted(turn=1, state_hash="0" * 64, narrative="You look around."))
+    assert synced, "the commit returned before it was fsynced"
+    assert "turn_committed" in (tmp_path / "s.jsonl").read_text()
+    journal.close()
+
+
+def test_the_header_never_holds_an_api_key_or_other_settings(tmp_path: Path, pack) -> None:
+    class Settings:
+        seed, budget, faults = 1, 2, 0.0
+        api_key = "sk-ant-secret-123"
+        base_url = "https://user:password@example.test"
+
+    from saves.resume import header_for
+
+    narrator = ScriptedNarrator([])
+    narrator.api_key = "sk-ant-secret-123"  # type: ignore[attr-defined]
+    with Journal.create(tmp_path / "s.jsonl", header_for(pack, narrator, Settings())):
+        pass
+    text = (tmp_path / "s.jsonl").read_text()
+    assert "secret" not in text and "password" not in text and "api_key" not in text
+
+
+def test_a_new_save_never_overwrites_an_existing_file(tmp_path: Path, pack) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text("precious\n")
+    with pytest.raises(SaveExists, match="resume it"):
+        Journal.create(path, SaveHeader.for_session(pack, ScriptedNarrator([])))
+    assert path.read_text() == "precious\n"
+
+
+async def test_a_cancelled_turn_keeps_the_prose_that_was_shown(tmp_path: Path, pack) -> None:
+    narrator = ScriptedNarrator([structured("You walk along the shore for a long while.")], chunk=5)
+    from engine import Session
+
+    session = Session(pack, narrator)
+    with Journal.create(tmp_path / "s.jsonl", SaveHeader.for_session(pack, narrator)) as journal:
+        await play(session, journal, ["/cancel walk"], cancel_after_deltas=2)
+    cancelled = next(r for r in load_save(tmp_path / "s.jsonl").records if r.kind == "turn_cancelled")
+    shown = "".join(text for _, text in cancelled.data["partial"]["prose"])
+    assert shown and "You walk along the shore".startswith(shown)
+
+
+_HOLDER = textwrap.dedent("""
+    import sys
+    from saves.journal import Journal
+    journal = Journal.open_for_append(sys.argv[1])
+    print("locked", flush=True)
+    sys.stdin.readline()
+""")
+
+
+def test_a_second_writer_is_refused_with_the_pid_of_the_first(tmp_path: Path) -> None:
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look"], faults=0.0)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        before = path.read_bytes()
+        with pytest.raises(SaveLocked) as refused:
+            Journal.open_for_append(path)
+        assert refused.value.pid == holder.pid
+        assert f"pid {holder.pid}" in str(refused.value)
+        assert path.read_bytes() == before
+    finally:
+        holder.communicate("\n", timeout=10)
+    with Journal.open_for_append(path):  # the lock went with the process
+        pass
+
+
+def test_the_lock_is_released_on_close_so_the_save_can_be_continued(tmp_path: Path) -> None:
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look"], faults=0.0)
+    with Journal.open_for_append(path):
+        pass
+    with Journal.open_for_append(path):
+        pass
+    assert not (tmp_path / "s.jsonl.lock").exists()
