@@ -95,6 +95,9 @@ def status_fault(provider: str, status: int, error_type: str | None, message: st
     if kind in ("insufficient_quota", "billing_error"):
         return NarratorError(f"{provider} says the account is out of credit ({detail or kind}); "
                              f"add credit or use another key.")
+    if status == 404 or kind in ("not_found_error", "model_not_found"):
+        return NarratorError(f"{provider} does not know model {model!r} ({detail or 'not found'}); "
+                             f"choose another with --model.")
     if kind in ("overloaded_error", "rate_limit_error", "api_error", "server_error") or status in TRANSIENT_STATUSES:
         reason = {429: "rate limited", 529: "overloaded", 503: "unavailable"}.get(status)
         if kind == "overloaded_error":
@@ -103,9 +106,6 @@ def status_fault(provider: str, status: int, error_type: str | None, message: st
             reason = "rate limited"
         return TransientNarratorError(f"{provider} is {reason or 'having trouble'} ({detail or f'HTTP {status}'})",
                                       retry_after=retry_after(headers))
-    if status == 404 or kind in ("not_found_error", "model_not_found"):
-        return NarratorError(f"{provider} does not know model {model!r} ({detail or 'not found'}); "
-                             f"choose another with --model.")
     if status == 413 or kind == "request_too_large":
         return context_window_error(model)
     return NarratorError(f"{provider} refused the request: {detail or f'HTTP {status}'}")

@@ -1,0 +1,273 @@
+"""The OpenAI-compatible narrator against a loopback server speaking the chat completions chunk format.
+
+The same server stands in for Ollama, llama.cpp's server, vLLM or OpenAI: a real
+`Session` plays through real `httpx` streaming, and the request bodies are checked.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from engine import Session
+from engine.narrators._shared import Timeouts
+from engine.narrators.base import NarratorError
+from engine.narrators.openai import OpenAINarrator
+from tests.conftest import turn_json
+from tests.wire import openai_sse as sse
+from tests.wire.server import Reset, Status, Stream, WireServer
+
+TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+LAMP_PROSE = "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry."
+GOOD = turn_json(LAMP_PROSE, TAKE_LAMP)
+MISSING_WORDS = ("Report your final answer through the structured output (the tool) now. "
+                 "Do not redo any work and do not add explanations.")
+
+
+@pytest.fixture
+def server():
+    with WireServer() as wire:
+        yield wire
+
+
+def session_for(pack, server, *, sleeps=None, budget=2, **options):
+    narrator = OpenAINarrator(base_url=f"{server.url}/v1", timeouts=options.pop("timeouts", Timeouts(read=2.0)),
+                              **options)
+
+    async def record_sleep(seconds: float) -> None:
+        if sleeps is not None:
+            sleeps.append(seconds)
+
+    return Session(pack, narrator, budget=budget, sleep=record_sleep)
+
+
+async def play(session, command="take lamp"):
+    return [event async for event in session.play(command)]
+
+
+def names(events):
+    return [e.event for e in events]
+
+
+def shown(events):
+    text = ""
+    for e in events:
+        if e.event == "prose_delta":
+            text += e.text
+        elif e.event == "prose_replaced" and e.changed:
+            text = e.text
+    return text
+
+
+async def test_tools_mode_streams_the_narrative_from_the_function_arguments(pack, server):
+    server.script(Stream(sse.tool_stream(GOOD, cached=1200)))
+    session = session_for(pack, server, model="qwen2.5:7b")
+    events = await play(session)
+    assert names(events).count("prose_delta") >= 10
+    assert names(events).index("prose_delta") < names(events).index("attempt_finished")
+    assert shown(events) == LAMP_PROSE
+    assert names(events)[-1] == "turn_committed"
+    assert session.state["items"]["lamp"] == "player"
+    usage = next(e for e in events if e.event == "attempt_finished").usage
+    assert usage == {"input_tokens": 1500, "output_tokens": 160, "cached_tokens": 1200}
+    request = server.requests[0]
+    assert (request.method, request.path) == ("POST", "/v1/chat/completions")
+    body = request.body
+    assert body["model"] == "qwen2.5:7b" and body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["tool_choice"] == "required"
+    assert body["tools"][0]["function"]["name"] == "report_turn"
+    assert "response_format" not in body
+    assert body["messages"][0]["role"] == "system" and "Rocky Shore" in body["messages"][0]["content"]
+    assert "authorization" not in request.headers  # no key: a local server needs none
+
+
+async def test_json_mode_streams_the_narrative_from_the_content(pack, server):
+    server.script(Stream(sse.content_stream(GOOD)))
+    session = session_for(pack, server, output="json")
+    events = await play(session)
+    assert names(events).count("prose_delta") >= 10
+    assert names(events)[-1] == "turn_committed"
+    body = server.requests[0].body
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "turn"
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["narrative", "state_patch"]
+    assert "tools" not in body
+
+
+async def test_a_server_that_ignores_the_json_schema_gets_told_so(pack, server):
+    server.script(Stream(sse.content_stream("You pick up the lamp and feel its weight.")),
+                  Stream(sse.content_stream(GOOD)))
+    session = session_for(pack, server, output="json")
+    events = await play(session)
+    assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.json"]
+    assert names(events)[-1] == "turn_committed"
+    messages = server.requests[1].body["messages"]
+    assert messages[-2] == {"role": "assistant", "content": "You pick up the lamp and feel its weight."}
+    assert messages[-1]["role"] == "user"
+    assert "probably ignored the JSON schema" in messages[-1]["content"]
+    assert '"rule": "output.json"' in messages[-1]["content"]
+
+
+async def test_a_cut_off_json_answer_is_not_blamed_on_the_schema(pack, server):
+    server.script(Stream(sse.content_stream(GOOD[:50], finish_reason="length")), Stream(sse.content_stream(GOOD)))
+    events = await play(session_for(pack, server, output="json"))
+    assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.truncated"]
+    assert "ignored the JSON schema" not in json.dumps(server.requests[1].body)
+    assert names(events)[-1] == "turn_committed"
+
+
+async def test_text_instead_of_a_tool_call_gets_the_corrective_request(pack, server):
+    server.script(Stream(sse.content_stream("You take the lamp.")), Stream(sse.tool_stream(GOOD)))
+    session = session_for(pack, server)
+    events = await play(session)
+    assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.missing"]
+    assert names(events)[-1] == "turn_committed"
+    messages = server.requests[1].body["messages"]
+    assert messages[-2:] == [{"role": "assistant", "content": "You take the lamp."},
+                             {"role": "user", "content": MISSING_WORDS}]
+
+
+async def test_a_correction_carries_only_the_last_rejected_call(pack, server):
+    wrong_room = turn_json("You hurl the brass lamp far out to sea.", [{"op": "replace", "path": "/items/lamp", "value": "sea"}])
+    wrong_item = turn_json("You grab the brass sword from the rock.", [{"op": "replace", "path": "/items/sword", "value": "player"}])
+    server.script(Stream(sse.tool_stream(wrong_room)), Stream(sse.tool_stream(wrong_item)), Stream(sse.tool_stream(GOOD)))
+    session = session_for(pack, server)
+    events = await play(session)
+    assert names(events)[-1] == "turn_committed"
+    second, third = server.requests[1], server.requests[2]
+    assert "far out to sea" in json.dumps(second.body) and "brass sword" not in json.dumps(second.body)
+    assert "brass sword" in json.dumps(third.body) and "far out to sea" not in json.dumps(third.body)
+    assert len(second.body["messages"]) == len(third.body["messages"])
+    assert abs(len(third.raw_body) - len(second.raw_body)) < 200
+    call, result = third.body["messages"][-2:]
+    assert call["tool_calls"][0]["function"]["arguments"] == wrong_item
+    assert result["role"] == "tool" and result["tool_call_id"] == call["tool_calls"][0]["id"]
+    assert "patch.path" in result["content"] and "leave `narrative` out" in result["content"]
+
+
+async def test_committed_turns_are_replayed_as_function_calls(pack, server):
+    server.script(Stream(sse.tool_stream(GOOD)), Stream(sse.tool_stream(turn_json("You look at the sea."))))
+    session = session_for(pack, server)
+    await play(session)
+    await play(session, "look")
+    messages = server.requests[1].body["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
+    assert json.loads(messages[2]["tool_calls"][0]["function"]["arguments"])["narrative"] == LAMP_PROSE
+    assert messages[3]["tool_call_id"] == messages[2]["tool_calls"][0]["id"]
+
+
+async def test_a_refusal_fails_the_turn_at_once(pack, server):
+    server.script(Stream(sse.refusal_stream("I can't help with that.")))
+    session = session_for(pack, server, output="json")
+    events = await play(session)
+    assert names(events)[-1] == "turn_failed"
+    assert events[-1].issues[0].rule == "narrator.refusal"
+    assert "I can't help with that." in events[-1].issues[0].message
+    assert len(server.requests) == 1 and session.history == ()
+
+
+async def test_a_429_waits_as_long_as_retry_after_says(pack, server):
+    server.script(Status(429, sse.error_body("Rate limit reached for requests", "requests", "rate_limit_exceeded"),
+                         {"retry-after": "5"}),
+                  Stream(sse.tool_stream(GOOD)))
+    sleeps: list[float] = []
+    events = await play(session_for(pack, server, sleeps=sleeps))
+    assert sleeps == [5.0]
+    assert next(e for e in events if e.event == "narrator_retrying").delay == 5.0
+    assert names(events)[-1] == "turn_committed"
+
+
+async def test_an_exhausted_quota_is_not_retried(pack, server):
+    server.script(Status(429, sse.error_body("You exceeded your current quota", "insufficient_quota", "insufficient_quota")))
+    events = await play(session_for(pack, server, sleeps=[]))
+    assert names(events)[-1] == "turn_failed" and "out of credit" in events[-1].issues[0].message
+    assert len(server.requests) == 1
+
+
+async def test_an_error_chunk_mid_stream_is_retried(pack, server):
+    broken = [*sse.tool_stream(GOOD)[:6], sse.data({"error": {"message": "The server is overloaded", "type": "server_error",
+                                                              "param": None, "code": None}})]
+    server.script(Stream(broken), Stream(sse.tool_stream(GOOD)))
+    events = await play(session_for(pack, server, sleeps=[]))
+    assert "overloaded" in next(e for e in events if e.event == "narrator_retrying").reason
+    assert names(events)[-1] == "turn_committed" and shown(events) == LAMP_PROSE
+
+
+@pytest.mark.parametrize("fault", [Reset(), Stream(sse.tool_stream(GOOD)[:6], then="reset"),
+                                   Status(503, {"error": "model is loading"})],
+                         ids=["reset-before-answer", "reset-mid-stream", "503"])
+async def test_transient_faults_are_retried_and_nothing_broken_is_committed(pack, server, fault):
+    server.script(fault, Stream(sse.tool_stream(GOOD)))
+    session = session_for(pack, server, sleeps=[])
+    events = await play(session)
+    assert names(events).count("narrator_retrying") == 1
+    assert names(events).count("attempt_finished") == 1
+    assert names(events)[-1] == "turn_committed"
+
+
+async def test_a_stalled_stream_is_retried_after_the_read_timeout(pack, server):
+    server.script(Stream(sse.tool_stream(GOOD)[:5], then="stall"), Stream(sse.tool_stream(GOOD)))
+    events = await play(session_for(pack, server, sleeps=[], timeouts=Timeouts(read=0.3)))
+    assert "stopped sending" in next(e for e in events if e.event == "narrator_retrying").reason
+    assert names(events)[-1] == "turn_committed"
+
+
+async def test_a_server_that_is_not_running_is_retried_then_fails_with_advice(pack):
+    with WireServer() as stopped:
+        url = stopped.url
+    narrator = OpenAINarrator(base_url=f"{url}/v1", timeouts=Timeouts(connect=0.5))
+    sleeps: list[float] = []
+
+    async def record(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    events = await play(Session(pack, narrator, sleep=record))
+    assert names(events)[-1] == "turn_failed"
+    assert "is the model server running?" in events[-1].issues[0].message
+    assert sleeps == [1.0, 2.0, 4.0, 8.0]  # the engine's visible backoff; no hidden retries
+
+
+async def test_cancel_closes_the_http_stream_within_200_ms(pack, server):
+    server.script(Stream(sse.tool_stream(GOOD)[:10], delay=0.01, then="stall"))
+    session = session_for(pack, server)
+    events, cancelled_at = [], None
+    async for event in session.play("take lamp"):
+        events.append(event)
+        if event.event == "prose_delta" and cancelled_at is None and names(events).count("prose_delta") == 2:
+            cancelled_at = time.monotonic()
+            session.cancel()
+    closed_at = server.wait_closed()
+    assert names(events)[-1] == "turn_cancelled"
+    assert cancelled_at is not None and closed_at is not None
+    assert closed_at - cancelled_at < 0.2
+    assert session.state["items"]["lamp"] == "shore"
+
+
+async def test_a_key_is_sent_as_a_bearer_token_and_a_refused_one_names_the_variable(pack, server):
+    server.script(Status(401, sse.error_body("Incorrect API key provided", "invalid_request_error", "invalid_api_key")))
+    events = await play(session_for(pack, server, api_key="sk-test-planted"))
+    assert server.requests[0].headers["authorization"] == "Bearer sk-test-planted"
+    assert "OPENAI_API_KEY" in events[-1].issues[0].message
+    assert "sk-test-planted" not in events[-1].issues[0].message
+
+
+async def test_an_unknown_model_says_to_choose_another(pack, server):
+    server.script(Status(404, {"error": {"message": "model \"llama9\" not found, try pulling it first",
+                                         "type": "api_error"}}))
+    events = await play(session_for(pack, server, model="llama9"))
+    assert "--model" in events[-1].issues[0].message and "llama9" in events[-1].issues[0].message
+
+
+async def test_a_context_length_error_suggests_summarising_or_a_larger_model(pack, server):
+    server.script(Status(400, sse.error_body("This model's maximum context length is 8192 tokens",
+                                             "invalid_request_error", "context_length_exceeded")))
+    events = await play(session_for(pack, server))
+    assert "context window" in events[-1].issues[0].message and "Summarise" in events[-1].issues[0].message
+
+
+def test_an_unknown_output_mode_is_refused():
+    with pytest.raises(NarratorError, match="tools, json"):
+        OpenAINarrator(output="xml")
