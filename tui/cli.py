@@ -112,24 +112,26 @@ def _play(args: argparse.Namespace) -> int:
 
 def _stories(args: argparse.Namespace) -> int:
     from engine.packs import builtin_pack_ids, load_pack
+    from engine.safety import safe_text
 
     for pack_id in builtin_pack_ids():
         pack = load_pack(pack_id)
-        print(f"{pack.id:<16} {pack.title}  ({len(pack.rooms)} rooms, {len(pack.items)} items)")
+        print(f"{pack.id:<16} {safe_text(pack.title)}  ({len(pack.rooms)} rooms, {len(pack.items)} items)")
     return EXIT_OK
 
 
 def _check_story(args: argparse.Namespace) -> int:
     from engine.packs import PackError, load_pack
+    from engine.safety import safe_text
 
     try:
         pack = load_pack(args.path)
     except PackError as exc:
         for problem in exc.problems:
-            print(problem, file=sys.stderr)
+            print(safe_text(str(problem)), file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
         return EXIT_USAGE
-    print(f"ok: {pack.id} \u2014 {pack.title}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
+    print(f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
           f"{len(pack.stats)} stats, {len(pack.flags)} flags, {len(pack.actions)} actions, {len(pack.endings)} endings")
     return EXIT_OK
 
