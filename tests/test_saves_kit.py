@@ -64,15 +64,20 @@ async def play(session: Session, journal: Journal, commands: Iterable[str], *,
     return events
 
 
-def played_save(path: Path, commands: Iterable[str] = LIGHTHOUSE_WALK, *, faults: float = 0.5, seed: int = 7,
-                budget: int = 2, **narrator_options: Any) -> tuple[Path, Session, list[Any]]:
+def played_save(path: Path, commands: Iterable[str] = LIGHTHOUSE_WALK, **options: Any) -> tuple[Path, Session, list[Any]]:
+    """`played_save_async`, for tests that are not async themselves."""
+    return asyncio.run(played_save_async(path, commands, **options))
+
+
+async def played_save_async(path: Path, commands: Iterable[str] = LIGHTHOUSE_WALK, *, faults: float = 0.5,
+                            seed: int = 7, budget: int = 2, **narrator_options: Any) -> tuple[Path, Session, list[Any]]:
     """A lighthouse session on the offline narrator, played into a new save at `path`."""
     pack = load_pack("lighthouse")
     narrator = OfflineNarrator(pack, seed=seed, faults=faults, **narrator_options)
     session = Session(pack, narrator, budget=budget)
     header = SaveHeader.for_session(pack, narrator, seed=seed, budget=budget, faults=faults)
     with Journal.create(path, header) as journal:
-        events = asyncio.run(play(session, journal, list(commands)))
+        events = await play(session, journal, list(commands))
     return path, session, events
 
 

@@ -1,0 +1,199 @@
+"""Replay: a save played back through a fresh engine reaches the same events and the same state,
+and any divergence from the record is reported, never smoothed over."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import Session, load_pack, state_hash
+from engine.events import Event
+from engine.narrators.base import NarrationRequest
+from engine.narrators.offline import OfflineNarrator
+from engine.narrators.replay import RecordedAnswer, ReplayNarrator
+from saves import commands
+from saves.journal import Journal, SaveHeader, load_save
+from saves.replay import Replayer, replay_plan
+from tests.conftest import Reply, ScriptedNarrator, structured
+from tests.test_saves_kit import LIGHTHOUSE_WALK, play, played_save, played_save_async, rewrite_records
+
+
+def _timeless(events: list[Event]) -> list[dict[str, Any]]:
+    """Events as a player would see them, without the recorded milliseconds."""
+    out = []
+    for event in events:
+        data = event.to_json()
+        if "deltas" in data:
+            data["deltas"] = [[kind, text] for _, kind, text in data["deltas"]]
+        out.append(json.loads(json.dumps(data)))
+    return out
+
+
+async def _replay(path: Path, **options: Any):
+    plan = replay_plan(load_save(path), **options)
+    return await Replayer(plan).run()
+
+
+async def test_replaying_a_session_with_corrections_gives_the_same_events_and_final_state(tmp_path: Path) -> None:
+    path, live, events = await played_save_async(tmp_path / "s.jsonl", [*LIGHTHOUSE_WALK, "/undo", "look"],
+                                                 faults=0.7, stubborn=0.0)
+    assert any(e.event == "correction_started" for e in events), "the session should have had corrections"
+    result = await _replay(path)
+    assert result.divergence is None
+    assert _timeless(result.events) == _timeless(events)
+    assert result.final_hash == state_hash(live.state) == result.expected_final_hash
+
+
+async def test_a_replay_keeps_the_recorded_timing_of_every_delta(tmp_path: Path) -> None:
+    path, _, events = await played_save_async(tmp_path / "s.jsonl", ["look", "take rope"], faults=0.0)
+    recorded = [d for e in events if e.event == "attempt_finished" for d in e.deltas]
+    result = await _replay(path)
+    replayed = [d for e in result.events if e.event == "attempt_finished" for d in e.deltas]
+    assert replayed == recorded
+
+
+async def test_the_replay_narrator_waits_the_recorded_gaps_scaled_by_speed() -> None:
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    answer = RecordedAnswer(1, 1, ((0, "s", '{"narr'), (400, "s", 'ative": "x"'), (1000, "s", "}")))
+    narrator = ReplayNarrator([answer], speed=2.0, sleep=fake_sleep)
+    request = NarrationRequest(load_pack("lighthouse"), {}, (), "look", 1)
+    chunks = [c async for c in narrator.narrate(request)]
+    assert waits == [0.2, 0.3]
+    assert [getattr(c, "at_ms", None) for c in chunks[:3]] == [0, 400, 1000]
+
+
+async def test_at_max_speed_the_replay_narrator_never_waits() -> None:
+    async def no_sleep(seconds: float) -> None:
+        raise AssertionError("slept at max speed")
+
+    answer = RecordedAnswer(1, 1, ((0, "s", "{"), (900, "s", "}")))
+    narrator = ReplayNarrator([answer], speed=math.inf, sleep=no_sleep)
+    request = NarrationRequest(load_pack("lighthouse"), {}, (), "look", 1)
+    assert len([c async for c in narrator.narrate(request)]) == 3
+
+
+async def test_a_cancelled_turn_and_its_retry_replay_as_they_happened(tmp_path: Path, pack) -> None:
+    long = "You walk north along the rocks while the tide comes in, slowly, slowly."
+    narrator = ScriptedNarrator([
+        structured(long, [{"op": "replace", "path": "/location", "value": "path"}]),
+        structured("You walk north to the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}]),
+    ], chunk=6)
+    session = Session(pack, narrator)
+    path = tmp_path / "s.jsonl"
+    with Journal.create(path, SaveHeader.for_session(pack, narrator)) as journal:
+        events = await play(session, journal, ["/cancel north", "/retry"], cancel_after_deltas=3)
+    assert [e.event for e in events].count("turn_cancelled") == 1
+    result = await _replay(path, pack=pack)
+    assert result.divergence is None
+    shown = lambda evs: [e.text for e in evs if e.event == "prose_delta"]  # noqa: E731
+    assert shown(result.events) == shown(events)
+    assert [e.event for e in result.events if e.event != "prose_delta"] == \
+        [e.event for e in events if e.event != "prose_delta"]
+
+
+async def test_a_failed_turn_replays_as_failed(tmp_path: Path, pack) -> None:
+    narrator = ScriptedNarrator([
+        structured("You fly to the tower.", [{"op": "replace", "path": "/location", "value": "tower"}]),
+        structured("You fly to the tower.", [{"op": "replace", "path": "/location", "value": "tower"}]),
+        Reply(text="I would rather not."),
+        structured("You look around."),
+    ])
+    session = Session(pack, narrator, budget=2)
+    path = tmp_path / "s.jsonl"
+    with Journal.create(path, SaveHeader.for_session(pack, narrator)) as journal:
+        events = await play(session, journal, ["fly", "look"])
+    assert "turn_failed" in [e.event for e in events]
+    result = await _replay(path, pack=pack)
+    assert result.divergence is None and _timeless(result.events) == _timeless(events)
+
+
+async def test_a_rewritten_model_output_is_reported_as_a_divergence(tmp_path: Path) -> None:
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", ["look", "take rope", "north"], faults=0.0)
+
+    def swap_output(records):
+        for record in records:
+            if record["kind"] == "attempt_finished" and record["data"]["turn"] == 2:
+                raw = json.loads(record["data"]["raw"])
+                raw["state_patch"] = [{"op": "replace", "path": "/items/boat", "value": "player"}]
+                text = json.dumps(raw)
+                record["data"]["raw"] = text
+                record["data"]["deltas"] = [[0, "s", text]]
+        return records
+
+    rewrite_records(path, swap_output)
+    result = await _replay(path)
+    assert result.divergence is not None and result.divergence.turn == 2
+    assert "the record has" in str(result.divergence) and "replay gave" in str(result.divergence)
+
+
+def test_replay_headless_prints_the_story_and_exits_0_when_faithful(tmp_path: Path, capsys) -> None:
+    path, live, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope"], faults=0.0)
+    code = commands.replay(argparse.Namespace(save=str(path), speed=math.inf, headless=True))
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "> look" in captured.out and "> take rope" in captured.out
+    assert live.history[-1].turn.narrative.split("\n")[0] in captured.out
+    assert "matches the record" in captured.err
+
+
+def test_replay_headless_exits_1_and_says_where_it_diverged(tmp_path: Path, capsys) -> None:
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope"], faults=0.0)
+
+    def other_hash(records):
+        for record in records:
+            if record["kind"] == "turn_committed" and record["data"]["turn"] == 1:
+                record["data"]["narrative"] += " "  # a commit the model never wrote
+        return records
+
+    rewrite_records(path, other_hash)
+    code = commands.replay(argparse.Namespace(save=str(path), speed=math.inf, headless=True))
+    assert code == 1
+    assert "DIVERGED" in capsys.readouterr().err
+
+
+async def test_a_save_that_stops_mid_turn_replays_up_to_where_it_stops(tmp_path: Path) -> None:
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
+    lines = path.read_bytes().splitlines(keepends=True)
+    cut = max(i for i, line in enumerate(lines) if b'"attempt_finished"' in line)
+    path.write_bytes(b"".join(lines[:cut + 1]))
+    result = await _replay(path)
+    assert result.divergence is None and result.interrupted == 2
+    assert result.final_hash == result.expected_final_hash  # turn 2 was never committed, nor is it now
+
+
+def test_a_replay_plan_gives_the_pack_the_inputs_and_the_replay_narrator(tmp_path: Path) -> None:
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope", "/undo"], faults=0.0)
+    pack, inputs, narrator = replay_plan(load_save(path))
+    assert pack.id == "lighthouse" and inputs == ["look", "take rope"]
+    assert narrator.name == "replay" and narrator.model == "offline-1"
+    assert [s.action for s in replay_plan(load_save(path)).steps] == ["play", "play", "undo"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_replay_is_faithful_for_sessions_full_of_faults(tmp_path: Path, seed: int) -> None:
+    path, live, events = await played_save_async(tmp_path / "s.jsonl", LIGHTHOUSE_WALK, faults=0.9, seed=seed)
+    result = await _replay(path)
+    assert result.divergence is None, str(result.divergence)
+    assert _timeless(result.events) == _timeless(events)
+    assert result.final_hash == state_hash(live.state)
+
+
+def test_the_offline_narrator_is_not_needed_to_replay(tmp_path: Path, monkeypatch) -> None:
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look"], faults=0.0)
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a replay asked the live narrator")
+
+    monkeypatch.setattr(OfflineNarrator, "narrate", refuse)
+    import asyncio
+
+    assert asyncio.run(_replay(path)).faithful
