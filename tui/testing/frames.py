@@ -219,7 +219,7 @@ class FrameBaselines:
             AssertionError: the baseline is missing or differs (with the path and how to update).
         """
         path = self.directory / f"{name}.json"
-        text = json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+        text = _dump(data)
         if self.update:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
@@ -234,6 +234,18 @@ class FrameBaselines:
                     for key in sorted(set(expected) | set(actual)) if expected.get(key) != actual.get(key)] \
                 if isinstance(expected, dict) and isinstance(actual, dict) else [f"  {expected!r} != {actual!r}"]
             raise AssertionError(f"frames differ from the baseline {path}:\n" + "\n".join(diff))
+
+
+def _dump(data: Any) -> str:
+    """JSON with one value per line, so a baseline diff shows which state changed."""
+    if isinstance(data, dict) and all(isinstance(v, list) for v in data.values()):
+        keys = sorted(data)
+        body = ",\n".join(
+            f" {json.dumps(k)}: [\n" + ",\n".join(f"  {json.dumps(v, ensure_ascii=False)}" for v in data[k]) + "\n ]"
+            for k in keys
+        )
+        return "{\n" + body + "\n}\n"
+    return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 # -- the pytest plugin
