@@ -9,14 +9,16 @@ than played.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.lifecycle import DEFAULT_BUDGET, Session
 from engine.narrators.base import Narrator
-from engine.packs import StoryPack
-from saves.journal import Journal, Save, SaveHeader, resolve_save
+from engine.packs import StoryPack, builtin_pack_ids
+from saves.journal import Journal, Save, SaveHeader, load_save, new_save_path, resolve_save
 from saves.verify import Rebuilt, open_pack, rebuild
 
 
@@ -94,3 +96,48 @@ def header_for(pack: StoryPack, narrator: Narrator, settings: Any = None, *, sou
         budget=int(getattr(settings, "budget", DEFAULT_BUDGET) if settings is not None else DEFAULT_BUDGET),
         faults=float(getattr(settings, "faults", 0.0) or 0.0),
     )
+
+
+def start_new(pack: StoryPack, narrator: Narrator, settings: Any = None, *, source: str | None = None,
+              path: str | Path | None = None, **session_options: Any) -> tuple[Session, Journal]:
+    """A new session with its save: at `path`, or a new file in the saves folder (autosave is the default).
+
+    Args:
+        source: how the player named the story (a built-in id or a file path); a
+            file path is stored absolute so the save resumes from any folder.
+
+    Raises:
+        SaveExists: `path` already holds a file.
+        SaveWriteError: the save cannot be created.
+    """
+    if source is not None and source not in builtin_pack_ids() and Path(source).is_file():
+        source = str(Path(source).resolve())
+    header = header_for(pack, narrator, settings, source=source)
+    journal = Journal.create(Path(path) if path else new_save_path(pack.id), header)
+    session = Session(pack, narrator, budget=header.budget, **session_options)
+    return session, journal
+
+
+def resume_with(ref: str | Path, make_narrator: Callable[[StoryPack, SaveHeader], Narrator], *,
+                budget: int | None = None, **session_options: Any) -> Resumed:
+    """`resume`, building the narrator for the save's own story (the UI and headless play use this).
+
+    Args:
+        make_narrator: given the save's pack and header, the narrator to continue with
+            (see `continued_settings` to keep the offline narrator's seed and fault rate).
+
+    Raises:
+        SaveError: see `resume`.
+    """
+    path = resolve_save(ref)
+    save = load_save(path)
+    pack = open_pack(save.header, save.path)
+    return resume(path, make_narrator(pack, save.header), pack=pack, budget=budget, **session_options)
+
+
+def continued_settings(settings: Any, header: SaveHeader) -> Any:
+    """Settings for continuing a save: the offline narrator keeps the save's seed and fault rate,
+    so a resumed story goes on exactly as it would have without the break."""
+    if getattr(settings, "narrator", None) == "offline" == header.narrator and dataclasses.is_dataclass(settings):
+        return dataclasses.replace(settings, seed=header.seed, faults=header.faults)
+    return settings

@@ -31,8 +31,11 @@ from engine.events import (
 from engine.lifecycle import Session
 from engine.packs import PackError, StoryPack, load_pack
 from engine.safety import safe_text
+from saves.errors import SaveError
+from saves.journal import Journal
+from saves.resume import continued_settings, resume_with, start_new
 from tui.cli import EXIT_ERROR, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
-from tui.settings import DEFAULT_STORY, SettingsError, create_narrator, load_settings
+from tui.settings import DEFAULT_STORY, Settings, SettingsError, create_narrator, load_settings
 
 EventHook = Callable[[Event], None]
 """Called with every event before it is shown (the events file, the save journal)."""
@@ -58,37 +61,69 @@ def run_headless(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"storyloom: {exc}", file=err)
         return EXIT_USAGE
-    pack = _load_story(args.story or DEFAULT_STORY, err)
-    if pack is None:
-        return EXIT_USAGE
     commands = _open_commands(args.commands, err)
     if commands is None:
         return EXIT_USAGE
-    try:
-        narrator = create_narrator(settings, pack, interactive=False)
-    except SettingsError as exc:
-        print(f"storyloom: {exc}", file=err)
+    opened = _open_save(args, settings, err)
+    if opened is None:
         return EXIT_USAGE
+    pack, session, journal = opened
     events_file: IO[str] | None = None
     if args.events:
         try:
             events_file = open(args.events, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         except OSError as exc:
             print(f"storyloom: cannot write the events file {args.events}: {exc.strerror or exc}", file=err)
+            journal.close()
             return EXIT_USAGE
-    session = Session(pack, narrator, budget=settings.budget)
     try:
         print_intro(pack, sys.stdout)
-        hook = _event_writer(events_file) if events_file else None
+        hook = _both(journal.record, _event_writer(events_file) if events_file else None)
         return asyncio.run(play_commands(session, commands, on_event=hook, out=sys.stdout, err=err))
-    except OSError as exc:
+    except (OSError, SaveError) as exc:
         print(f"storyloom: {exc}", file=err)
         return EXIT_ERROR
     finally:
+        journal.close()
         if events_file is not None:
             events_file.close()
         if hasattr(commands, "close") and commands is not sys.stdin:
             commands.close()  # type: ignore[union-attr]
+
+
+def _open_save(args: argparse.Namespace, settings: Settings,
+               err: TextIO) -> tuple[StoryPack, Session, Journal] | None:
+    """The session and its save: resumed from `--resume`, else new (at `--save`, or in the saves folder)."""
+    try:
+        if getattr(args, "resume", None):
+            resumed = resume_with(args.resume, lambda p, header: create_narrator(
+                continued_settings(settings, header), p, interactive=False), budget=getattr(args, "budget", None))
+            for warning in resumed.warnings:
+                print(f"storyloom: warning: {warning}", file=err)
+            print(f"storyloom: resuming {resumed.journal.path} at turn {resumed.session.next_turn}", file=err)
+            return resumed.pack, resumed.session, resumed.journal
+        pack = _load_story(args.story or DEFAULT_STORY, err)
+        if pack is None:
+            return None
+        narrator = create_narrator(settings, pack, interactive=False)
+        session, journal = start_new(pack, narrator, settings, source=args.story or DEFAULT_STORY,
+                                   path=getattr(args, "save", None))
+        print(f"storyloom: saving to {journal.path}", file=err)
+        return pack, session, journal
+    except (SaveError, SettingsError) as exc:
+        print(f"storyloom: {exc}", file=err)
+        return None
+
+
+def _both(first: EventHook, second: EventHook | None) -> EventHook:
+    """The journal records each event before anything else sees it (a commit is on disk before it is shown)."""
+    if second is None:
+        return first
+
+    def hook(event: Event) -> None:
+        first(event)
+        second(event)
+    return hook
 
 
 def _load_story(ref: str, err: TextIO) -> StoryPack | None:
