@@ -2,27 +2,52 @@
 
 Also the one place that turns settings into a narrator, so the TUI, headless
 play and replay all build narrators the same way.
+
+The config file is `platformdirs.user_config_dir("storyloom")/config.toml`:
+
+```toml
+narrator = "openai"            # offline | anthropic | openai
+model = "llama3.1"             # top-level model/base_url/output belong to the narrator named here
+base_url = "http://127.0.0.1:11434/v1"
+budget = 2                     # corrections per turn
+pace = 0.03                    # offline narrator: seconds per streamed chunk in the UI
+theme = "textual-dark"
+
+[anthropic]                    # used whenever the narrator is anthropic
+model = "claude-sonnet-5-5"
+
+[openai]                       # used whenever the narrator is openai
+output = "json"                # tools | json
+```
+
+API keys are never read from or written to the file: they come from
+`ANTHROPIC_API_KEY` / `OPENAI_API_KEY` only, and are never shown.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
 from engine.lifecycle import DEFAULT_BUDGET
-from engine.narrators.base import Narrator
+from engine.narrators.base import Narrator, NarratorError
 from engine.packs import StoryPack
 
 DEFAULT_STORY = "lighthouse"
 UI_PACE = 0.03
 """Seconds between streamed chunks of the offline narrator in the UI (a human reading pace)."""
+NARRATORS = ("offline", "anthropic", "openai")
+KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+BASE_URL_VARS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
 
 
 class SettingsError(Exception):
@@ -44,13 +69,15 @@ class Settings:
     thinking: bool = False
     seed: int = 0
     faults: float = 0.0
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    """From the environment only; kept out of `repr` so it cannot leak into a log or traceback."""
 
     def masked(self) -> dict[str, Any]:
-        """The settings for display, with secrets masked."""
+        """The settings for display: the key reduced to whether it is set, credentials cut from the URL."""
         data = asdict(self)
-        if data["api_key"]:
-            data["api_key"] = data["api_key"][:3] + "…" + "(set)"
+        var = KEY_VARS.get(self.narrator)
+        data["api_key"] = (f"set ({var})" if self.api_key else f"not set ({var})") if var else "not needed"
+        data["base_url"] = _without_credentials(self.base_url)
         return data
 
 
@@ -59,7 +86,13 @@ def config_path() -> Path:
     return Path(platformdirs.user_config_dir("storyloom")) / "config.toml"
 
 
-_FILE_KEYS = {"narrator", "model", "base_url", "budget", "pace", "theme", "output", "max_tokens"}
+_FILE_KEYS = {"narrator", "model", "base_url", "budget", "pace", "theme", "output", "max_tokens", "thinking"}
+_NARRATOR_KEYS = {"model", "base_url", "output", "max_tokens", "thinking"}
+"""Keys that depend on which narrator plays (and may sit in an [anthropic] or [openai] table)."""
+_ENV_KEYS = {"STORYLOOM_NARRATOR": "narrator", "STORYLOOM_MODEL": "model", "STORYLOOM_BASE_URL": "base_url",
+             "STORYLOOM_BUDGET": "budget", "STORYLOOM_PACE": "pace", "STORYLOOM_THEME": "theme",
+             "STORYLOOM_OUTPUT": "output", "STORYLOOM_MAX_TOKENS": "max_tokens"}
+_FLAG_KEYS = ("narrator", "model", "base_url", "budget", "pace", "output", "max_tokens", "thinking", "seed", "faults")
 
 
 def load_settings(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None,
@@ -69,45 +102,127 @@ def load_settings(args: argparse.Namespace | None = None, env: Mapping[str, str]
     Raises:
         SettingsError: the config file is unreadable or holds a bad value.
     """
+    return _resolve(args, env, path)[0]
+
+
+def _resolve(args: argparse.Namespace | None, env: Mapping[str, str] | None,
+             path: Path | None) -> tuple[Settings, dict[str, str]]:
+    """The settings and, for each that is not a default, where it came from."""
     env = os.environ if env is None else env
-    settings = Settings()
     path = path or config_path()
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise SettingsError(f"{path}: cannot read the config file: {exc}") from None
-        unknown = set(data) - _FILE_KEYS
+    data = _read_file(path)
+    top = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    from_env = {name: env[var] for var, name in _ENV_KEYS.items() if env.get(var)}
+    from_flags = {} if args is None else {
+        name: getattr(args, name) for name in _FLAG_KEYS if getattr(args, name, None) not in (None, False)}
+    narrator = from_flags.get("narrator") or from_env.get("narrator") or top.get("narrator") or "offline"
+    if narrator not in NARRATORS:
+        source = "the command line" if "narrator" in from_flags else (
+            "STORYLOOM_NARRATOR" if "narrator" in from_env else str(path))
+        raise SettingsError(f"{source}: narrator must be one of {', '.join(NARRATORS)}, not {narrator!r}")
+    if top.get("narrator", narrator) != narrator:  # the file's model and URL belong to its own narrator
+        top = {k: v for k, v in top.items() if k not in _NARRATOR_KEYS}
+    table = data.get(narrator, {}) if narrator in KEY_VARS else {}
+    vendor_url = env.get(BASE_URL_VARS.get(narrator, ""), "")
+    if vendor_url and "base_url" not in from_env:
+        from_env = {**from_env, "base_url": vendor_url}
+    settings, origins = Settings(), {}
+    for layer, source in ((top, str(path)), (table, f"{path} [{narrator}]"), (from_env, "the environment"),
+                          (from_flags, "the command line")):
+        settings = _merge(settings, layer, source)
+        origins.update({key: source for key in layer})
+    key_var = KEY_VARS.get(settings.narrator)
+    if key_var and env.get(key_var):
+        settings = replace(settings, api_key=env[key_var])
+        origins["api_key"] = key_var
+    return settings, origins
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"{path}: cannot read the config file: {exc}") from None
+    for table, keys in (("", data), *((name, data[name]) for name in KEY_VARS if name in data)):
+        if not isinstance(keys, dict):
+            raise SettingsError(f"{path}: [{table}] must be a table of settings")
+        allowed = _NARRATOR_KEYS if table else _FILE_KEYS | set(KEY_VARS)
+        where = f"{path} [{table}]" if table else str(path)
+        if "api_key" in keys:
+            raise SettingsError(f"{where}: API keys are never read from the config file (it is easy to share "
+                                f"by mistake); remove api_key and set {KEY_VARS.get(table, 'ANTHROPIC_API_KEY or OPENAI_API_KEY')} "
+                                f"in the environment instead")
+        unknown = set(keys) - allowed
         if unknown:
-            raise SettingsError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                                f"known: {', '.join(sorted(_FILE_KEYS))}")
-        settings = _merge(settings, data, str(path))
-    from_env: dict[str, Any] = {}
-    if env.get("STORYLOOM_NARRATOR"):
-        from_env["narrator"] = env["STORYLOOM_NARRATOR"]
-    if env.get("STORYLOOM_MODEL"):
-        from_env["model"] = env["STORYLOOM_MODEL"]
-    settings = _merge(settings, from_env, "the environment")
-    if args is not None:
-        from_flags = {f.name: getattr(args, f.name) for f in fields(Settings)
-                      if getattr(args, f.name, None) not in (None, False)}
-        settings = _merge(settings, from_flags, "the command line")
-    key_var = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(settings.narrator)
-    if key_var:
-        settings = replace(settings, api_key=env.get(key_var) or None)
-    return settings
+            raise SettingsError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; "
+                                f"known: {', '.join(sorted(allowed))}")
+        for key, value in keys.items():
+            if key not in KEY_VARS:  # every value is checked, even in a table this story does not use
+                _check(key, value, where)
+    return data
 
 
 def _merge(settings: Settings, values: Mapping[str, Any], source: str) -> Settings:
-    try:
-        merged = replace(settings, **values)
-    except TypeError as exc:
-        raise SettingsError(f"{source}: {exc}") from None
-    if merged.narrator not in ("offline", "anthropic", "openai"):
-        raise SettingsError(f"{source}: narrator must be offline, anthropic or openai, not {merged.narrator!r}")
-    if not isinstance(merged.budget, int) or merged.budget < 0:
-        raise SettingsError(f"{source}: budget must be a whole number of corrections, 0 or more")
-    return merged
+    """Apply one layer, checking each value's type and range (strings from the environment are parsed)."""
+    checked = {key: _check(key, value, source) for key, value in values.items()}
+    return replace(settings, **checked)
+
+
+def _check(key: str, value: Any, source: str) -> Any:
+    def bad(expected: str) -> SettingsError:
+        return SettingsError(f"{source}: {key} must be {expected}, not {value!r}")
+
+    if key in ("budget", "max_tokens", "seed"):
+        number = _parse(value, int)
+        if number is None or isinstance(number, bool):
+            raise bad("a whole number")
+        if (key == "budget" and number < 0) or (key == "max_tokens" and number < 1):
+            raise bad("a whole number of corrections, 0 or more" if key == "budget" else "at least 1")
+        return number
+    if key in ("pace", "faults"):
+        number = _parse(value, float)
+        if number is None or isinstance(number, bool) or number < 0:
+            raise bad("a number, 0 or more")
+        return float(number)
+    if key == "thinking":
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
+            return value.lower() in ("1", "true", "yes")
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise bad("a non-empty string")
+    if key == "narrator" and value not in NARRATORS:
+        raise bad(f"one of {', '.join(NARRATORS)}")
+    if key == "output" and value not in ("tools", "json"):
+        raise bad("tools or json")
+    if key == "base_url" and urlsplit(value).scheme not in ("http", "https"):
+        raise bad("an http:// or https:// address")
+    return value
+
+
+def _parse(value: Any, kind: type) -> Any:
+    if isinstance(value, str):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            return None
+    if kind is float and isinstance(value, int):
+        return float(value)
+    return value if isinstance(value, kind) else None
+
+
+def _without_credentials(url: str | None) -> str | None:
+    """A URL with any user:password part replaced, so it can be printed."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
 def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -> Narrator:
@@ -116,23 +231,65 @@ def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -
     Args:
         interactive: True in the UI, where the offline narrator streams at a reading pace;
             headless play and tests get every chunk at once.
+
+    Raises:
+        SettingsError: the narrator cannot be built (no API key, a bad option).
     """
     if settings.narrator == "offline":
         from engine.narrators.offline import OfflineNarrator
 
         pace = settings.pace if settings.pace is not None else (UI_PACE if interactive else 0.0)
         return OfflineNarrator(pack, seed=settings.seed, faults=settings.faults, pace=pace)
-    raise SettingsError(f"the {settings.narrator} narrator is not available yet")
+    try:
+        if settings.narrator == "anthropic":
+            from engine.narrators.anthropic import AnthropicNarrator
+
+            return AnthropicNarrator(api_key=settings.api_key, model=settings.model, base_url=settings.base_url,
+                                     max_tokens=settings.max_tokens, thinking=settings.thinking)
+        if settings.narrator == "openai":
+            from engine.narrators.openai import OpenAINarrator
+
+            return OpenAINarrator(base_url=settings.base_url, api_key=settings.api_key, model=settings.model,
+                                  output=settings.output, max_tokens=settings.max_tokens)
+    except NarratorError as exc:
+        raise SettingsError(str(exc)) from None
+    raise SettingsError(f"unknown narrator {settings.narrator!r}")
+
+
+def default_model(narrator: str) -> str | None:
+    """The model a narrator uses when none is set."""
+    if narrator == "anthropic":
+        from engine.narrators.anthropic import DEFAULT_MODEL
+
+        return DEFAULT_MODEL
+    if narrator == "openai":
+        from engine.narrators.openai import DEFAULT_MODEL as OPENAI_MODEL
+
+        return OPENAI_MODEL
+    return None
 
 
 def print_config(args: argparse.Namespace) -> int:
-    """`storyloom config`: the effective settings, secrets masked."""
+    """`storyloom config`: the effective settings, secrets masked, each with where it came from."""
+    path = config_path()
     try:
-        settings = load_settings(None)
+        settings, origins = _resolve(None, None, path)
     except SettingsError as exc:
         print(f"storyloom: {exc}")
         return 2
-    print(f"# config file: {config_path()}")
-    for key, value in settings.masked().items():
-        print(f"{key} = {value!r}")
+    state = "found" if path.is_file() else "not found; every value below is a default or from the environment"
+    print(f"# config file: {path} ({state})")
+    print("# precedence: config file < environment < command-line flags (flags are not shown here)")
+    shown = settings.masked()
+    if settings.model is None and default_model(settings.narrator):
+        shown["model"] = default_model(settings.narrator)
+        origins.setdefault("model", f"the {settings.narrator} narrator's default")
+    if settings.narrator == "openai" and settings.base_url is None:
+        from engine.narrators.openai import DEFAULT_BASE_URL
+
+        shown["base_url"] = DEFAULT_BASE_URL
+        origins.setdefault("base_url", "the default (a local Ollama)")
+    for key, value in shown.items():
+        text = "none" if value is None else json.dumps(value, ensure_ascii=False)
+        print(f"{key} = {text}".ljust(40) + f"# {origins.get(key, 'default')}")
     return 0

@@ -1,0 +1,149 @@
+"""Settings as a player meets them: a config file, environment variables, flags, and `storyloom config`."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from engine.narrators.anthropic import DEFAULT_MODEL as CLAUDE
+from engine.narrators.anthropic import AnthropicNarrator
+from engine.narrators.openai import DEFAULT_BASE_URL, OpenAINarrator
+from tui.cli import build_parser, main
+from tui.settings import Settings, SettingsError, config_path, create_narrator, load_settings
+
+PLANTED = "sk-ant-api03-PLANTED-SECRET-never-print-me"
+
+
+def flags(*words: str) -> argparse.Namespace:
+    return build_parser().parse_args(["play", *words])
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_without_a_file_or_environment_the_defaults_play_offline(tmp_path):
+    settings = load_settings(flags(), env={}, path=tmp_path / "missing.toml")
+    assert settings == Settings()
+    assert settings.narrator == "offline" and settings.budget == 2
+
+
+def test_the_environment_overrides_the_file_and_flags_override_both(tmp_path):
+    path = write(tmp_path, 'narrator = "openai"\nbudget = 5\ntheme = "nord"\nmodel = "llama3.1"\n')
+    env = {"STORYLOOM_BUDGET": "3", "STORYLOOM_MODEL": "qwen2.5"}
+    assert load_settings(None, env={}, path=path).budget == 5
+    from_env = load_settings(None, env=env, path=path)
+    assert (from_env.budget, from_env.model, from_env.theme) == (3, "qwen2.5", "nord")
+    from_flags = load_settings(flags("--budget", "1", "--model", "mistral"), env=env, path=path)
+    assert (from_flags.budget, from_flags.model, from_flags.narrator) == (1, "mistral", "openai")
+
+
+def test_each_narrator_takes_its_own_table_from_the_file(tmp_path):
+    path = write(tmp_path, 'narrator = "openai"\n[openai]\nmodel = "llama3.1"\noutput = "json"\n'
+                           '[anthropic]\nmodel = "claude-opus-5"\n')
+    assert load_settings(None, env={}, path=path).output == "json"
+    claude = load_settings(flags("--narrator", "anthropic"), env={}, path=path)
+    assert (claude.model, claude.output) == ("claude-opus-5", "tools")
+
+
+def test_the_files_model_and_address_stay_with_the_narrator_they_were_written_for(tmp_path):
+    path = write(tmp_path, 'narrator = "openai"\nmodel = "llama3.1"\nbase_url = "http://127.0.0.1:11434/v1"\n')
+    claude = load_settings(flags("--narrator", "anthropic"), env={}, path=path)
+    assert claude.model is None and claude.base_url is None
+
+
+def test_vendor_base_url_variables_apply_to_their_own_narrator(tmp_path):
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9000", "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}
+    assert load_settings(flags("--narrator", "anthropic"), env=env, path=tmp_path / "x").base_url == "http://127.0.0.1:9000"
+    assert load_settings(flags("--narrator", "openai"), env=env, path=tmp_path / "x").base_url == "http://127.0.0.1:8080/v1"
+    flagged = load_settings(flags("--narrator", "openai", "--base-url", "http://127.0.0.1:1234/v1"), env=env,
+                            path=tmp_path / "x")
+    assert flagged.base_url == "http://127.0.0.1:1234/v1"
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('narator = "openai"\n', ["unknown setting", "narator"]),
+    ('budget = "two"\n', ["budget must be a whole number"]),
+    ('budget = -1\n', ["budget"]),
+    ('narrator = "gpt"\n', ["narrator must be one of offline, anthropic, openai"]),
+    ('[openai]\noutput = "xml"\n', ["output must be tools or json"]),
+    ('[openai]\ntheme = "nord"\n', ["[openai]", "unknown setting", "theme"]),
+    ('base_url = "127.0.0.1:11434"\n', ["http:// or https://"]),
+    ('budget = 2\nbudget = 3\n', ["cannot read the config file"]),
+])
+def test_a_bad_config_file_is_a_clear_error_naming_the_file_and_key(tmp_path, text, words):
+    path = write(tmp_path, text)
+    with pytest.raises(SettingsError) as caught:
+        load_settings(None, env={}, path=path)
+    message = str(caught.value)
+    assert str(path) in message
+    for word in words:
+        assert word in message
+
+
+def test_a_key_in_the_config_file_is_refused_and_never_used(tmp_path):
+    path = write(tmp_path, f'narrator = "anthropic"\n[anthropic]\napi_key = "{PLANTED}"\n')
+    with pytest.raises(SettingsError, match="ANTHROPIC_API_KEY") as caught:
+        load_settings(None, env={}, path=path)
+    assert PLANTED not in str(caught.value)
+
+
+def test_a_bad_environment_value_names_its_source(tmp_path):
+    with pytest.raises(SettingsError, match="the environment: budget"):
+        load_settings(None, env={"STORYLOOM_BUDGET": "lots"}, path=tmp_path / "x")
+
+
+def test_the_key_comes_only_from_the_environment_and_never_shows_in_repr(tmp_path):
+    settings = load_settings(flags("--narrator", "anthropic"), env={"ANTHROPIC_API_KEY": PLANTED}, path=tmp_path / "x")
+    assert settings.api_key == PLANTED
+    assert PLANTED not in repr(settings) and PLANTED not in str(settings.masked())
+    assert settings.masked()["api_key"] == "set (ANTHROPIC_API_KEY)"
+
+
+def test_storyloom_config_prints_effective_settings_with_the_key_masked(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text('narrator = "anthropic"\nbudget = 4\n', encoding="utf-8")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", PLANTED)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://user:hunter2@proxy.example/anthropic")
+    monkeypatch.setenv("STORYLOOM_THEME", "nord")
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    assert PLANTED not in out and PLANTED[:12] not in out and "hunter2" not in out
+    assert str(config_path()) in out
+    lines = {line.split(" = ")[0]: line for line in out.splitlines() if " = " in line}
+    assert lines["narrator"].startswith('narrator = "anthropic"') and str(config_path()) in lines["narrator"]
+    assert lines["budget"].startswith("budget = 4")
+    assert lines["theme"].startswith('theme = "nord"') and "environment" in lines["theme"]
+    assert lines["model"].startswith(f'model = "{CLAUDE}"') and "default" in lines["model"]
+    assert lines["api_key"].startswith('api_key = "set (ANTHROPIC_API_KEY)"')
+
+
+def test_storyloom_config_reports_a_broken_file_and_exits_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text("budget = [\n", encoding="utf-8")
+    assert main(["config"]) == 2
+    assert "cannot read the config file" in capsys.readouterr().out
+
+
+def test_the_anthropic_narrator_without_a_key_says_which_variable_to_set(pack, tmp_path):
+    settings = load_settings(flags("--narrator", "anthropic"), env={}, path=tmp_path / "x")
+    with pytest.raises(SettingsError, match="set ANTHROPIC_API_KEY"):
+        create_narrator(settings, pack, interactive=False)
+
+
+def test_narrators_are_built_from_the_settings(pack, tmp_path):
+    env = {"ANTHROPIC_API_KEY": PLANTED}
+    claude = create_narrator(load_settings(flags("--narrator", "anthropic", "--max-tokens", "800", "--thinking"),
+                                           env=env, path=tmp_path / "x"), pack, interactive=False)
+    assert isinstance(claude, AnthropicNarrator)
+    assert (claude.model, claude.max_tokens, claude.thinking) == (CLAUDE, 800, True)
+    assert PLANTED not in repr(claude)
+    local = create_narrator(load_settings(flags("--narrator", "openai", "--output", "json"), env={},
+                                          path=tmp_path / "x"), pack, interactive=False)
+    assert isinstance(local, OpenAINarrator)
+    assert (local.base_url, local.output) == (DEFAULT_BASE_URL, "json")
