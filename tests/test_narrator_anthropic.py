@@ -326,3 +326,43 @@ async def test_a_prompt_too_long_error_gets_the_same_advice(pack, server):
 def test_no_key_is_a_clear_error_naming_the_variable():
     with pytest.raises(NarratorError, match="ANTHROPIC_API_KEY"):
         AnthropicNarrator(api_key=None)
+
+
+@pytest.fixture
+def story_files(tmp_path, monkeypatch):
+    """A story file and a commands file, with config and data folders kept inside tmp_path."""
+    from tests.conftest import SHORE_PACK
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    for var in ("STORYLOOM_NARRATOR", "STORYLOOM_MODEL", "STORYLOOM_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    story = tmp_path / "shore.toml"
+    story.write_text(SHORE_PACK, encoding="utf-8")
+    commands = tmp_path / "commands.txt"
+    commands.write_text("take lamp\ngo north\n", encoding="utf-8")
+    return story, commands
+
+
+def test_headless_play_with_the_anthropic_narrator_end_to_end(server, story_files, monkeypatch, capsys):
+    from tui.cli import main
+
+    story, commands = story_files
+    north = turn_json("You climb north onto the Cliff Path, the lamp swinging.", [
+        {"op": "replace", "path": "/location", "value": "path"}])
+    server.script(Stream(sse.turn_stream(GOOD)), Stream(sse.text_stream("You walk north.")),
+                  Stream(sse.turn_stream(north, cache_read=1900)))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-e2e-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    events_path = story.parent / "events.jsonl"
+    code = main(["play", "--headless", "--narrator", "anthropic", "--story", str(story),
+                 "--commands", str(commands), "--events", str(events_path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert LAMP_PROSE in out and "Cliff Path" in out
+    assert "rejected (output.missing)" in err
+    assert "sk-ant-e2e-key" not in out + err + events_path.read_text()
+    events = [json.loads(line) for line in events_path.read_text().splitlines()]
+    assert [e["event"] for e in events].count("turn_committed") == 2
+    assert [len(r.body["messages"]) for r in server.requests] == [1, 3, 5]
+    assert server.requests[2].body["messages"][-1]["content"][-1]["text"] == MISSING_WORDS

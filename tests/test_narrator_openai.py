@@ -271,3 +271,28 @@ async def test_a_context_length_error_suggests_summarising_or_a_larger_model(pac
 def test_an_unknown_output_mode_is_refused():
     with pytest.raises(NarratorError, match="tools, json"):
         OpenAINarrator(output="xml")
+
+
+def test_headless_play_with_an_openai_compatible_server_end_to_end(server, tmp_path, monkeypatch, capsys):
+    from tests.conftest import SHORE_PACK
+    from tui.cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    for var in ("STORYLOOM_NARRATOR", "STORYLOOM_MODEL", "STORYLOOM_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    story = tmp_path / "shore.toml"
+    story.write_text(SHORE_PACK, encoding="utf-8")
+    commands = tmp_path / "commands.txt"
+    commands.write_text("take lamp\ngo north\n", encoding="utf-8")
+    north = turn_json("You climb north onto the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}])
+    server.script(Stream(sse.content_stream(GOOD)), Stream(sse.content_stream("Sure! You go north.")),
+                  Stream(sse.content_stream(north)))
+    code = main(["play", "--headless", "--narrator", "openai", "--base-url", f"{server.url}/v1", "--model", "llama3.1",
+                 "--output", "json", "--story", str(story), "--commands", str(commands)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert LAMP_PROSE in out and "Cliff Path" in out
+    assert "rejected (output.json)" in err
+    assert "probably ignored the JSON schema" in server.requests[2].body["messages"][-1]["content"]
+    assert {r.body["model"] for r in server.requests} == {"llama3.1"}

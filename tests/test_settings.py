@@ -15,6 +15,15 @@ from tui.settings import Settings, SettingsError, config_path, create_narrator, 
 PLANTED = "sk-ant-api03-PLANTED-SECRET-never-print-me"
 
 
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch):
+    """`storyloom config` reads the real environment: keep the developer's own settings out of it."""
+    for var in ("STORYLOOM_NARRATOR", "STORYLOOM_MODEL", "STORYLOOM_BASE_URL", "STORYLOOM_BUDGET", "STORYLOOM_PACE",
+                "STORYLOOM_THEME", "STORYLOOM_OUTPUT", "STORYLOOM_MAX_TOKENS", "ANTHROPIC_API_KEY",
+                "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
 def flags(*words: str) -> argparse.Namespace:
     return build_parser().parse_args(["play", *words])
 
