@@ -366,3 +366,18 @@ def test_headless_play_with_the_anthropic_narrator_end_to_end(server, story_file
     assert [e["event"] for e in events].count("turn_committed") == 2
     assert [len(r.body["messages"]) for r in server.requests] == [1, 3, 5]
     assert server.requests[2].body["messages"][-1]["content"][-1]["text"] == MISSING_WORDS
+
+
+async def test_an_unreachable_endpoint_is_retried_with_backoff_then_fails_saying_where(pack):
+    with WireServer() as stopped:
+        url = stopped.url
+    sleeps: list[float] = []
+
+    async def record(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    narrator = AnthropicNarrator(api_key="sk-ant-test-key", base_url=url, timeouts=Timeouts(connect=0.5))
+    events = await play(Session(pack, narrator, sleep=record))
+    assert names(events)[-1] == "turn_failed"
+    assert f"cannot connect to Anthropic at {url}" in events[-1].issues[0].message
+    assert sleeps == [1.0, 2.0, 4.0, 8.0]

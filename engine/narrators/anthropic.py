@@ -46,6 +46,7 @@ from engine.narrators.base import (
     NarratorRefusal,
     StructuredDelta,
     TextDelta,
+    TransientNarratorError,
 )
 from engine.prompts import TOOL_DESCRIPTION, TOOL_NAME, correction_message, player_message, system_prompt
 from engine.turns import turn_json_schema
@@ -120,7 +121,11 @@ class AnthropicNarrator:
             except anthropic.APITimeoutError:
                 raise stall_fault(_PROVIDER, self.timeouts.read) from None
             except anthropic.APIConnectionError as exc:
-                raise connection_fault(_PROVIDER, self._where, exc.__cause__ or exc) from None
+                cause = exc.__cause__ or exc
+                if isinstance(cause, _http.ConnectError):
+                    raise TransientNarratorError(f"cannot connect to {_PROVIDER} at {self._where} "
+                                                 f"({cause or type(cause).__name__})") from None
+                raise connection_fault(_PROVIDER, self._where, cause) from None
             except _http.TimeoutException:
                 raise stall_fault(_PROVIDER, self.timeouts.read) from None
             except _http.TransportError as exc:
