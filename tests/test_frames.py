@@ -18,6 +18,7 @@ from tests.conftest import SHORE_PACK
 from tui.app import StoryloomApp
 from tui.testing.frames import FrameRecorder
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from tui.testing.pilot import until
 
 SIZE = (100, 30)
 TAKE_BOTH = [{"op": "replace", "path": "/items/lamp", "value": "player"},
@@ -29,14 +30,6 @@ NEW_PROSE = ("You lift the brass lamp from the rocks. The boulder beside it does
 
 REGIONS = {"message": "#turn-1", "input": "#command", "side": "#side-panel"}
 TEXTS = {"prose": "#turn-1 Prose", "status": "#turn-1 StatusRow"}
-
-
-async def _until(pilot: Any, condition: Any, limit: int = 400) -> None:
-    for _ in range(limit):
-        if condition():
-            return
-        await pilot.pause()
-    raise AssertionError("the app never reached the expected state")
 
 
 async def play_correction(frame_recorder: Any, correction: GatedReply | None, *, budget: int = 2,
@@ -52,14 +45,14 @@ async def play_correction(frame_recorder: Any, correction: GatedReply | None, *,
     async with app.run_test(size=SIZE) as pilot:
         holder.append(frame_recorder(app, regions=REGIONS, texts=TEXTS))
         await pilot.press(*"take lamp", "enter")
-        await _until(pilot, lambda: "correction_started" in holder[0].all_marks())
+        await until(pilot, lambda: "correction_started" in holder[0].all_marks())
         await pilot.pause()
         await pilot.pause()
         if cancel:
             await pilot.press("escape")
         elif correction is not None and correction.before is not None:
             correction.before.set()
-        await _until(pilot, lambda: not app.game.running)
+        await until(pilot, lambda: not app.game.running)
         await pilot.pause()
         await pilot.pause()
     return holder[0], app
@@ -141,7 +134,7 @@ async def test_status_updates_never_trigger_a_layout(frame_recorder):
     app = StoryloomApp(session, blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press(*"take lamp", "enter")
-        await _until(pilot, lambda: app.game.latest_message() is not None
+        await until(pilot, lambda: app.game.latest_message() is not None
                      and app.game.latest_message().status.kind == "correcting")
         await pilot.pause()
         message = app.game.latest_message()
@@ -160,6 +153,6 @@ async def test_status_updates_never_trigger_a_layout(frame_recorder):
         await pilot.pause()
         del app.screen._refresh_layout
         gate.set()
-        await _until(pilot, lambda: not app.game.running)
+        await until(pilot, lambda: not app.game.running)
         assert layouts == []
         assert message.region == before

@@ -38,12 +38,14 @@ class GatedReply:
         before: if set, the reply waits for it before writing anything.
         pause_at: with `pause`, how many characters to stream before waiting.
         pause: if set, the reply waits for it after `pause_at` characters.
+        error: raised once the text is written (e.g. a transient narrator fault).
     """
 
     text: str
     before: asyncio.Event | None = None
     pause_at: int = 0
     pause: asyncio.Event | None = None
+    error: BaseException | None = None
 
 
 @dataclass
@@ -66,4 +68,6 @@ class GatedNarrator:
                 await reply.pause.wait()
             yield StructuredDelta(reply.text[start:start + self.chunk])
             await asyncio.sleep(0)
+        if reply.error is not None:
+            raise reply.error
         yield Finish("end", {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0})

@@ -1,0 +1,277 @@
+"""The terminal UI as a player meets it: one message per turn, statuses in words, keys that do what they say."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from textual.widgets import Static
+
+from engine import Session, parse_pack
+from engine.events import Event
+from engine.narrators.base import TransientNarratorError
+from tests.conftest import SHORE_PACK
+from tui.app import StoryloomApp, run_app
+from tui.screens import IssueDetailsScreen
+from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from tui.testing.pilot import until
+from tui.widgets import TurnMessage
+
+TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
+PROSE = "You lift the brass lamp from the rocks."
+
+
+def make_app(*replies: GatedReply, budget: int = 2, sleep: Any = None, **kwargs: Any) -> StoryloomApp:
+    extra = {"sleep": sleep} if sleep is not None else {}
+    session = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator(list(replies)), budget=budget, **extra)
+    return StoryloomApp(session, blink=False, **kwargs)
+
+
+async def send(pilot: Any, command: str) -> None:
+    await pilot.press(*command, "enter")
+
+
+async def finished(pilot: Any, app: StoryloomApp) -> None:
+    await until(pilot, lambda: app.game.latest_message() is not None and not app.game.running)
+    await pilot.pause()
+
+
+def painted(app: StoryloomApp) -> str:
+    """The screen's text as painted now."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def test_the_intro_is_shown_first():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "Grey water, black rocks." in painted(app)
+        assert not app.game.transcript.query(TurnMessage)
+
+
+async def test_markup_actions_and_escapes_in_model_prose_do_nothing():
+    hostile = "Look: [bold red]x[/] and [@click=app.quit]q[/] and \x1b[31mred\x1b[0m and \u202eevil."
+    app = make_app(GatedReply(turn_text(hostile)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "look")
+        await finished(pilot, app)
+        message = app.game.latest_message()
+        await pilot.click(message.prose, offset=(12, 0))  # where "q" would be if markup were parsed
+        await pilot.pause()
+        assert app.is_running and app.return_value is None
+        screen = painted(app)
+        assert "[bold red]x[/]" in screen
+        assert "[@click=app.quit]q[/]" in screen
+        assert "red and evil." in screen and "\x1b" not in screen and "[31m" not in screen
+
+
+async def test_one_widget_lives_through_correct_fail_retry_and_commit():
+    gate = asyncio.Event()
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)),
+                   GatedReply(turn_text(None, TAKE_BOTH)),
+                   GatedReply(turn_text(PROSE, TAKE_LAMP), before=gate),
+                   budget=1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await until(pilot, lambda: app.game.latest_message() is not None
+                    and app.game.latest_message().outcome == "failed")
+        message = app.game.latest_message()
+        assert message.status.plain_text == "couldn't make this turn consistent · r retry · d details"
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: message.outcome == "streaming")
+        assert message.status.plain_text == ""
+        gate.set()
+        await finished(pilot, app)
+        assert app.game.latest_message() is message
+        assert message.id == "turn-1"
+        assert len(app.game.transcript.query(TurnMessage)) == 1
+        assert message.outcome == "committed"
+        assert "brass lamp" in app.game.side_panel.render().plain
+
+
+async def test_typing_r_in_the_input_types_it_and_r_on_the_focused_message_retries():
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(PROSE, TAKE_LAMP)), budget=0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        message = app.game.latest_message()
+        assert message.outcome == "failed"
+        await pilot.press("r")
+        assert app.game.command_input.value == "r"
+        assert message.outcome == "failed"
+        await pilot.press("backspace", "shift+tab")
+        assert app.focused is message
+        await pilot.press("r")
+        await finished(pilot, app)
+        assert message.outcome == "committed"
+        assert app.focused is app.game.command_input
+
+
+async def test_the_side_panel_shows_only_the_committed_state():
+    gate = asyncio.Event()
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await until(pilot, lambda: app.game.latest_message() is not None
+                    and app.game.latest_message().outcome == "correcting")
+        panel = app.game.side_panel.render().plain
+        assert "nothing" in panel and "brass lamp" not in panel
+        gate.set()
+        await finished(pilot, app)
+        panel = app.game.side_panel.render().plain
+        assert "brass lamp" in panel and "boulder" not in panel
+
+
+async def test_a_kept_prose_is_not_touched_and_a_changed_one_is_swapped():
+    gate = asyncio.Event()
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate),
+                   GatedReply(turn_text("You go north.", [{"op": "replace", "path": "/location", "value": "tower"}])),
+                   GatedReply(turn_text("You walk north to the Cliff Path.",
+                                        [{"op": "replace", "path": "/location", "value": "path"}])))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await until(pilot, lambda: app.game.latest_message() is not None
+                    and app.game.latest_message().outcome == "correcting")
+        live = app.game.latest_message().prose.query_one(".-live", Static)
+        visual = live.visual
+        gate.set()
+        await finished(pilot, app)
+        assert live.visual is visual  # not re-rendered: the very same content object
+        await send(pilot, "north")
+        await finished(pilot, app)
+        second = app.game.latest_message()
+        assert second.turn == 2 and second.outcome == "committed"
+        assert second.prose.text == "You walk north to the Cliff Path."
+        assert "You go north." not in painted(app)
+
+
+async def test_escape_cancels_a_streaming_turn_and_says_so():
+    pause = asyncio.Event()
+    app = make_app(GatedReply(turn_text(PROSE + " More words follow here.", TAKE_LAMP), pause_at=40, pause=pause))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await until(pilot, lambda: app.game.latest_message() is not None
+                    and app.game.latest_message().prose.text != "")
+        await pilot.press("escape")
+        await finished(pilot, app)
+        message = app.game.latest_message()
+        assert message.status.plain_text == "cancelled · r retry"
+        assert app.session.state["items"]["lamp"] == "shore"
+        assert "cancelled · r retry" in painted(app)
+
+
+async def test_a_busy_narrator_shows_when_it_will_be_retried():
+    gate = asyncio.Event()
+
+    async def held_sleep(_: float) -> None:
+        await gate.wait()
+
+    app = make_app(GatedReply("", error=TransientNarratorError("overloaded", retry_after=2.5)),
+                   GatedReply(turn_text(PROSE, TAKE_LAMP)), sleep=held_sleep)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await until(pilot, lambda: app.game.latest_message() is not None
+                    and app.game.latest_message().status.kind == "retrying")
+        assert app.game.latest_message().status.plain_text == "narrator busy, retrying in 3 s"
+        gate.set()
+        await finished(pilot, app)
+        assert app.game.latest_message().outcome == "committed"
+
+
+async def test_details_list_the_issues_and_what_the_correction_changed():
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)),
+                   GatedReply(turn_text(PROSE + " The boulder stays.", TAKE_LAMP)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        screen = painted(app)
+        assert "First attempt — rejected" in screen
+        assert "Correction 1 — accepted" in screen
+        assert "boulder" in screen
+        assert "+You lift the brass lamp from the rocks. The boulder stays." in screen
+        assert '-  "path": "/items/boulder",' in screen or "/items/boulder" in screen
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
+
+
+async def test_events_reach_the_hook_before_the_screen_shows_them():
+    seen: list[tuple[str, str]] = []
+    holder: list[StoryloomApp] = []
+
+    def on_event(event: Event) -> None:
+        message = holder[0].game.message(event.turn)
+        seen.append((event.event, message.outcome if message else "-"))
+
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), on_event=on_event)
+    holder.append(app)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+    assert seen[0] == ("turn_started", "-")
+    assert ("turn_committed", "streaming") in seen
+
+
+async def test_undo_takes_back_the_last_turn_through_the_hook():
+    calls: list[Any] = []
+    holder: list[StoryloomApp] = []
+
+    def on_undo() -> Any:
+        undone = holder[0].session.undo()
+        calls.append(undone)
+        return undone
+
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), on_undo=on_undo)
+    holder.append(app)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert len(calls) == 1 and calls[0] is not None
+        assert app.session.state["items"]["lamp"] == "shore"
+        assert "nothing" in app.game.side_panel.render().plain
+        assert app.game.latest_message().status.plain_text.startswith("undone")
+        await pilot.press("ctrl+z")  # nothing left to undo: the key is off, the hook is not called again
+        await pilot.pause()
+        assert len(calls) == 1
+
+
+async def test_narrow_terminals_hide_the_side_panel_and_the_palette_can_show_it():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert not app.game.side_panel.display
+        app.action_toggle_panel()
+        await pilot.pause()
+        assert app.game.side_panel.display
+    wide = make_app()
+    async with wide.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        assert wide.game.side_panel.display
+
+
+async def test_a_command_sent_while_a_turn_runs_stays_in_the_input():
+    pause = asyncio.Event()
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP), pause_at=16, pause=pause))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await until(pilot, lambda: app.game.running)
+        await send(pilot, "north")
+        assert app.game.command_input.value == "north"
+        pause.set()
+        await finished(pilot, app)
+        assert app.game.command_input.value == "north"
+
+
+def test_run_app_reports_a_broken_story_and_exits_2(tmp_path, capsys):
+    broken = tmp_path / "broken.toml"
+    broken.write_text('id = "x"\ntitle = "X"\n', encoding="utf-8")
+    args = argparse.Namespace(story=str(broken), narrator=None, model=None, base_url=None, budget=None,
+                              pace=None, output=None, max_tokens=None, thinking=False, seed=0, faults=0.0)
+    assert run_app(args) == 2
+    assert capsys.readouterr().err.strip()
