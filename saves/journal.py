@@ -473,21 +473,37 @@ class Journal:
     def create(cls, path: str | Path, header: SaveHeader) -> Journal:
         """Start a new save at `path` (its folder is created) and write its header durably.
 
+        The header is written and fsynced under a temporary name, then linked into
+        place, so a crash never leaves a save without its header (and an existing
+        file is never overwritten).
+
         Raises:
             SaveExists: a file is already there (resume it instead).
             SaveWriteError: the folder or file cannot be written.
         """
         path = Path(path)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        except FileExistsError:
-            raise SaveExists(path, "a file is already there; resume it with --resume, or choose another path") from None
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         except OSError as exc:
             raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
-        _lock(fd, path)
-        journal = cls(path, fd, GENESIS, -1)
-        journal._append(HEADER, header.to_json())
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            journal = cls(path, fd, GENESIS, -1)
+            journal._append(HEADER, header.to_json())
+            os.link(temporary, path)
+        except FileExistsError:
+            os.close(fd)
+            raise SaveExists(path, "a file is already there; resume it with --resume, or choose another path") from None
+        except (OSError, SaveWriteError) as exc:
+            os.close(fd)
+            raise SaveWriteError(path, f"cannot create the save: {getattr(exc, 'strerror', None) or exc}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+        with contextlib.suppress(OSError):
+            _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
         _fsync_dir(path.parent)
         return journal
 
