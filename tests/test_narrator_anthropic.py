@@ -6,6 +6,7 @@ request bodies, so each test checks both what the player sees and what went on t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -17,7 +18,7 @@ from engine.narrators.anthropic import AnthropicNarrator
 from engine.narrators.base import NarratorError
 from tests.conftest import turn_json
 from tests.wire import anthropic_sse as sse
-from tests.wire.server import Reset, Status, Stream, WireServer
+from tests.wire.server import Reset, Silent, Status, Stream, WireServer
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 LAMP_PROSE = "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry."
@@ -381,3 +382,24 @@ async def test_an_unreachable_endpoint_is_retried_with_backoff_then_fails_saying
     assert names(events)[-1] == "turn_failed"
     assert f"cannot connect to Anthropic at {url}" in events[-1].issues[0].message
     assert sleeps == [1.0, 2.0, 4.0, 8.0]
+
+
+async def test_a_server_that_never_answers_is_retried_after_the_read_timeout(pack, server):
+    server.script(Silent(), Stream(sse.turn_stream(GOOD)))
+    events = await play(session_for(pack, server, sleeps=[], timeouts=Timeouts(read=0.3)))
+    assert "stopped sending" in next(e for e in events if e.event == "narrator_retrying").reason
+    assert names(events)[-1] == "turn_committed"
+
+
+async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection_within_200_ms(pack, server):
+    server.script(Silent())
+    session = session_for(pack, server)
+    playing = asyncio.ensure_future(play(session))
+    while not server.requests:
+        await asyncio.sleep(0.005)
+    cancelled_at = time.monotonic()
+    session.cancel()
+    events = await playing
+    closed_at = server.wait_closed()
+    assert names(events)[-1] == "turn_cancelled"
+    assert closed_at is not None and closed_at - cancelled_at < 0.2

@@ -116,7 +116,7 @@ class AnthropicNarrator:
                             yield chunk
             except anthropic.APIStatusError as exc:
                 kind, message = error_fields(exc.body)
-                raise status_fault(_PROVIDER, exc.status_code, exc.type or kind, message or exc.message,
+                raise status_fault(_PROVIDER, exc.status_code, getattr(exc, "type", None) or kind, message or exc.message,
                                    exc.response.headers, key_var=KEY_VAR, model=self.model) from None
             except anthropic.APITimeoutError:
                 raise stall_fault(_PROVIDER, self.timeouts.read) from None

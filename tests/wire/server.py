@@ -60,11 +60,16 @@ class Status:
 
 
 @dataclass(frozen=True)
+class Silent:
+    """Read the request, then answer nothing at all (not even headers) until the client leaves."""
+
+
+@dataclass(frozen=True)
 class Reset:
     """Abort the connection as soon as the request is read, before any answer."""
 
 
-Reply = Stream | Status | Reset
+Reply = Stream | Status | Silent | Reset
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
             413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error",
             503: "Service Unavailable", 529: "Site Overloaded"}
@@ -188,6 +193,9 @@ class WireServer:
         """Send one reply; False when the connection is finished with."""
         if isinstance(reply, Reset):
             _reset(conn)
+            return False
+        if isinstance(reply, Silent):
+            self._client_left(conn, 30.0)
             return False
         if isinstance(reply, Status):
             body = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
