@@ -126,7 +126,7 @@ def test_storyloom_config_prints_effective_settings_with_the_key_masked(tmp_path
     lines = {line.split(" = ")[0]: line for line in out.splitlines() if " = " in line}
     assert lines["narrator"].startswith('narrator = "anthropic"') and str(config_path()) in lines["narrator"]
     assert lines["budget"].startswith("budget = 4")
-    assert lines["theme"].startswith('theme = "nord"') and "environment" in lines["theme"]
+    assert lines["theme"].startswith('theme = "nord"') and "STORYLOOM_THEME" in lines["theme"]
     assert lines["model"].startswith(f'model = "{CLAUDE}"') and "default" in lines["model"]
     assert lines["api_key"].startswith('api_key = "set (ANTHROPIC_API_KEY)"')
 

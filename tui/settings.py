@@ -123,14 +123,17 @@ def _resolve(args: argparse.Namespace | None, env: Mapping[str, str] | None,
     if top.get("narrator", narrator) != narrator:  # the file's model and URL belong to its own narrator
         top = {k: v for k, v in top.items() if k not in _NARRATOR_KEYS}
     table = data.get(narrator, {}) if narrator in KEY_VARS else {}
-    vendor_url = env.get(BASE_URL_VARS.get(narrator, ""), "")
-    if vendor_url and "base_url" not in from_env:
-        from_env = {**from_env, "base_url": vendor_url}
+    env_vars = {name: var for var, name in _ENV_KEYS.items() if name in from_env}
+    vendor_var = BASE_URL_VARS.get(narrator, "")
+    if env.get(vendor_var) and "base_url" not in from_env:
+        from_env = {**from_env, "base_url": env[vendor_var]}
+        env_vars["base_url"] = vendor_var
     settings, origins = Settings(), {}
     for layer, source in ((top, str(path)), (table, f"{path} [{narrator}]"), (from_env, "the environment"),
                           (from_flags, "the command line")):
         settings = _merge(settings, layer, source)
-        origins.update({key: source for key in layer})
+        origins.update({key: f"{source} ({env_vars[key]})" if key in env_vars and layer is from_env else source
+                        for key in layer})
     key_var = KEY_VARS.get(settings.narrator)
     if key_var and env.get(key_var):
         settings = replace(settings, api_key=env[key_var])
