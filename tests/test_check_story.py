@@ -1,0 +1,65 @@
+"""`storyloom check-story` lists every problem in a pack with its file, key and line, or says it is fine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine import load_pack
+from tui.cli import main
+
+PACKS = Path(__file__).parent / "packs"
+
+
+@pytest.mark.parametrize(("pack", "line", "key", "words"), [
+    ("broken_exit.toml", 9, "rooms.hall.exits.north", "unknown room 'attic'"),
+    ("broken_item_room.toml", 12, "items.lamp.at", "unknown room 'garden'"),
+    ("broken_start.toml", 4, "start", "'porch' is not a declared room"),
+    ("broken_alias.toml", 17, "items.torch.aliases", "duplicate alias 'light'"),
+    ("broken_stat.toml", 11, "stats.health.initial", "initial 12 is outside 0..10"),
+    ("broken_toml.toml", 7, "-", "not valid TOML"),
+])
+def test_a_broken_pack_exits_2_naming_file_line_key_and_problem(pack, line, key, words, capsys):
+    path = PACKS / pack
+    assert main(["check-story", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line}: {key}: " in err
+    assert words in err
+
+
+def test_every_problem_in_a_pack_is_listed_not_just_the_first(tmp_path, capsys):
+    text = "\n".join((PACKS / name).read_text() for name in ("broken_exit.toml",))
+    text = text.replace('start = "hall"', 'start = "porch"') + '\n[items.lamp]\nname = "lamp"\nat = "garden"\n'
+    text += '\n[stats.health]\ninitial = 12\nmin = 0\nmax = 10\n'
+    path = tmp_path / "many.toml"
+    path.write_text(text)
+    assert main(["check-story", str(path)]) == 2
+    err = capsys.readouterr().err
+    for words in ("unknown room 'attic'", "'porch' is not a declared room", "unknown room 'garden'", "initial 12"):
+        assert words in err
+    assert "4 problem(s) found" in err
+
+
+def test_a_missing_file_exits_2_and_lists_the_built_in_stories(capsys):
+    assert main(["check-story", str(PACKS / "no_such_pack.toml")]) == 2
+    assert "lighthouse" in capsys.readouterr().err
+
+
+def test_a_good_pack_exits_0_with_a_one_line_summary(capsys):
+    assert main(["check-story", str(PACKS / "example.toml")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    assert out.startswith("ok: cellar") and "3 rooms, 5 items" in out
+
+
+def test_the_docs_example_pack_is_a_complete_story():
+    pack = load_pack(PACKS / "example.toml")
+    assert pack.stats and pack.flags and pack.actions and pack.endings
+    assert any(room.gates for room in pack.rooms.values())
+
+
+def test_hostile_text_in_a_pack_never_reaches_the_terminal_raw(capsys):
+    assert main(["check-story", str(PACKS / "hostile.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
