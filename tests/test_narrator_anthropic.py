@@ -303,10 +303,11 @@ async def test_pause_turn_is_continued_with_the_partial_answer(pack, server):
 
 
 async def test_a_rejected_key_says_which_variable_to_set(pack, server):
-    server.script(Status(401, sse.error_body("authentication_error", "invalid x-api-key")))
+    server.script(Status(401, sse.error_body("authentication_error", "invalid x-api-key: sk-ant-test-key")))
     events = await play(session_for(pack, server))
     assert names(events)[-1] == "turn_failed"
     assert "ANTHROPIC_API_KEY" in events[-1].issues[0].message
+    assert "sk-ant-test-key" not in events[-1].issues[0].message
     assert len(server.requests) == 1
 
 

@@ -248,11 +248,14 @@ async def test_cancel_closes_the_http_stream_within_200_ms(pack, server):
 
 
 async def test_a_key_is_sent_as_a_bearer_token_and_a_refused_one_names_the_variable(pack, server):
-    server.script(Status(401, sse.error_body("Incorrect API key provided", "invalid_request_error", "invalid_api_key")))
-    events = await play(session_for(pack, server, api_key="sk-test-planted"))
-    assert server.requests[0].headers["authorization"] == "Bearer sk-test-planted"
-    assert "OPENAI_API_KEY" in events[-1].issues[0].message
-    assert "sk-test-planted" not in events[-1].issues[0].message
+    key = "sk-proj-PLANTEDkey0123456789abcdef"
+    server.script(Status(401, sse.error_body(f"Incorrect API key provided: {key[:12]}...{key[-6:]} or {key}",
+                                             "invalid_request_error", "invalid_api_key")))
+    events = await play(session_for(pack, server, api_key=key))
+    assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    message = events[-1].issues[0].message
+    assert "OPENAI_API_KEY" in message and "Incorrect API key provided" in message
+    assert key not in message and key[:12] not in message
 
 
 async def test_an_unknown_model_says_to_choose_another(pack, server):

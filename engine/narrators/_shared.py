@@ -74,15 +74,17 @@ def _bounded(seconds: float) -> float | None:
 
 
 def status_fault(provider: str, status: int, error_type: str | None, message: str | None,
-                 headers: Mapping[str, str] | None, *, key_var: str | None, model: str) -> NarratorError:
+                 headers: Mapping[str, str] | None, *, key_var: str | None, model: str,
+                 secret: str | None = None) -> NarratorError:
     """The narrator error for an HTTP error answer (or an error event in a stream).
 
     Args:
         provider: "Anthropic", or the OpenAI-compatible server's address, for the message.
         error_type: the provider's error type or code ("overloaded_error", "context_length_exceeded").
         key_var: the environment variable that holds the key, named when the key is refused.
+        secret: the API key, cut out of the server's message should the server echo it back.
     """
-    detail = _clean(message)
+    detail = _clean(redact(message or "", secret))
     kind = (error_type or "").lower()
     if status == 401 or kind in ("authentication_error", "invalid_api_key"):
         where = f"set {key_var} to a valid key" if key_var else "check the server's API key"
@@ -160,6 +162,17 @@ def error_fields(body: Any) -> tuple[str | None, str | None]:
     kind = kind or (error.get("type") if isinstance(error.get("type"), str) else None)
     message = error.get("message")
     return kind, _clean(message) if isinstance(message, str) else None
+
+
+def redact(text: str, secret: str | None) -> str:
+    """The text with the key (or any long piece of it) replaced, so an echoed key is never shown."""
+    if not secret or len(secret) < 8:
+        return text
+    text = text.replace(secret, "***")
+    for size in (16, 12, 8):  # a server may echo a prefix or a suffix of the key
+        for piece in {secret[:size], secret[-size:]}:
+            text = text.replace(piece, "***")
+    return text
 
 
 def _clean(text: str | None, limit: int = 300) -> str:

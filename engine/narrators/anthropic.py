@@ -117,7 +117,8 @@ class AnthropicNarrator:
             except anthropic.APIStatusError as exc:
                 kind, message = error_fields(exc.body)
                 raise status_fault(_PROVIDER, exc.status_code, getattr(exc, "type", None) or kind, message or exc.message,
-                                   exc.response.headers, key_var=KEY_VAR, model=self.model) from None
+                                   exc.response.headers, key_var=KEY_VAR, model=self.model,
+                                   secret=self._client.api_key) from None
             except anthropic.APITimeoutError:
                 raise stall_fault(_PROVIDER, self.timeouts.read) from None
             except anthropic.APIConnectionError as exc:

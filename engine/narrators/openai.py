@@ -83,6 +83,7 @@ class OpenAINarrator:
                                   write=timeouts.write, pool=timeouts.pool),
         )
         self._has_key = bool(api_key)
+        self._secret = api_key
 
     def __repr__(self) -> str:
         return f"OpenAINarrator(model={self.model!r}, base_url={self.base_url!r}, output={self.output!r})"
@@ -137,14 +138,14 @@ class OpenAINarrator:
             code = payload["error"].get("code") if isinstance(payload["error"], dict) else None
             status = code if isinstance(code, int) else 500
             raise status_fault(self.base_url, status, kind, message, None,
-                               key_var=KEY_VAR, model=self.model)
+                               key_var=KEY_VAR, model=self.model, secret=self._secret)
         return payload
 
     def _status_fault(self, response: httpx.Response) -> NarratorError:
         kind, message = error_fields(response.content)
         key_var = KEY_VAR if not self._has_key or response.status_code in (401, 403) else None
         return status_fault(self.base_url, response.status_code, kind, message, response.headers,
-                            key_var=key_var, model=self.model)
+                            key_var=key_var, model=self.model, secret=self._secret)
 
     def request_body(self, request: NarrationRequest) -> dict[str, Any]:
         """The chat completions request for a narration request (public so tests can read it)."""
