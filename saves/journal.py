@@ -541,7 +541,8 @@ class Journal:
     def note_resumed(self, narrator: Any) -> None:
         """Record that the save continues from here, and with which narrator and model."""
         self._append(RESUMED, {"narrator": str(getattr(narrator, "name", "unknown")),
-                               "model": str(getattr(narrator, "model", "") or ""), "storyloom": storyloom_version()})
+                               "model": str(getattr(narrator, "model", "") or ""), "storyloom": storyloom_version(),
+                               "version": VERSION})
 
     def record_interrupted(self, turn: int) -> None:
         """Close a turn that was in flight when the save stopped (a crash): nothing of it was committed."""

@@ -15,7 +15,7 @@ from engine.events import ProseDelta, TurnCommitted
 from saves.errors import SaveExists, SaveLocked
 from saves.journal import VERSION, Journal, SaveHeader, load_save, record_hash
 from tests.conftest import ScriptedNarrator, structured
-from tests.test_saves_kit import kinds, play, played_save, shore_pack_file
+from tests.test_saves_kit import kinds, play, played_save
 
 
 def test_the_first_record_names_format_story_narrator_seed_and_budget(tmp_path: Path) -> None:
