@@ -109,3 +109,23 @@ def test_a_writer_killed_at_random_moments_never_loses_a_committed_turn(tmp_path
     assert not lost, f"committed turns lost after a kill: {lost}"
     assert figures["kills"] == KILLS, f"only {figures['kills']} of {n} runs were killed mid-way"
     assert figures["commits reported"] > 0
+
+
+def test_a_save_cut_at_any_byte_loads_verifies_and_keeps_every_whole_commit(tmp_path: Path) -> None:
+    """What a power cut can leave: any prefix of the file. Every whole record survives; a torn one is dropped."""
+    from tests.test_saves_kit import played_save
+
+    source, _, _ = played_save(tmp_path / "whole.jsonl", LIGHTHOUSE_WALK[:6], faults=0.5)
+    blob = source.read_bytes()
+    header_end = blob.index(b"\n") + 1
+    ends = [i + 1 for i, byte in enumerate(blob) if byte == ord("\n")]
+    rng = random.Random(SEED)
+    cuts = sorted({*rng.sample(range(header_end, len(blob)), 150), *ends})
+    cut_path = tmp_path / "cut.jsonl"
+    for cut in cuts:
+        cut_path.write_bytes(blob[:cut])
+        loaded = load_save(cut_path)
+        whole_lines = blob[:cut].count(b"\n")
+        assert len(loaded.records) == whole_lines - 1
+        assert len(loaded.warnings) == (0 if cut in ends else 1)
+        assert verify_save(cut_path).sound

@@ -143,3 +143,12 @@ def test_the_lock_is_released_on_close_so_the_save_can_be_continued(tmp_path: Pa
     with Journal.open_for_append(path):
         pass
     assert not (tmp_path / "s.jsonl.lock").exists()
+
+
+def test_migrating_a_version_1_save_changes_nothing_and_an_unknown_version_is_refused() -> None:
+    from saves.journal import migrate
+
+    header, records = {"format": "storyloom-save", "version": 1}, [{"kind": "turn_started", "data": {"turn": 1}}]
+    assert migrate(1, header, records) == (header, records)
+    with pytest.raises(ValueError, match="unknown save format version 0"):
+        migrate(0, header, records)
