@@ -321,3 +321,11 @@ async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection_wit
     closed_at = server.wait_closed()
     assert names(events)[-1] == "turn_cancelled"
     assert closed_at is not None and closed_at - cancelled_at < 0.2
+
+
+async def test_a_stream_that_ends_without_finish_or_done_is_retried_not_judged(pack, server):
+    server.script(Stream(sse.tool_stream(GOOD)[:-3]), Stream(sse.tool_stream(GOOD)))
+    events = await play(session_for(pack, server, sleeps=[], budget=0))
+    assert "before it was complete" in next(e for e in events if e.event == "narrator_retrying").reason
+    assert names(events).count("attempt_finished") == 1
+    assert names(events)[-1] == "turn_committed"

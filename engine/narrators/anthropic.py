@@ -116,9 +116,9 @@ class AnthropicNarrator:
                             yield chunk
             except anthropic.APIStatusError as exc:
                 kind, message = error_fields(exc.body)
-                raise status_fault(_PROVIDER, exc.status_code, getattr(exc, "type", None) or kind, message or exc.message,
-                                   exc.response.headers, key_var=KEY_VAR, model=self.model,
-                                   secret=self._client.api_key) from None
+                kind = getattr(exc, "type", None) or kind
+                raise status_fault(_PROVIDER, exc.status_code, kind, message or exc.message, exc.response.headers,
+                                   key_var=KEY_VAR, model=self.model, secret=self._client.api_key) from None
             except anthropic.APITimeoutError:
                 raise stall_fault(_PROVIDER, self.timeouts.read) from None
             except anthropic.APIConnectionError as exc:
@@ -131,6 +131,8 @@ class AnthropicNarrator:
                 raise stall_fault(_PROVIDER, self.timeouts.read) from None
             except _http.TransportError as exc:
                 raise connection_fault(_PROVIDER, self._where, exc) from None
+            if answer.stop_reason is None:  # the body ended without message_delta: a broken stream
+                raise TransientNarratorError(f"{_PROVIDER}'s answer stopped before it was complete")
             for key in usage:
                 usage[key] += answer.usage[key]
             if answer.stop_reason == "refusal":

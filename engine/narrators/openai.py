@@ -103,6 +103,7 @@ class OpenAINarrator:
                     raise self._status_fault(source.response)
                 async for sse in source.aiter_sse():
                     if sse.data.strip() == "[DONE]":
+                        answer.done = True
                         break
                     if not sse.data.strip():
                         continue
@@ -118,6 +119,8 @@ class OpenAINarrator:
             raise stall_fault(self.base_url, self.timeouts.read) from None
         except httpx.TransportError as exc:
             raise connection_fault("the model server", self.base_url, exc) from None
+        if not answer.done and answer.finish_reason is None:  # the body ended mid-answer: a broken stream
+            raise TransientNarratorError(f"{self.base_url} stopped the answer before it was complete")
         if answer.refusal:
             raise NarratorRefusal(f"The model declined to write this turn ({answer.refusal_text()}). "
                                   f"Try a different command.")
@@ -211,6 +214,8 @@ class _Answer:
 
     def __init__(self, *, json_mode: bool):
         self.json_mode = json_mode
+        self.done = False
+        """The server sent `data: [DONE]`."""
         self.finish_reason: str | None = None
         self.refusal: list[str] = []
         self.usage = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
