@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -113,8 +114,18 @@ def export(args: argparse.Namespace) -> int:
             text = export_markdown(save, pack)
     except SaveError as exc:
         return _fail(exc)
-    sys.stdout.write(text)
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_left()
     return EXIT_OK
+
+
+def _reader_left() -> int:
+    """stdout was closed by its reader (`| head`): stop quietly, as other command line tools do."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_NOT_SOUND
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -136,8 +147,11 @@ def replay(args: argparse.Namespace) -> int:
         else:
             return run_replay(args, plan)
     printer = _Printer(sys.stdout)
-    result = asyncio.run(Replayer(plan).run(printer))
-    printer.end()
+    try:
+        result = asyncio.run(Replayer(plan).run(printer))
+        printer.end()
+    except BrokenPipeError:
+        return _reader_left()
     if result.interrupted is not None:
         print(f"storyloom: note: the save stops while turn {result.interrupted} was in flight (never committed)",
               file=sys.stderr)
