@@ -17,6 +17,13 @@ WALKS = Path(__file__).parent / "walkthroughs"
 STORIES = ["lighthouse", "glasshouse"]
 
 
+@pytest.fixture(autouse=True)
+def private_dirs(tmp_path, monkeypatch):
+    """Saves and config go to a temporary folder, never the tester's own."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
 def test_the_built_in_stories_include_the_default():
     assert set(STORIES) <= set(builtin_pack_ids())
     assert DEFAULT_STORY in builtin_pack_ids()
