@@ -114,7 +114,7 @@ def _resolve(args: argparse.Namespace | None, env: Mapping[str, str] | None,
     top = {k: v for k, v in data.items() if not isinstance(v, dict)}
     from_env = {name: env[var] for var, name in _ENV_KEYS.items() if env.get(var)}
     from_flags = {} if args is None else {
-        name: getattr(args, name) for name in _FLAG_KEYS if getattr(args, name, None) not in (None, False)}
+        name: getattr(args, name) for name in _FLAG_KEYS if getattr(args, name, None) is not None and getattr(args, name) is not False}
     narrator = from_flags.get("narrator") or from_env.get("narrator") or top.get("narrator") or "offline"
     if narrator not in NARRATORS:
         source = "the command line" if "narrator" in from_flags else (
