@@ -69,6 +69,7 @@ def test_corrections_are_reported_on_stderr_and_stdout_stays_a_transcript(capsys
     assert headless("--commands", str(WALKS / "lighthouse.txt"), "--seed", "5", "--faults", "0.5") == 0
     captured = capsys.readouterr()
     assert "correction 1 of 2" in captured.err and "rejected" in captured.err
+    assert "the correction keeps the prose" in captured.err and "the correction rewrites the prose" in captured.err
     assert "storyloom:" not in captured.out and "THE END" in captured.out
 
 

@@ -23,6 +23,7 @@ from typing import IO, TextIO
 from engine.events import (
     CorrectionStarted,
     Event,
+    ProseReplaced,
     StoryEnded,
     TurnCommitted,
     TurnFailed,
@@ -214,6 +215,9 @@ def show_event(event: Event, out: TextIO, err: TextIO) -> None:
         print(f"storyloom: turn {event.turn}, attempt {event.attempt} rejected ({rules})", file=err)
     elif isinstance(event, CorrectionStarted):
         print(f"storyloom: turn {event.turn}: correction {event.correction} of {event.budget}", file=err)
+    elif isinstance(event, ProseReplaced) and (event.text or not event.changed):  # not a transient-retry clear
+        what = "rewrites the prose" if event.changed else "keeps the prose"
+        print(f"storyloom: turn {event.turn}: the correction {what}", file=err)
     elif isinstance(event, TurnFailed):
         print(f"storyloom: turn {event.turn} failed after its correction budget:", file=err)
         for issue in event.issues:
