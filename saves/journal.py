@@ -42,6 +42,7 @@ from engine.events import (
     ProseDelta,
     ProseReplaced,
     TurnCancelled,
+    TurnFailed,
     TurnStarted,
     event_from_json,
 )
@@ -467,6 +468,7 @@ class Journal:
         self._attempt_done = False
         self._attempt_number = 1
         self._partial: list[tuple[int, str]] = []
+        self._cleared: list[tuple[int, str]] = []
         self._truncate_to: int | None = None
 
     @classmethod
@@ -563,7 +565,8 @@ class Journal:
 
         `prose_delta` events are not written (their text and timing are inside
         `attempt_finished`); the prose shown of an attempt cut short by a cancel
-        is kept with the `turn_cancelled` record, so a replay can show it.
+        or a narrator fault is kept (as `partial`) with the `turn_cancelled`,
+        `turn_failed` or `narrator_retrying` record, so a replay can show it.
 
         Raises:
             SaveWriteError: the save cannot be written; every later call raises too.
@@ -575,9 +578,15 @@ class Journal:
         data.pop("event", None)
         if event.event in _STATELESS:
             data.pop("state", None)
-        if isinstance(event, TurnCancelled) and not self._attempt_done:
+        if isinstance(event, TurnCancelled | TurnFailed) and not self._attempt_done and (
+                self._partial or isinstance(event, TurnCancelled)):
             data["partial"] = {"attempt": self._attempt_number, "prose": [list(p) for p in self._partial]}
+        if isinstance(event, NarratorRetrying) and self._cleared:
+            data["partial"] = {"attempt": event.attempt, "prose": [list(p) for p in self._cleared]}
         self._append(event.event, data)
+        if isinstance(event, NarratorRetrying):
+            self._attempt_started = time.monotonic()
+            self._partial, self._cleared = [], []
 
     def record_all(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -589,14 +598,11 @@ class Journal:
             self._attempt_number = event.attempt
             self._attempt_started = time.monotonic()
             self._attempt_done = False
-            self._partial = []
-        elif isinstance(event, NarratorRetrying):
-            self._attempt_started = time.monotonic()
-            self._partial = []
+            self._partial, self._cleared = [], []
         elif isinstance(event, AttemptFinished):
             self._attempt_done = True
         elif isinstance(event, ProseReplaced) and not self._attempt_done:
-            self._partial = []
+            self._cleared, self._partial = self._partial, []  # a transient fault wiped the prose shown
         elif isinstance(event, ProseDelta) and not self._attempt_done:
             self._partial.append((int((time.monotonic() - self._attempt_started) * 1000), event.text))
 

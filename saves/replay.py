@@ -140,7 +140,9 @@ def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
         elif kind == "correction_started":
             attempt, open_attempt = data["attempt"], True
         elif kind == "narrator_retrying":
-            answers.append(RecordedAnswer(turn, data["attempt"], error=("narrator.unavailable", data["reason"]),
+            prose = [(int(a), str(t)) for a, t in (data.get("partial") or {}).get("prose", [])]
+            answers.append(RecordedAnswer(turn, data["attempt"], RecordedAnswer.prose_deltas(prose),
+                                          error=("narrator.unavailable", data["reason"]),
                                           retry_after=float(data["delay"])))
         elif kind == "attempt_finished":
             deltas = tuple((int(d[0]), str(d[1]), str(d[2])) for d in data.get("deltas", ()))
@@ -149,7 +151,9 @@ def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
             open_attempt = False
         elif kind == "turn_failed" and open_attempt:
             issue = (data.get("issues") or [{"rule": "narrator.error", "message": "the narrator failed"}])[0]
-            answers.append(RecordedAnswer(turn, attempt, error=(issue["rule"], issue["message"])))
+            prose = [(int(a), str(t)) for a, t in (data.get("partial") or {}).get("prose", [])]
+            answers.append(RecordedAnswer(turn, attempt, RecordedAnswer.prose_deltas(prose),
+                                          error=(issue["rule"], issue["message"])))
             open_attempt = False
         elif kind == "turn_cancelled" and data.get("interrupted"):
             open_attempt = False  # the save stopped here (a crash): the replay cancels, nothing is asked

@@ -197,3 +197,27 @@ def test_the_offline_narrator_is_not_needed_to_replay(tmp_path: Path, monkeypatc
     import asyncio
 
     assert asyncio.run(_replay(path)).faithful
+
+
+async def test_narrator_faults_replay_as_recorded(tmp_path: Path, pack) -> None:
+    from engine.narrators.base import NarratorError, TransientNarratorError
+
+    narrator = ScriptedNarrator([
+        Reply(structured='{"narrative": "You', raise_after=TransientNarratorError("overloaded", retry_after=0.5)),
+        structured("You look around."),
+        Reply(structured='{"narrative": "You see', raise_after=NarratorError("the server said no")),
+        structured("You look again."),
+    ])
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    session = Session(pack, narrator, sleep=no_sleep)
+    path = tmp_path / "s.jsonl"
+    with Journal.create(path, SaveHeader.for_session(pack, narrator)) as journal:
+        events = await play(session, journal, ["look", "look", "/retry"])
+    names = [e.event for e in events]
+    assert "narrator_retrying" in names and "turn_failed" in names and names[-1] == "turn_committed"
+    result = await _replay(path, pack=pack)
+    assert result.divergence is None
+    assert _timeless(result.events) == _timeless(events)

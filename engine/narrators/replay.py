@@ -54,15 +54,20 @@ class RecordedAnswer:
     retry_after: float | None = None
     cancel: bool = False
 
+    @staticmethod
+    def prose_deltas(prose: Iterable[tuple[int, str]]) -> tuple[tuple[int, str, str], ...]:
+        """Prose shown by an attempt that was cut short (only the prose is known), rewritten as the
+        start of a turn's JSON, so the engine shows the same prose again."""
+        chunks = list(prose)
+        if not chunks:
+            return ()
+        return ((0, "s", '{"narrative": "'),
+                *((at, "s", json.dumps(text, ensure_ascii=False)[1:-1]) for at, text in chunks))
+
     @classmethod
     def cancelled_with_prose(cls, turn: int, attempt: int, prose: Iterable[tuple[int, str]]) -> RecordedAnswer:
-        """A cancelled attempt of which only the prose shown is known: rewritten as the start of a turn's JSON."""
-        chunks = list(prose)
-        deltas: list[tuple[int, str, str]] = []
-        if chunks:
-            deltas.append((0, "s", '{"narrative": "'))
-            deltas += [(at, "s", json.dumps(text, ensure_ascii=False)[1:-1]) for at, text in chunks]
-        return cls(turn, attempt, tuple(deltas), cancel=True)
+        """A cancelled attempt of which only the prose shown is known."""
+        return cls(turn, attempt, cls.prose_deltas(prose), cancel=True)
 
 
 class ReplayExhausted(NarratorError):
