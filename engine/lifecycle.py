@@ -205,8 +205,9 @@ class Session:
                     yield TurnFailed(turn=turn, issues=verdict.issues)
                     return
                 rejection = Rejection(raw=attempt.raw, text=attempt.text, issues=verdict.issues)
-                kept = verdict.turn.narrative if verdict.turn is not None else None
-                request = replace(request, attempt=request.attempt + 1, correction=rejection, kept_narrative=kept)
+                kept = _complete_narrative(attempt.raw, shown) if verdict.turn is None else shown
+                request = replace(request, attempt=request.attempt + 1, correction=rejection,
+                                  kept_narrative=kept or request.kept_narrative)
                 yield CorrectionStarted(turn=turn, attempt=request.attempt, budget=self.budget,
                                         correction=request.attempt - 1)
         except _Cancelled:
@@ -288,6 +289,22 @@ class Session:
             raw = "".join(structured) if structured else None
             yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown if stream_prose else shown)
             return
+
+
+def _complete_narrative(raw: str | None, shown: str) -> str | None:
+    """The prose on screen, if the rejected output finished writing it (its string closed).
+
+    A truncated or otherwise broken output may still have delivered its whole
+    narrative; a correction may then keep it rather than write it again.
+    """
+    if not raw or not shown:
+        return None
+    try:
+        partial = pydantic_core.from_json(raw, allow_partial=True)
+    except ValueError:
+        return None
+    narrative = partial.get("narrative") if isinstance(partial, dict) else None
+    return shown if narrative == shown else None
 
 
 class _ProseStream:

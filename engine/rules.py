@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonpatch
 import jsonpointer
+import pydantic_core
 from pydantic import ValidationError
 
 from engine.packs import NOWHERE, PLAYER, StoryPack
@@ -68,7 +69,7 @@ def parse_output(raw: str | None) -> tuple[dict[str, Any] | None, tuple[Issue, .
     try:
         data = json.loads(raw, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        where = "it ends before the JSON is complete" if exc.pos >= len(raw.rstrip()) else f"at character {exc.pos}: {exc.msg}"
+        where = "it ends before the JSON is complete" if _is_truncated(raw) else f"at character {exc.pos}: {exc.msg}"
         return None, (Issue("", "output.json", f"The output is not valid JSON ({where}). "
                                                 "Send the whole turn as one complete JSON object."),)
     except (ValueError, RecursionError) as exc:
@@ -78,6 +79,15 @@ def parse_output(raw: str | None) -> tuple[dict[str, Any] | None, tuple[Issue, .
         return None, (Issue("", "output.json", f"The output must be a JSON object with narrative and "
                                                 f"state_patch, not a {type(data).__name__}."),)
     return data, ()
+
+
+def _is_truncated(raw: str) -> bool:
+    """Whether the text is a valid start of JSON that simply stops (a cut-off stream)."""
+    try:
+        pydantic_core.from_json(raw, allow_partial=True)
+    except ValueError:
+        return False
+    return True
 
 
 def _refuse_constant(name: str) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from engine import Session, parse_pack
-from engine.narrators.base import Finish, NarrationRequest, StructuredDelta, TextDelta
+from engine.narrators.base import Finish, NarratorError, NarrationRequest, StructuredDelta, TextDelta
 
 SHORE_PACK = """
 id = "shore"
@@ -105,6 +105,8 @@ class ScriptedNarrator:
         import asyncio
 
         self.requests.append(request)
+        if not self.replies:
+            raise NarratorError("the script has no more replies")
         reply = self.replies.pop(0)
         try:
             if reply.text:
