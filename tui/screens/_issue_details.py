@@ -46,13 +46,20 @@ def attempts_of(events: list[Event]) -> list[AttemptView]:
                 if isinstance(data.get("narrative"), str):
                     prose = data["narrative"]
                 if "state_patch" in data:
-                    patch = json.dumps(data["state_patch"], indent=1, ensure_ascii=False)
+                    patch = _patch_lines(data["state_patch"])
             else:
                 patch = event.raw
         if prose is None and event.kind == "turn" and streamed:
             prose = streamed
         views.append(AttemptView(event.attempt, event.kind, prose, patch, tuple(event.issues)))
     return views
+
+
+def _patch_lines(patch: object) -> str:
+    """One operation a line, so a diff shows which operations a correction changed."""
+    if isinstance(patch, list):
+        return "\n".join(json.dumps(op, ensure_ascii=False) for op in patch) or "(empty patch)"
+    return json.dumps(patch, ensure_ascii=False)
 
 
 def diff_lines(before: str, after: str, label: str) -> list[str]:

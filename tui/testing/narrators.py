@@ -46,6 +46,8 @@ class GatedReply:
     pause_at: int = 0
     pause: asyncio.Event | None = None
     error: BaseException | None = None
+    waiting: bool = False
+    """True while the reply is held by one of its gates (tests wait for this)."""
 
 
 @dataclass
@@ -62,12 +64,20 @@ class GatedNarrator:
         self.requests.append(request)
         reply = self.replies.pop(0)
         if reply.before is not None:
-            await reply.before.wait()
+            await _hold(reply, reply.before)
         for start in range(0, len(reply.text), self.chunk):
             if reply.pause is not None and start >= reply.pause_at and not reply.pause.is_set():
-                await reply.pause.wait()
+                await _hold(reply, reply.pause)
             yield StructuredDelta(reply.text[start:start + self.chunk])
             await asyncio.sleep(0)
         if reply.error is not None:
             raise reply.error
         yield Finish("end", {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0})
+
+
+async def _hold(reply: GatedReply, gate: asyncio.Event) -> None:
+    reply.waiting = True
+    try:
+        await gate.wait()
+    finally:
+        reply.waiting = False

@@ -72,12 +72,18 @@ class Transcript(VerticalScroll, can_focus=False):
         show = not self.following
         if hint.display != show:
             hint.display = show
+            self.refresh_bindings()
 
     def follow(self) -> None:
         """Scroll to the newest text and follow it again."""
         self.scroll_end(animate=False, immediate=True)
         self.anchor()
         self._update_hint()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "follow":
+            return not self.following
+        return True
 
     def action_follow(self) -> None:
         self.follow()
