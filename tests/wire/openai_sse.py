@@ -23,7 +23,8 @@ def data(payload: dict[str, Any] | str) -> bytes:
 def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
     return data({"id": "chatcmpl-9Qa8Hrt8GmZk4XCk1Zh2bT9oY", "object": "chat.completion.chunk",
                  "created": 1718000000, "model": MODEL, "system_fingerprint": "fp_ollama",
-                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]})
+                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+                 "usage": None})  # with include_usage, every chunk but the last carries "usage": null
 
 
 def usage_chunk(prompt: int = 1500, completion: int = 160, cached: int = 0) -> bytes:
