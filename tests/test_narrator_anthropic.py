@@ -412,3 +412,18 @@ async def test_a_stream_that_ends_before_message_delta_is_retried_not_judged(pac
     assert "stopped before it was complete" in next(e for e in events if e.event == "narrator_retrying").reason
     assert names(events).count("attempt_finished") == 1
     assert names(events)[-1] == "turn_committed"
+
+
+async def test_with_thinking_on_history_is_sent_as_text_so_no_thinking_block_is_demanded(pack, server):
+    # The API insists that the last assistant tool call keep its thinking block when thinking is on;
+    # history keeps no thinking, so committed turns go back as their JSON text instead.
+    think = [sse.message_start(), *sse.thinking_block(0, "Easy."), *sse.tool_block(1, GOOD), *sse.message_end("tool_use")]
+    server.script(Stream(think), Stream(think))
+    session = session_for(pack, server, thinking=True)
+    await play(session)
+    await play(session, "look")
+    messages = server.requests[1].body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"][0]["type"] == "text"
+    assert json.loads(messages[1]["content"][0]["text"])["narrative"] == LAMP_PROSE
+    assert "tool_use" not in json.dumps(messages) and "tool_result" not in json.dumps(messages)
