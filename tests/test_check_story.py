@@ -63,3 +63,22 @@ def test_hostile_text_in_a_pack_never_reaches_the_terminal_raw(capsys):
     assert main(["check-story", str(PACKS / "hostile.toml")]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_the_example_in_the_docs_is_the_example_pack_that_passes():
+    docs = (Path(__file__).parents[1] / "docs" / "readme-offline.md").read_text(encoding="utf-8")
+    block = docs.split("```toml\n", 1)[1].split("```", 1)[0]
+    pack_text = (PACKS / "example.toml").read_text(encoding="utf-8")
+    assert block.strip() == "\n".join(ln for ln in pack_text.splitlines() if not ln.startswith("#")).strip()
+
+
+async def test_the_retry_key_example_in_the_docs_fails_then_commits_on_retry():
+    from engine import Session
+    from engine.narrators.offline import OfflineNarrator
+
+    pack = load_pack("lighthouse")
+    session = Session(pack, OfflineNarrator(pack, seed=8, faults=0.5))
+    first = [e async for e in session.play("look")]
+    assert first[-1].event == "turn_failed" and [e.event for e in first].count("validation_failed") == 3
+    retried = [e async for e in session.retry()]
+    assert retried[-1].event == "turn_committed"
