@@ -329,3 +329,17 @@ async def test_a_stream_that_ends_without_finish_or_done_is_retried_not_judged(p
     assert "before it was complete" in next(e for e in events if e.event == "narrator_retrying").reason
     assert names(events).count("attempt_finished") == 1
     assert names(events)[-1] == "turn_committed"
+
+
+@pytest.mark.parametrize(("headers", "wait"), [
+    ({"retry-after": "12"}, 12.0),
+    ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
+    ({"retry-after": "Thu, 01 Jan 2026 00:00:05 GMT"}, 5.0),
+    ({"retry-after": "soon"}, None),
+    ({"retry-after": "86400"}, None),  # a day: not worth waiting for; the engine backs off and then fails
+    ({}, None),
+])
+def test_the_wait_a_server_asks_for_is_read_from_its_headers(headers, wait):
+    from engine.narrators._shared import retry_after
+
+    assert retry_after(headers, now=1767225600.0) == wait
