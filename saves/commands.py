@@ -35,14 +35,14 @@ EXIT_OK, EXIT_NOT_SOUND, EXIT_UNREADABLE = 0, 1, 2
 
 
 def _fail(exc: SaveError) -> int:
-    print(f"storyloom: {exc}", file=sys.stderr)
+    print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
     return EXIT_UNREADABLE if isinstance(exc, SaveUnreadable) else EXIT_NOT_SOUND
 
 
 def _load(ref: str) -> Save:
     save = load_save(resolve_save(ref))
     for warning in save.warnings:
-        print(f"storyloom: warning: {save.path}: {warning}", file=sys.stderr)
+        print(f"storyloom: warning: {safe_text(str(save.path))}: {warning}", file=sys.stderr)
     return save
 
 
@@ -68,15 +68,15 @@ def _row(path: Path) -> tuple[str, str, str, str, str]:
     try:
         save = load_save(path)
     except SaveError as exc:
-        return (path.name, "(damaged)", "-", "-", f"{size}  {exc.reason}")
+        return (safe_text(path.name), "(damaged)", "-", "-", f"{size}  {safe_text(exc.reason)}")
     turns = 0
     for _, event in save.events:
         turns += isinstance(event, TurnCommitted)
         turns -= isinstance(event, TurnUndone)
     when = save.last_time.replace("T", " ")[:16] + " UTC" if save.last_time else "-"
     title = safe_text(save.header.story_title)
-    story = f"{save.header.story_id}" + (f" ({title})" if title else "")
-    return (path.name, story, str(turns), when, size)
+    story = safe_text(save.header.story_id) + (f" ({title})" if title else "")
+    return (safe_text(path.name), story, str(turns), when, size)
 
 
 def _size(n: int) -> str:
@@ -95,7 +95,7 @@ def verify(args: argparse.Namespace) -> int:
         return _fail(exc)
     report = verify_save(path)
     for line in report.lines:
-        print(line)
+        print(safe_text(line))  # a save's text is untrusted: the model wrote some of it
     if report.sound:
         return EXIT_OK
     return EXIT_NOT_SOUND if report.readable else EXIT_UNREADABLE
@@ -156,7 +156,7 @@ def replay(args: argparse.Namespace) -> int:
         print(f"storyloom: note: the save stops while turn {result.interrupted} was in flight (never committed)",
               file=sys.stderr)
     if result.divergence is not None:
-        print(f"storyloom: replay DIVERGED from the record at {result.divergence}", file=sys.stderr)
+        print(f"storyloom: replay DIVERGED from the record at {safe_text(str(result.divergence))}", file=sys.stderr)
         return EXIT_NOT_SOUND
     if result.final_hash != result.expected_final_hash:
         print(f"storyloom: replay DIVERGED: it ends in state {result.final_hash[:12]}…, the record in "

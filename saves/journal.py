@@ -222,7 +222,8 @@ def record_hash(record: Mapping[str, Any]) -> str:
 # --- loading -----------------------------------------------------------------------------------------------
 
 
-def migrate(version: int, header: dict[str, Any], records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def migrate(version: int, header: dict[str, Any],
+            records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Bring a save's header and records from `version` to the current format, in memory.
 
     The file is never rewritten: the hash chain covers the bytes as written.

@@ -40,7 +40,8 @@ def test_every_record_is_numbered_timed_and_chained_to_the_one_before(tmp_path: 
 
 
 def test_a_session_records_inputs_attempts_corrections_and_commits_but_not_prose_deltas(tmp_path: Path) -> None:
-    path, _, events = played_save(tmp_path / "s.jsonl", ["look", "take rope", "north"], faults=1.0, seed=1, stubborn=0.0)
+    path, _, events = played_save(tmp_path / "s.jsonl", ["look", "take rope", "north"], faults=1.0, seed=1,
+                                  stubborn=0.0)
     recorded = kinds(path)
     assert "prose_delta" not in recorded and any(isinstance(e, ProseDelta) for e in events)
     for kind in ("turn_started", "attempt_finished", "validation_failed", "correction_started", "turn_committed"):

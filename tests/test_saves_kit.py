@@ -64,7 +64,8 @@ async def play(session: Session, journal: Journal, commands: Iterable[str], *,
     return events
 
 
-def played_save(path: Path, commands: Iterable[str] = LIGHTHOUSE_WALK, **options: Any) -> tuple[Path, Session, list[Any]]:
+def played_save(path: Path, commands: Iterable[str] = LIGHTHOUSE_WALK,
+                **options: Any) -> tuple[Path, Session, list[Any]]:
     """`played_save_async`, for tests that are not async themselves."""
     return asyncio.run(played_save_async(path, commands, **options))
 
