@@ -160,3 +160,21 @@ def test_verify_and_export_accept_latest(data_home: Path, tmp_path: Path, capsys
 def test_latest_with_no_saves_says_so(data_home: Path, capsys) -> None:
     assert main(["verify", "latest"]) == 2
     assert "no saves yet" in capsys.readouterr().err
+
+
+def test_text_from_a_doctored_save_never_reaches_the_terminal_as_escapes(data_home: Path, capsys) -> None:
+    from tests.test_saves_kit import rewrite_records
+
+    data_home.mkdir(parents=True)
+    path, _, _ = played_save(data_home / "doctored.jsonl", ["look"], faults=0.0)
+
+    def hostile_title(records):
+        records[0]["data"]["story"]["title"] = "Keeper\x1b]0;owned\x07\x1b[2J"
+        records[0]["data"]["model"] = "m\u202eodel"
+        return records
+
+    rewrite_records(path, hostile_title)
+    assert commands.saves(argparse.Namespace()) == 0
+    assert commands.verify(argparse.Namespace(save=str(path))) == 0
+    out = capsys.readouterr().out
+    assert "Keeper" in out and "\x1b" not in out and "\x07" not in out and "\u202e" not in out
