@@ -156,3 +156,9 @@ def test_narrators_are_built_from_the_settings(pack, tmp_path):
                                           path=tmp_path / "x"), pack, interactive=False)
     assert isinstance(local, OpenAINarrator)
     assert (local.base_url, local.output) == (DEFAULT_BASE_URL, "json")
+
+
+def test_a_flag_given_as_zero_overrides_the_file(tmp_path):
+    path = write(tmp_path, "budget = 3\n")
+    assert load_settings(flags("--budget", "0"), env={}, path=path).budget == 0
+    assert load_settings(flags(), env={}, path=path).budget == 3
