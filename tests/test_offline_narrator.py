@@ -270,3 +270,27 @@ def test_it_is_built_by_the_settings_with_its_pace(cellar):
     assert narrator.pace > 0 and narrator.correction_delay > narrator.pace
     assert create_narrator(Settings(), cellar, interactive=False).correction_delay == 0
 
+
+
+@pytest.mark.parametrize(("line", "expected"), [("enter the hall", "hall"), ("go into the back hall", "hall")])
+def test_enter_moves_into_a_named_room(cellar, line, expected):
+    assert turn_for(cellar, initial_state(cellar), line)["after"]["location"] == expected
+
+
+def test_looking_along_an_exit_names_where_it_leads_without_moving(cellar):
+    result = turn_for(cellar, initial_state(cellar), "look east")
+    assert "Back Hall" in result["turn"].narrative and result["turn"].state_patch == []
+    assert turn_for(cellar, initial_state(cellar), "look north")["turn"].state_patch == []
+
+
+def test_examining_yourself_lists_what_you_carry(cellar):
+    state = initial_state(cellar)
+    text = turn_for(cellar, {**state, "items": {**state["items"], "key": "player"}}, "examine me")["turn"].narrative
+    assert "brass key" in text
+
+
+@pytest.mark.parametrize("line", ["go in", "in", "enter", "walk in"])
+def test_in_and_out_are_directions(line):
+    pack = load_pack("lighthouse")
+    yard = {**initial_state(pack), "location": "yard", "flags": {**initial_state(pack)["flags"], "door_unlocked": True}}
+    assert turn_for(pack, yard, line)["after"]["location"] == "stair"

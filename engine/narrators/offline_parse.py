@@ -24,7 +24,8 @@ DIRECTION_WORDS: dict[str, str] = {
     "upstairs": "up", "downstairs": "down",
 }
 
-_MOVE_VERBS = ("go", "walk", "run", "head", "move", "travel", "climb", "step", "go to", "walk to", "climb up")
+_MOVE_VERBS = ("go", "walk", "run", "head", "move", "travel", "climb", "step", "go to", "walk to", "climb up",
+               "enter", "go into")
 _TAKE_VERBS = ("take", "get", "grab", "pick up", "collect", "carry", "pocket", "lift")
 _DROP_VERBS = ("drop", "put down", "discard", "set down", "leave")
 _LOOK_VERBS = ("look", "l", "look around")
@@ -125,7 +126,7 @@ def parse(line: str, pack: StoryPack) -> Command:
     if not words:
         return Command("unknown")
     bare = _strip_articles(words)
-    if len(bare) == 1 and bare[0] in DIRECTION_WORDS and bare[0] not in ("leave",):
+    if len(bare) == 1 and bare[0] in DIRECTION_WORDS:
         return Command("go", word=bare[0], direction=DIRECTION_WORDS[bare[0]])
     for verb, table in (("look", _LOOK_VERBS), ("inventory", _INVENTORY), ("wait", _WAIT), ("help", _HELP)):
         if " ".join(words) in table or " ".join(bare) in table:
@@ -157,6 +158,8 @@ def parse(line: str, pack: StoryPack) -> Command:
 def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack) -> Command:
     phrase = " ".join(_strip_articles(rest))
     direction = None
+    if verb == "examine" and len(rest) == 1 and rest[0] in DIRECTION_WORDS:
+        direction = DIRECTION_WORDS[rest[0]]  # "look north": what lies that way
     if verb == "go":
         direction = next((DIRECTION_WORDS[w] for w in _strip_articles(rest) if w in DIRECTION_WORDS), None)
         if direction is None and word in ("climb", "climb up") and not phrase:

@@ -231,6 +231,17 @@ def gate_shut(direction: str, rng: Random) -> str:
                       "The way {d} will not open for you yet."), d=direction)
 
 
+def way_to(direction: str, room: Room, rng: Random) -> str:
+    """What lies along an open exit (naming a room is fine: nobody moves)."""
+    return pick(rng, ("The way {d} leads to {the}.", "Looking {d}, you make out {the}.",
+                      "{D}, the way goes on to {the}."), d=direction, D=cap(direction), the=the(room.name))
+
+
+def self_view(rng: Random) -> str:
+    return pick(rng, ("You look yourself over. You will do.", "You take stock of yourself.",
+                      "You check yourself: nothing broken."))
+
+
 def which_way(rng: Random) -> str:
     return pick(rng, ("Which way?", "Go where?", "You will have to say which way."))
 

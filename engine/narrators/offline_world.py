@@ -115,11 +115,22 @@ class _World:
     def _examine(self, command: Command) -> Draft:
         if not command.obj or self.here in command.rooms and not command.items:
             return self._look(command)
+        if command.direction is not None and not command.items:
+            return self._look_towards(command.direction)
+        if command.obj in ("me", "self", "myself", "yourself"):
+            return Draft().say(say.self_view(self.rng), self._inventory(command).narrative)
         for item_id in command.items:
             if self.reachable(item_id):
                 where = "carried" if self.state["items"][item_id] == PLAYER else "here"
                 return Draft().say(say.examined(self.pack.items[item_id], where, self.rng))
         return Draft().say(say.not_here(command.obj, self.rng))
+
+    def _look_towards(self, direction: str) -> Draft:
+        if direction not in self.room.exits:
+            return Draft().say(say.no_way(direction, self.rng))
+        if not self._gate_open(direction):
+            return Draft().say(say.gate_shut(direction, self.rng))
+        return Draft().say(say.way_to(direction, self.pack.rooms[self.room.exits[direction]], self.rng))
 
     def _go(self, command: Command) -> Draft:
         direction = command.direction
