@@ -148,7 +148,7 @@ def test_commands_can_come_from_stdin(monkeypatch, capsys):
 def test_model_and_pack_text_is_made_safe_before_it_is_printed(commands_file, capsys):
     assert headless("--story", str(PACKS / "hostile.toml"), "--commands", commands_file("look")) == 0
     out = capsys.readouterr().out
-    for bad in ("\x1b", "\x07", "\u202e", "\u200b", "\x9b"):
+    for bad in ("\x1b", "\x07", "\u202e", "\u200b", "\x9b", "\u061c"):
         assert bad not in out
     assert "Hostile" in out and "in red" in out
 
