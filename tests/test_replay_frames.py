@@ -1,0 +1,92 @@
+"""Frame geometry of a replayed correction: a replay shows the same correcting status, the same
+still message and the same prose swap (or none) as the live session did, frame state by frame state."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import Session
+from engine.narrators.base import Chunk, NarrationRequest
+from saves.journal import Journal, SaveHeader, load_save
+from saves.replay import replay_plan
+from tests.test_saves_kit import shore_pack_file
+from tui.app import StoryloomApp
+from tui.testing.frames import FrameRecorder
+from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from tui.testing.pilot import until
+
+SIZE = (100, 30)
+TAKE_BOTH = [{"op": "replace", "path": "/items/lamp", "value": "player"},
+             {"op": "replace", "path": "/items/boulder", "value": "player"}]
+TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+FIRST = "You lift the brass lamp from the rocks. Its glass is cold and crusted with salt."
+CHANGED = "You lift the brass lamp from the rocks. The boulder beside it does not move, however hard you push."
+REGIONS = {"message": "#turn-1", "input": "#command", "side": "#side-panel"}
+TEXTS = {"prose": "#turn-1 Prose", "status": "#turn-1 StatusRow"}
+
+
+class _HeldCorrections:
+    """Wraps a narrator so every correction waits for a gate, as the live test's narrator did."""
+
+    def __init__(self, inner: Any, gate: asyncio.Event):
+        self.inner, self.gate = inner, gate
+        self.name, self.model = inner.name, inner.model
+
+    async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
+        if request.is_correction:
+            await self.gate.wait()
+        async for chunk in self.inner.narrate(request):
+            yield chunk
+
+
+async def _play(frame_recorder: Any, session: Session, gate: asyncio.Event,
+                journal: Journal | None = None) -> FrameRecorder:
+    """Type "take lamp", hold the correction while the status shows, then let it finish."""
+    holder: list[FrameRecorder] = []
+
+    def on_event(event: Any) -> None:
+        if journal is not None:
+            journal.record(event)
+        holder[0].mark(event.event)
+
+    app = StoryloomApp(session, on_event=on_event, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        holder.append(frame_recorder(app, regions=REGIONS, texts=TEXTS))
+        await pilot.press(*"take lamp", "enter")
+        await until(pilot, lambda: "correction_started" in holder[0].all_marks())
+        await pilot.pause()
+        await pilot.pause()
+        gate.set()
+        await until(pilot, lambda: not app.game.running)
+        await pilot.pause()
+        await pilot.pause()
+    return holder[0]
+
+
+@pytest.mark.parametrize("correction", [None, CHANGED], ids=["prose-kept", "prose-changed"])
+async def test_a_replayed_correction_paints_the_same_frames_as_the_live_one(
+        tmp_path: Path, frame_recorder: Any, correction: str | None) -> None:
+    pack, pack_path = shore_pack_file(tmp_path)
+    gate = asyncio.Event()
+    narrator = GatedNarrator([GatedReply(turn_text(FIRST, TAKE_BOTH)),
+                              GatedReply(turn_text(correction, TAKE_LAMP), before=gate)])
+    path = tmp_path / "live.jsonl"
+    with Journal.create(path, SaveHeader.for_session(pack, narrator, source=str(pack_path))) as journal:
+        live = await _play(frame_recorder, Session(pack, narrator), gate, journal)
+
+    plan = replay_plan(load_save(path))
+    replay_gate = asyncio.Event()
+    replayed = await _play(frame_recorder, Session(plan.pack, _HeldCorrections(plan.narrator, replay_gate)),
+                           replay_gate)
+
+    live_window = live.sequences(live.between("correction_started"))
+    replay_window = replayed.sequences(replayed.between("correction_started"))
+    assert replay_window == live_window
+    assert live_window["texts.status"] == ["correcting (1/2)…", ""]
+    assert len(live_window["regions.message"]) == 1  # the message never moved while it was corrected
+    assert replayed.all_marks() == live.all_marks()
