@@ -169,3 +169,38 @@ async def test_a_correction_takes_a_visible_moment_only_when_paced(cellar):
     chunks = [c async for c in paced.narrate(request)]
     assert all(c.at_ms == 0 for c in chunks[:-1])
     assert OfflineNarrator(cellar, pace=0.03).correction_delay == pytest.approx(0.6)
+
+
+def test_in_any_state_a_non_stubborn_fault_is_fixed_by_the_first_correction():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    cellar = load_pack(PACKS / "example.toml")
+    vocabulary = ["look", "take", "drop", "go", "use", "open", "close", "light", "i", "wait", "e", "w", "down",
+                  "all", *[w for i in cellar.items for w in cellar.item_words(i)], "Back Hall", "Cellar"]
+    places = st.sampled_from([*cellar.rooms, "player", "nowhere"])
+    states = st.builds(
+        lambda loc, items, flags, courage: {"location": loc, "items": items, "flags": flags, "stats": {"courage": courage}},
+        st.sampled_from(list(cellar.rooms)),
+        st.fixed_dictionaries({i: places for i in cellar.items}),
+        st.fixed_dictionaries({f: st.booleans() for f in cellar.flags}),
+        st.integers(0, 5),
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(state=states, words=st.lists(st.sampled_from(vocabulary), max_size=4),
+           kind=st.sampled_from(FAULT_KINDS), seed=st.integers(0, 5))
+    def check(state, words, kind, seed):
+        narrator = OfflineNarrator(cellar, seed=seed, faults=1.0, fault_kinds=[kind], stubborn=0.0)
+        request = NarrationRequest(cellar, state, (), " ".join(words), turn=1)
+        first = narrator.respond(request)
+        verdict = judge(first.structured, state, cellar)
+        if verdict.ok:
+            return  # the fault did not apply in this state (nothing to take from afar, say)
+        rejection = Rejection(raw=first.structured, text=first.text, issues=verdict.issues)
+        kept = verdict.turn.narrative if verdict.turn is not None else None
+        fix = narrator.respond(NarrationRequest(cellar, state, (), " ".join(words), turn=1, attempt=2,
+                                                correction=rejection, kept_narrative=kept))
+        assert judge(fix.structured, state, cellar, kept_narrative=kept).ok
+
+    check()

@@ -294,3 +294,36 @@ def test_in_and_out_are_directions(line):
     pack = load_pack("lighthouse")
     yard = {**initial_state(pack), "location": "yard", "flags": {**initial_state(pack)["flags"], "door_unlocked": True}}
     assert turn_for(pack, yard, line)["after"]["location"] == "stair"
+
+
+_CELLAR = load_pack(PACKS / "example.toml")
+_VOCABULARY = ["look", "x", "take", "get", "pick", "up", "drop", "go", "to", "the", "a", "use", "open", "close",
+               "light", "i", "wait", "help", "n", "e", "w", "down", "in", "out", "all", "me", "north",
+               *[w for i in _CELLAR.items for w in _CELLAR.item_words(i)], *[r.name for r in _CELLAR.rooms.values()]]
+
+
+def _states():
+    from hypothesis import strategies as st
+
+    places = st.sampled_from([*_CELLAR.rooms, "player", "nowhere"])
+    return st.builds(
+        lambda loc, items, flags, courage: {"location": loc, "items": items, "flags": flags, "stats": {"courage": courage}},
+        st.sampled_from(list(_CELLAR.rooms)),
+        st.fixed_dictionaries({i: places for i in _CELLAR.items}),
+        st.fixed_dictionaries({f: st.booleans() for f in _CELLAR.flags}),
+        st.integers(0, 5),
+    )
+
+
+def test_any_input_in_any_state_gets_a_turn_the_rules_accept():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    lines = st.one_of(st.text(max_size=40), st.lists(st.sampled_from(_VOCABULARY), max_size=5).map(" ".join))
+
+    @settings(max_examples=300, deadline=None)
+    @given(state=_states(), line=lines, seed=st.integers(0, 3))
+    def check(state, line, seed):
+        turn_for(_CELLAR, state, line, seed=seed)
+
+    check()
