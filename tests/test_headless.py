@@ -187,3 +187,10 @@ def test_headless_play_never_imports_textual():
     code = "import sys, tui.headless; sys.exit('textual' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
+
+
+def test_the_repair_paths_the_docs_promise_for_seed_5(commands_file, capsys):
+    assert headless("--commands", commands_file("look", "take rope", "north"), "--seed", "5", "--faults", "0.5") == 0
+    err = capsys.readouterr().err
+    assert "turn 2: the correction keeps the prose" in err
+    assert "turn 3: correction 2 of 2" in err and "turn 3: the correction rewrites the prose" in err
