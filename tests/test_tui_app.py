@@ -275,3 +275,17 @@ def test_run_app_reports_a_broken_story_and_exits_2(tmp_path, capsys):
                               pace=None, output=None, max_tokens=None, thinking=False, seed=0, faults=0.0)
     assert run_app(args) == 2
     assert capsys.readouterr().err.strip()
+
+
+async def test_details_say_when_an_attempt_had_no_readable_patch():
+    app = make_app(GatedReply('{"narrative": "You lift the brass lamp', ),
+                   GatedReply(turn_text(PROSE, TAKE_LAMP)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        screen = painted(app)
+        assert "patch: the earlier attempt gave no readable patch" in screen
+        assert '+{"op": "replace", "path": "/items/lamp", "value": "player"}' in screen

@@ -47,8 +47,6 @@ def attempts_of(events: list[Event]) -> list[AttemptView]:
                     prose = data["narrative"]
                 if "state_patch" in data:
                     patch = _patch_lines(data["state_patch"])
-            else:
-                patch = event.raw
         if prose is None and event.kind == "turn" and streamed:
             prose = streamed
         views.append(AttemptView(event.attempt, event.kind, prose, patch, tuple(event.issues)))
@@ -161,6 +159,12 @@ class IssueDetailsScreen(ModalScreen[None]):
             widgets.append(Static(_diff_content(lines), markup=False, classes="-issue"))
         if before.patch == after.patch:
             widgets.append(Static(Content.styled("patch: unchanged", "dim"), markup=False, classes="-issue"))
+        elif before.patch is None or after.patch is None:
+            which = "the earlier attempt" if before.patch is None else "this attempt"
+            widgets.append(Static(Content(f"patch: {which} gave no readable patch"), markup=False, classes="-issue"))
+            if after.patch is not None:
+                widgets.append(Static(_diff_content([f"+{line}" for line in after.patch.splitlines()]),
+                                      markup=False, classes="-issue"))
         else:
             lines = diff_lines(before.patch or "(none)", after.patch or "(none)", "patch")
             widgets.append(Static(Content("patch changed:"), markup=False, classes="-issue"))

@@ -39,7 +39,7 @@ class TurnMessage(Vertical, can_focus=True):
         border-left: tall $background;
         & > .-command { color: $text-muted; text-style: bold; }
         &:focus { border-left: tall $accent; background: $boost; }
-        &.-undone > Prose { text-opacity: 50%; }
+        &.-undone > Prose > Static, &.-failed > Prose > Static, &.-cancelled > Prose > Static { color: $text-muted; }
     }
     """
 
@@ -100,7 +100,7 @@ class TurnMessage(Vertical, can_focus=True):
             self.events = [event]
             self.outcome = "streaming"
             self.can_retry = False
-            self.remove_class("-undone")
+            self.remove_class("-undone", "-failed", "-cancelled")
             if event.retry:
                 self.prose.set_text("")
             self.status.clear()
@@ -121,9 +121,11 @@ class TurnMessage(Vertical, can_focus=True):
             self.status.clear()
         elif isinstance(event, TurnFailed):
             self.outcome = "failed"
+            self.add_class("-failed")
             self.offer_retry(True)
         elif isinstance(event, TurnCancelled):
             self.outcome = "cancelled"
+            self.add_class("-cancelled")
             self.offer_retry(True)
 
     def offer_retry(self, can_retry: bool) -> None:
