@@ -108,16 +108,17 @@ class OfflineNarrator:
         if request.attempt == 1 and not request.is_correction:
             self._starts[request.turn] = self._starts.get(request.turn, 0) + 1
         output = self.respond(request)
-        start_ms = 0
-        if request.is_correction and self.correction_delay > 0:
-            await asyncio.sleep(self.correction_delay)
-        if request.is_correction:
-            start_ms = round(self.correction_delay * 1000)
         pieces = [("t", c) for c in chunks(output.text)] + [("s", c) for c in chunks(output.structured or "")]
-        for index, (kind, piece) in enumerate(pieces):
+        if request.is_correction:
+            # A correction is judged whole, never streamed: it "thinks" a moment, then arrives at once.
+            if self.correction_delay > 0:
+                await asyncio.sleep(self.correction_delay)
+            times = [round(self.correction_delay * 1000)] * len(pieces)
+        else:
+            times = [round(index * self.pace * 1000) for index in range(len(pieces))]
+        for index, ((kind, piece), at) in enumerate(zip(pieces, times, strict=True)):
             if index and self.pace > 0 and not request.is_correction:
                 await asyncio.sleep(self.pace)
-            at = start_ms + round(index * self.pace * 1000) if not request.is_correction else start_ms
             yield TextDelta(piece, at_ms=at) if kind == "t" else StructuredDelta(piece, at_ms=at)
         yield Finish(output.stop_reason)
 

@@ -17,7 +17,7 @@ from typing import Any
 from engine.narrators import offline_prose as say
 from engine.narrators.base import Exchange
 from engine.narrators.offline_parse import Command, matching_actions, parse
-from engine.packs import NOWHERE, PLAYER, Action, StoryPack
+from engine.packs import PLAYER, Action, StoryPack
 from engine.rules import judge, names
 from engine.state import WorldState
 from engine.turns import SUGGESTION_MAX_CHARS, SUGGESTIONS_MAX
