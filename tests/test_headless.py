@@ -194,3 +194,12 @@ def test_the_repair_paths_the_docs_promise_for_seed_5(commands_file, capsys):
     err = capsys.readouterr().err
     assert "turn 2: the correction keeps the prose" in err
     assert "turn 3: correction 2 of 2" in err and "turn 3: the correction rewrites the prose" in err
+
+
+def test_a_pack_given_by_path_plays_exactly_as_the_built_in_one(tmp_path):
+    story_file = Path(__file__).parents[1] / "engine" / "stories" / "lighthouse.toml"
+    cmds = str(WALKS / "lighthouse.txt")
+    assert headless("--commands", cmds, "--seed", "2", "--events", str(tmp_path / "by-id")) == 0
+    assert headless("--story", str(story_file), "--commands", cmds, "--seed", "2",
+                    "--events", str(tmp_path / "by-path")) == 0
+    assert (tmp_path / "by-id").read_bytes() == (tmp_path / "by-path").read_bytes()

@@ -327,3 +327,9 @@ def test_any_input_in_any_state_gets_a_turn_the_rules_accept():
         turn_for(_CELLAR, state, line, seed=seed)
 
     check()
+
+
+def test_items_are_also_known_by_their_id():
+    pack = load_pack("lighthouse")
+    shed = {**initial_state(pack), "location": "shed"}
+    assert turn_for(pack, shed, "take oilcan")["after"]["items"]["oilcan"] == "player"
