@@ -16,7 +16,7 @@ from tui.app import StoryloomApp, run_app
 from tui.screens import IssueDetailsScreen
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tui.testing.pilot import until
-from tui.widgets import TurnMessage
+from tui.widgets import FollowHint, TurnMessage
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
@@ -289,3 +289,33 @@ async def test_details_say_when_an_attempt_had_no_readable_patch():
         screen = painted(app)
         assert "patch: the earlier attempt gave no readable patch" in screen
         assert '+{"op": "replace", "path": "/items/lamp", "value": "player"}' in screen
+
+
+async def test_scrolling_up_is_not_yanked_back_and_the_follow_hint_brings_the_view_back():
+    pause = asyncio.Event()
+    long = "\n\n".join(f"Paragraph {i} of the long turn, about the rocks and the rain." for i in range(12))
+    app = make_app(GatedReply(turn_text(long)),
+                   GatedReply(turn_text(PROSE + " And more.\n\nStill more.", TAKE_LAMP), pause_at=30, pause=pause))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await send(pilot, "look")
+        await finished(pilot, app)
+        transcript = app.game.transcript
+        hint = transcript.query_one(FollowHint)
+        assert transcript.max_scroll_y > 0 and transcript.following and not hint.display
+        await send(pilot, "take lamp")
+        await until(pilot, lambda: pause_reached(app))
+        transcript.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        assert hint.display
+        pause.set()
+        await finished(pilot, app)
+        assert transcript.scroll_y == 0  # the player who scrolled up stays where they were
+        await pilot.click(FollowHint)
+        await pilot.pause()
+        assert transcript.following and not hint.display
+        assert transcript.scroll_y == transcript.max_scroll_y
+
+
+def pause_reached(app: StoryloomApp) -> bool:
+    message = app.game.latest_message()
+    return message is not None and message.turn == 2 and message.prose.text != ""
