@@ -351,9 +351,36 @@ def _check_chain(path: Path, parsed: list[dict[str, Any]]) -> None:
         expected_seq += 1
 
 
+def _joined(deltas: Any, kind: str) -> str | None:
+    """The text of an attempt's deltas of one kind ("s" structured, "t" text), None when there are none."""
+    if not isinstance(deltas, list):
+        return None
+    chunks = [d[2] for d in deltas if isinstance(d, list) and len(d) == 3 and d[1] == kind]
+    return "".join(chunks) if chunks else None
+
+
+def _compact(data: dict[str, Any]) -> dict[str, Any]:
+    """An attempt's `raw` and `text` are left out when they are exactly its deltas joined (they nearly
+    always are), which halves a save; `_expand` puts them back on load."""
+    deltas = [list(d) for d in data.get("deltas", ())]
+    out = {**data, "deltas": deltas}
+    if out.get("raw") == _joined(deltas, "s"):
+        out.pop("raw", None)
+    if out.get("text") == (_joined(deltas, "t") or ""):
+        out.pop("text", None)
+    return out
+
+
+def _expand(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    if kind != "attempt_finished" or ("raw" in data and "text" in data):
+        return data
+    deltas = data.get("deltas", [])
+    return {"raw": _joined(deltas, "s"), "text": _joined(deltas, "t") or "", **data}
+
+
 def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
-    record = Record(seq=raw["seq"], time=raw["time"], kind=raw["kind"], data=raw["data"], prev=raw["prev"],
-                    hash=raw["hash"], line=number)
+    record = Record(seq=raw["seq"], time=raw["time"], kind=raw["kind"], data=_expand(raw["kind"], raw["data"]),
+                    prev=raw["prev"], hash=raw["hash"], line=number)
     if record.kind not in (HEADER, RESUMED) and record.event is None and _is_engine_kind(record.kind):
         raise CorruptRecord(path, f"record {record.seq} is not a valid {record.kind} event", line=number,
                             seq=record.seq)
@@ -579,6 +606,8 @@ class Journal:
         data.pop("event", None)
         if event.event in _STATELESS:
             data.pop("state", None)
+        if isinstance(event, AttemptFinished):
+            data = _compact(data)
         if isinstance(event, TurnCancelled | TurnFailed) and not self._attempt_done and (
                 self._partial or isinstance(event, TurnCancelled)):
             data["partial"] = {"attempt": self._attempt_number, "prose": [list(p) for p in self._partial]}

@@ -46,8 +46,7 @@ def test_a_session_records_inputs_attempts_corrections_and_commits_but_not_prose
     assert "prose_delta" not in recorded and any(isinstance(e, ProseDelta) for e in events)
     for kind in ("turn_started", "attempt_finished", "validation_failed", "correction_started", "turn_committed"):
         assert kind in recorded
-    attempt = next(json.loads(line)["data"] for line in path.read_text().splitlines()
-                   if json.loads(line)["kind"] == "attempt_finished")
+    attempt = next(r.data for r in load_save(path).records if r.kind == "attempt_finished")
     assert {"raw", "text", "stop_reason", "usage", "deltas", "issues"} <= set(attempt)
     started = [json.loads(line)["data"] for line in path.read_text().splitlines()
                if json.loads(line)["kind"] == "turn_started"]
@@ -153,3 +152,21 @@ def test_migrating_a_version_1_save_changes_nothing_and_an_unknown_version_is_re
     assert migrate(1, header, records) == (header, records)
     with pytest.raises(ValueError, match="unknown save format version 0"):
         migrate(0, header, records)
+
+
+def test_an_attempt_s_output_is_stored_once_and_read_back_whole(tmp_path: Path, pack) -> None:
+    """The raw output is its structured deltas joined: the save keeps the deltas and rebuilds the rest."""
+    from engine.events import AttemptFinished
+
+    deltas = ((0, "t", "Let me think. "), (5, "s", '{"narrative": "You '), (9, "s", 'look."}'))
+    odd = AttemptFinished(turn=1, attempt=2, kind="correction", raw='{"narrative": "other"}', deltas=deltas)
+    usual = AttemptFinished(turn=1, attempt=1, kind="turn", raw='{"narrative": "You look."}',
+                            text="Let me think. ", deltas=deltas)
+    with Journal.create(tmp_path / "s.jsonl", SaveHeader.for_session(pack, ScriptedNarrator([]))) as journal:
+        journal.record(usual)
+        journal.record(odd)
+    lines = [json.loads(line)["data"] for line in (tmp_path / "s.jsonl").read_text().splitlines()[1:]]
+    assert "raw" not in lines[0] and "text" not in lines[0]
+    assert lines[1]["raw"] == '{"narrative": "other"}'
+    events = [e for _, e in load_save(tmp_path / "s.jsonl").events]
+    assert events == [usual, odd]

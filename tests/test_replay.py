@@ -122,11 +122,9 @@ async def test_a_rewritten_model_output_is_reported_as_a_divergence(tmp_path: Pa
     def swap_output(records):
         for record in records:
             if record["kind"] == "attempt_finished" and record["data"]["turn"] == 2:
-                raw = json.loads(record["data"]["raw"])
+                raw = json.loads("".join(d[2] for d in record["data"]["deltas"] if d[1] == "s"))
                 raw["state_patch"] = [{"op": "replace", "path": "/items/boat", "value": "player"}]
-                text = json.dumps(raw)
-                record["data"]["raw"] = text
-                record["data"]["deltas"] = [[0, "s", text]]
+                record["data"]["deltas"] = [[0, "s", json.dumps(raw)]]
         return records
 
     rewrite_records(path, swap_output)
