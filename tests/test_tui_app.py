@@ -192,6 +192,7 @@ async def test_details_list_the_issues_and_what_the_correction_changed():
         screen = painted(app)
         assert "First attempt — rejected" in screen
         assert "Correction 1 — accepted" in screen
+        assert "Corrections cost: 10 tokens in, 5 out" in screen  # the scripted narrator's usage
         assert "boulder" in screen
         assert "+You lift the brass lamp from the rocks. The boulder stays." in screen
         assert '-  "path": "/items/boulder",' in screen or "/items/boulder" in screen

@@ -27,6 +27,7 @@ class AttemptView:
     prose: str | None
     patch: str | None
     issues: tuple[Issue, ...]
+    usage: dict[str, int]
 
 
 def attempts_of(events: list[Event]) -> list[AttemptView]:
@@ -49,8 +50,26 @@ def attempts_of(events: list[Event]) -> list[AttemptView]:
                     patch = _patch_lines(data["state_patch"])
         if prose is None and event.kind == "turn" and streamed:
             prose = streamed
-        views.append(AttemptView(event.attempt, event.kind, prose, patch, tuple(event.issues)))
+        views.append(AttemptView(event.attempt, event.kind, prose, patch, tuple(event.issues), dict(event.usage)))
     return views
+
+
+def usage_text(usage: dict[str, int]) -> str:
+    """Tokens of an attempt as a player can read them ("" when the narrator reported none)."""
+    if not usage:
+        return ""
+    text = f"{usage.get('input_tokens', 0)} tokens in"
+    if usage.get("cached_tokens"):
+        text += f" ({usage['cached_tokens']} cached)"
+    return text + f", {usage.get('output_tokens', 0)} out"
+
+
+def _total(views: list[AttemptView]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for view in views:
+        for key, value in view.usage.items():
+            total[key] = total.get(key, 0) + value
+    return total
 
 
 def _patch_lines(patch: object) -> str:
@@ -119,10 +138,15 @@ class IssueDetailsScreen(ModalScreen[None]):
             yield Static(Content.assemble(("Command: ", "bold"), safe_text(self._player_input)), markup=False)
             yield from self._outcome()
             views = attempts_of(self._events)
+            corrections = [view for view in views if view.kind == "correction"]
+            if corrections and usage_text(_total(corrections)):
+                yield Static(Content(f"Corrections cost: {usage_text(_total(corrections))}"), markup=False)
             for index, view in enumerate(views):
                 title = "First attempt" if view.kind == "turn" else f"Correction {view.number - 1}"
                 verdict = "accepted" if not view.issues else f"rejected: {len(view.issues)} issue(s)"
                 yield Static(Content(f"{title} — {verdict}"), markup=False, classes="-heading")
+                if usage_text(view.usage):
+                    yield Static(Content.styled(usage_text(view.usage), "dim"), markup=False, classes="-issue")
                 for issue in view.issues:
                     where = f" at {issue.path}" if issue.path else ""
                     line = Content.assemble(("• ", ""), (issue.rule, "bold"), safe_text(f"{where}: {issue.message}"))
