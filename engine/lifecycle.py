@@ -4,6 +4,10 @@
 `play` or `retry` is an async generator of events; nothing is committed until
 a whole turn passes every rule, and a failed or cancelled turn leaves the
 state and the conversation exactly as they were.
+
+Only the first attempt streams prose. A correction's output is judged whole and
+shown only if it commits: then `prose_replaced` says whether its prose differs
+from what is on screen, so the prose changes at most once, in one step.
 """
 
 from __future__ import annotations
@@ -182,19 +186,21 @@ class Session:
                     raw=attempt.raw, text=attempt.text, stop_reason=attempt.finish.stop_reason,
                     usage=dict(attempt.finish.usage), deltas=attempt.deltas, issues=verdict.issues,
                 )
-                if verdict.turn is not None:
+                if verdict.turn is not None and not request.is_correction:
                     narrative = verdict.turn.narrative
-                    if not request.is_correction and narrative.startswith(shown):
+                    if narrative.startswith(shown):
                         if narrative != shown:
                             yield ProseDelta(turn=turn, text=narrative[len(shown):])
                     else:
-                        changed = narrative != shown
-                        yield ProseReplaced(turn=turn, changed=changed, text=narrative if changed else "")
+                        yield ProseReplaced(turn=turn, changed=True, text=narrative)
                     shown = narrative
                 if cancel.is_set():
                     raise _Cancelled
                 if verdict.ok:
                     assert verdict.turn is not None and verdict.after is not None
+                    if request.is_correction:
+                        changed = verdict.turn.narrative != shown
+                        yield ProseReplaced(turn=turn, changed=changed, text=verdict.turn.narrative if changed else "")
                     for event in self._commit(turn, player_input, verdict.turn, verdict.after):
                         yield event
                     return
@@ -204,10 +210,14 @@ class Session:
                     self.pending = PendingTurn(turn, player_input, retry)
                     yield TurnFailed(turn=turn, issues=verdict.issues)
                     return
+                if verdict.turn is not None:
+                    kept = verdict.turn.narrative
+                elif not request.is_correction:
+                    kept = _complete_narrative(attempt.raw, shown)
+                else:
+                    kept = request.kept_narrative
                 rejection = Rejection(raw=attempt.raw, text=attempt.text, issues=verdict.issues)
-                kept = _complete_narrative(attempt.raw, shown) if verdict.turn is None else shown
-                request = replace(request, attempt=request.attempt + 1, correction=rejection,
-                                  kept_narrative=kept or request.kept_narrative)
+                request = replace(request, attempt=request.attempt + 1, correction=rejection, kept_narrative=kept)
                 yield CorrectionStarted(turn=turn, attempt=request.attempt, budget=self.budget,
                                         correction=request.attempt - 1)
         except _Cancelled:

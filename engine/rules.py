@@ -131,7 +131,7 @@ def _schema_issue(error: dict[str, Any]) -> Issue:
     path = "/" + "/".join(str(p) for p in error["loc"])
     field = str(error["loc"][0]) if error["loc"] else ""
     if error["type"] == "missing":
-        message = f"{field} is required."
+        message = f"{error['loc'][-1]} is required" + (f" in {path.rsplit('/', 1)[0]}." if len(error["loc"]) > 1 else ".")
     elif error["type"] == "extra_forbidden":
         message = f"{field} is not a field of a turn; use only narrative, state_patch and suggestions."
     else:

@@ -217,3 +217,33 @@ async def test_event_json_round_trips(pack, script):
     session, _ = script(pack, structured("You take it.", TAKE_LAMP), structured("You take the lamp.", TAKE_LAMP))
     for event in await collect(session.play("take lamp")):
         assert event_from_json(event.to_json()).to_json() == event.to_json()
+
+
+async def test_a_rejected_correction_never_reaches_the_screen_and_the_commit_swaps_once(pack, script):
+    session, narrator = script(
+        pack,
+        structured("You take it.", TAKE_LAMP),
+        structured("You take the brass lamp, not the iron key.", TAKE_KEY),
+        structured(None, TAKE_LAMP),
+    )
+    events = await collect(session.play("take lamp"))
+    swaps = [e for e in events if e.event == "prose_replaced"]
+    assert len(swaps) == 1 and swaps[0].changed
+    assert prose_of(events) == "You take the brass lamp, not the iron key." == events[-1].narrative
+    assert narrator.requests[2].kept_narrative == "You take the brass lamp, not the iron key."
+
+
+async def test_a_failed_turn_keeps_the_first_attempts_prose_on_screen(pack, script):
+    session, _ = script(pack, structured("You take it.", TAKE_LAMP), structured("You grab the iron key.", TAKE_KEY), budget=1)
+    events = await collect(session.play("take lamp"))
+    assert events[-1].event == "turn_failed"
+    assert "prose_replaced" not in names(events)
+    assert prose_of(events) == "You take it."
+
+
+async def test_a_patch_operation_without_op_names_the_missing_field(pack):
+    from engine import initial_state, judge
+
+    verdict = judge('{"narrative": "Hi.", "state_patch": [{"path": "/location", "value": "path"}]}', initial_state(pack), pack)
+    assert verdict.issues[0].path == "/state_patch/0/op"
+    assert verdict.issues[0].message.startswith("op is required in /state_patch/0")

@@ -60,7 +60,8 @@ class NarrationRequest:
     attempt: int = 1
     correction: Rejection | None = None
     kept_narrative: str | None = None
-    """The prose on screen; a correction may leave `narrative` out to keep it."""
+    """The narrative of the rejected attempt (the prose on screen when that was the first);
+    a correction may leave `narrative` out to keep it."""
 
     @property
     def is_correction(self) -> bool:
