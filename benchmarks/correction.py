@@ -1,0 +1,183 @@
+"""Figure 2: what a correction costs, against regenerating the turn from scratch.
+
+The offline narrator makes each of its realistic faults on purpose (`--faults`)
+and answers the engine's correction requests. Every request the engine makes is
+sized as the Anthropic narrator would send it (`AnthropicNarrator.request_params`,
+the real prompt builders of `engine/prompts.py`; nothing is sent anywhere), and
+every answer is sized as written. Output tokens are estimated as characters / 4
+(no tokenizer is installed; the ratios do not depend on the divisor).
+
+Baselines, in the same run:
+- a full regeneration: the turn's original request sent again, answered with the
+  whole turn (prose, patch and suggestions);
+- a correction that resends the whole chain of failures: every rejected attempt
+  and its issues, where storyloom sends only the latest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks._common import COMMAND_CYCLE, Figure, Row, median
+
+CHARS_PER_TOKEN = 4
+NOT_A_KEY = "benchmark-sizes-requests-only"
+"""The Anthropic narrator refuses to build without a key; no request is ever sent."""
+
+
+@dataclass
+class _Recorder:
+    """Wraps a narrator and keeps every request it was asked."""
+
+    inner: Any
+    requests: list[Any] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    def narrate(self, request: Any) -> AsyncIterator[Any]:
+        self.requests.append(request)
+        return self.inner.narrate(request)
+
+
+@dataclass
+class _Turn:
+    """One played turn: the requests made for it and the attempts' raw outputs."""
+
+    requests: dict[int, Any] = field(default_factory=dict)
+    outputs: dict[int, str] = field(default_factory=dict)
+    committed: dict[str, Any] | None = None
+
+
+async def _play(pack: Any, kinds: tuple[str, ...], turns: int, *, budget: int, stubborn: float,
+                seed: int) -> list[_Turn]:
+    from engine.lifecycle import Session
+    from engine.narrators.offline import OfflineNarrator
+
+    narrator = _Recorder(OfflineNarrator(pack, seed=seed, faults=1.0, fault_kinds=kinds, stubborn=stubborn))
+    session = Session(pack, narrator, budget=budget)
+    played: list[_Turn] = []
+    for index in range(turns):
+        record = _Turn()
+        seen = len(narrator.requests)
+        async for event in session.play(COMMAND_CYCLE[index % len(COMMAND_CYCLE)]):
+            if event.event == "attempt_finished":
+                record.outputs[event.attempt] = (event.raw or "") + event.text
+            elif event.event == "turn_committed":
+                record.committed = {"narrative": event.narrative, "state_patch": list(event.state_patch),
+                                    "suggestions": list(event.suggestions)}
+        for request in narrator.requests[seen:]:
+            record.requests[request.attempt] = request
+        played.append(record)
+    return played
+
+
+def _size(narrator: Any, request: Any) -> int:
+    return len(json.dumps(narrator.request_params(request), ensure_ascii=False).encode())
+
+
+def _chain_size(narrator: Any, requests: dict[int, Any], upto: int) -> int:
+    """Bytes of a correction request that carries every rejected attempt so far, not only the latest."""
+    params = narrator.request_params(requests[2])
+    messages = params["messages"]
+    for attempt in range(3, upto + 1):
+        narrator._append_correction(messages, requests[attempt])
+    return len(json.dumps({**params, "messages": messages}, ensure_ascii=False).encode())
+
+
+def run(quick: bool = False) -> Figure:
+    """Play every fault kind; size corrections against regenerations and the chain baseline."""
+    from engine.narrators.anthropic import AnthropicNarrator
+    from engine.narrators.offline import FAULT_KINDS
+    from engine.packs import load_pack
+
+    pack = load_pack("lighthouse")
+    sizer = AnthropicNarrator(api_key=NOT_A_KEY)
+    per_kind = 2 if quick else 10
+    figure = Figure(2, "correction cost", "a full regeneration of the turn; a correction resending the whole chain")
+
+    out_ratio: dict[str, list[float]] = defaultdict(list)
+    correction_out: dict[bool, list[int]] = defaultdict(list)
+    regen_out: dict[bool, list[int]] = defaultdict(list)
+    sent_correction: list[int] = []
+    sent_regen: list[int] = []
+    kept_out: list[int] = []
+    kept_regen: list[int] = []
+    narratives: list[int] = []
+    for kind in FAULT_KINDS:
+        for turn in asyncio.run(_play(pack, (kind,), per_kind, budget=2, stubborn=0.0, seed=11)):
+            if 2 not in turn.requests or turn.committed is None:
+                continue
+            whole = json.dumps(turn.committed, ensure_ascii=False)
+            answer = turn.outputs.get(2, "")
+            patch_only = turn.requests[2].kept_narrative == turn.committed["narrative"]
+            correction_out[patch_only].append(len(answer))
+            regen_out[patch_only].append(len(whole))
+            if patch_only and '"narrative"' not in answer:
+                kept_out.append(len(answer))
+                kept_regen.append(len(whole))
+            narratives.append(len(turn.committed["narrative"]))
+            out_ratio[kind].append(len(answer) / len(whole))
+            sent_correction.append(_size(sizer, turn.requests[2]))
+            sent_regen.append(_size(sizer, turn.requests[1]))
+
+    def ratio(flags: tuple[bool, ...]) -> tuple[float, float]:
+        ours = sum(sum(correction_out[f]) for f in flags)
+        theirs = sum(sum(regen_out[f]) for f in flags)
+        count = sum(len(correction_out[f]) for f in flags) or 1
+        return ours / count / CHARS_PER_TOKEN, theirs / count / CHARS_PER_TOKEN
+
+    ours, theirs = ratio((True,))
+    figure.add(Row("output tokens per correction, only the patch was wrong", ours, theirs,
+                   target="ratio <= 0.3", met=theirs > 0 and ours / theirs <= 0.3))
+    if kept_out:
+        ours, theirs = sum(kept_out) / len(kept_out) / CHARS_PER_TOKEN, sum(kept_regen) / len(kept_regen) / CHARS_PER_TOKEN
+        figure.add(Row("output tokens per correction that left the prose out", ours, theirs,
+                       target="ratio <= 0.3", met=ours / theirs <= 0.3))
+    ours, theirs = ratio((True, False))
+    figure.add(Row("output tokens per correction, whole fault mix", ours, theirs))
+    figure.add(Row("request bytes per correction (vs the turn's own request)", median(sent_correction),
+                   median(sent_regen)))
+    figure.add(Row("request bytes beyond the turn's own request (uncached part)",
+                   median([c - r for c, r in zip(sent_correction, sent_regen)]), None))
+
+    chained = asyncio.run(_play(pack, ("stat_bounds", "take_reach", "wrong_type", "prose_item"),
+                                4 if quick else 24, budget=3, stubborn=1.0, seed=5))
+    first, third, chain_third, base = [], [], [], []
+    for turn in chained:
+        if 4 not in turn.requests:
+            continue
+        base.append(_size(sizer, turn.requests[1]))
+        first.append(_size(sizer, turn.requests[2]))
+        third.append(_size(sizer, turn.requests[4]))
+        chain_third.append(_chain_size(sizer, turn.requests, 4))
+    if first:
+        growth = median([t / f for t, f in zip(third, first)])
+        chain_growth = median([t / f for t, f in zip(chain_third, first)])
+        figure.add(Row("request bytes, 3rd correction", median(third), median(chain_third)))
+        figure.add(Row("request growth, 3rd / 1st correction (x)", growth, chain_growth,
+                       target="flat (<= 1.05)", met=growth <= 1.05))
+        extra = median([t - b for t, b in zip(third, base)])
+        chain_extra = median([t - b for t, b in zip(chain_third, base)])
+        figure.add(Row("uncached bytes of the 3rd correction", extra, chain_extra))
+    figure.notes += [
+        f"{sum(len(v) for v in out_ratio.values())} corrected turns over {len(out_ratio)} fault kinds; "
+        f"{len(correction_out[True])} with only the patch wrong (the prose on screen was kept)",
+        "output/regeneration by fault kind: " + ", ".join(f"{k} {median(v):.2f}" for k, v in out_ratio.items()),
+        f"median committed narrative {median(narratives):.0f} characters: the patch and suggestions a "
+        f"correction still sends weigh more beside short prose; {len(kept_out)} of {len(correction_out[True])} "
+        f"patch-only corrections left the prose out (the offline narrator resends it a quarter of the time)",
+        f"{len(first)} turns reached a 3rd correction (stubborn faults, budget 3)",
+        "output tokens ~ characters/4; request bytes as the Anthropic narrator would send them",
+    ]
+    return figure

@@ -1,0 +1,87 @@
+"""Figure 4: time from process start to the first painted frame, against a bare Textual app.
+
+Both run as fresh interpreters in the same run, alternately, headless at 120x40.
+The clock starts in the parent just before the child is spawned, and stops when
+the child reports its first paint (the first call of the app's display step that
+carries a frame) on stdout. storyloom's child builds what `storyloom play` builds
+(`tui.settings.load_settings`, the default story, the configured narrator, a
+`Session`, `StoryloomApp`); the bare child paints one `Static`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from benchmarks._common import Figure, Row, median
+
+CHILD = """
+import os, sys
+from textual.app import App
+
+_original = App._display
+def _display(self, screen, renderable):
+    _original(self, screen, renderable)
+    if renderable is not None:
+        sys.stdout.write("painted\\n"); sys.stdout.flush()
+        os._exit(0)
+App._display = _display
+
+if sys.argv[1] == "storyloom":
+    import tui.cli  # the entry point's own imports
+    from engine import Session
+    from engine.packs import load_pack
+    from tui.app import StoryloomApp
+    from tui.cli import build_parser
+    from tui.settings import DEFAULT_STORY, create_narrator, load_settings
+
+    args = build_parser().parse_args(["play"])
+    settings = load_settings(args)
+    pack = load_pack(DEFAULT_STORY)
+    app = StoryloomApp(Session(pack, create_narrator(settings, pack, interactive=True), budget=settings.budget))
+else:
+    from textual.widgets import Static
+
+    class Bare(App):
+        def compose(self):
+            yield Static("Hello")
+
+    app = Bare()
+app.run(headless=True, size=(120, 40))
+"""
+
+
+def first_paint(which: str, home: str) -> float:
+    """Seconds from spawning a child to its first painted frame."""
+    env = {**os.environ, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home, "TEXTUAL": ""}
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-c", CHILD, which], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+    line = child.stdout.readline() if child.stdout else ""
+    elapsed = time.perf_counter() - started
+    _, err = child.communicate(timeout=60)
+    if line.strip() != "painted":
+        raise RuntimeError(f"the {which} child never painted a frame:\n{err[-3000:]}")
+    return elapsed
+
+
+def run(quick: bool = False) -> Figure:
+    """Alternate storyloom and bare children; compare the medians."""
+    from benchmarks._common import scratch_dir
+
+    rounds = 2 if quick else 9
+    home = str(scratch_dir("startup"))
+    ours, bare = [], []
+    first_paint("bare", home)  # warm the file cache for both
+    first_paint("storyloom", home)
+    for _ in range(rounds):
+        ours.append(first_paint("storyloom", home))
+        bare.append(first_paint("bare", home))
+    figure = Figure(4, "start-up", "a bare Textual app painting one Static")
+    ratio = median(ours) / median(bare)
+    figure.add(Row("s from process start to first painted frame (median)", median(ours), median(bare),
+                   target="ratio <= 1.3", met=ratio <= 1.3))
+    figure.notes.append(f"{rounds} alternating runs each; min storyloom {min(ours):.3f} s, bare {min(bare):.3f} s")
+    return figure

@@ -1,0 +1,218 @@
+"""Figure 1: streaming a turn at 200 tokens/s with 10 and 1,000 turns already on screen.
+
+Headless (`App.run_test`) at 120x40, as in /work/shared/notes/streaming-in-textual.md.
+Each case runs in its own subprocess so one case's garbage and widgets do not
+tax the next:
+
+- storyloom: the real app (`StoryloomApp`) around a `Session` whose narrator
+  streams the turn's JSON at 200 tokens/s (about 4 characters a token, a blank
+  line every 60 tokens); the command is typed and sent like a player's. The
+  earlier turns are `TurnMessage` widgets with committed prose, as playing them
+  leaves the transcript. The measured CPU includes the engine's own work
+  (partial JSON parsing of the stream), which the baseline does not have.
+- baseline: Textual's `MarkdownStream` (`Markdown.get_stream`) writing the same
+  tokens into a new `Markdown` at the end of an anchored `VerticalScroll` of one
+  plain `Markdown` widget per earlier turn.
+
+CPU is process time per 1,000 tokens over the streaming window; frames are
+counted at the app's display step (`tui.testing.frames.FrameRecorder`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+from benchmarks._common import Figure, Row
+
+RATE = 200.0
+SIZE = (120, 40)
+WORDS = ("the", "sea", "rock", "wind", "rain", "lamp", "dark", "cold", "salt", "you", "step", "and", "rope",
+         "stair", "bell", "far", "slow", "iron", "wet", "light")
+PARAGRAPH_TOKENS = 60
+
+
+def tokens(count: int) -> list[str]:
+    """`count` prose tokens of about 4 characters, a paragraph break every 60."""
+    out = []
+    for index in range(count):
+        word = WORDS[(index * 7 + index // 3) % len(WORDS)]
+        if index == 0:
+            out.append(word.capitalize())
+        elif index % PARAGRAPH_TOKENS == 0:
+            out.append("\n\n" + word.capitalize())
+        else:
+            out.append(" " + word)
+    return out
+
+
+def old_prose(turn: int) -> str:
+    """The committed prose of an earlier turn: three short paragraphs."""
+    text = "".join(tokens(150))
+    return f"Turn {turn}. {text}"
+
+
+async def _paced(count: int, write: Any) -> tuple[float, int]:
+    """Call `write(token)` for each token on a 200/s schedule; returns (seconds, tokens written)."""
+    started = time.perf_counter()
+    for index, token in enumerate(tokens(count)):
+        delay = started + index / RATE - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await write(token)
+    return time.perf_counter() - started, count
+
+
+class _PacedNarrator:
+    """Streams one turn's JSON, token by token, at 200 tokens/s."""
+
+    name = "bench"
+    model = "paced-200"
+
+    def __init__(self, count: int):
+        self.count = count
+        self.finished_at = 0.0
+
+    async def narrate(self, request: Any):
+        from engine.narrators.base import Finish, StructuredDelta
+
+        queue: list[str] = ['{"narrative": "']
+        yield StructuredDelta(queue.pop())
+        started = time.perf_counter()
+        for index, token in enumerate(tokens(self.count)):
+            delay = started + index / RATE - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            yield StructuredDelta(json.dumps(token)[1:-1])
+        self.finished_at = time.perf_counter()
+        yield StructuredDelta('", "state_patch": [], "suggestions": ["look"]}')
+        yield Finish("tool_use")
+
+
+async def _storyloom(prior: int, count: int) -> dict[str, float]:
+    from engine.events import TurnCommitted, TurnStarted
+    from engine.lifecycle import Session
+    from engine.packs import load_pack
+    from tui.app import StoryloomApp
+    from tui.testing.frames import FrameRecorder
+    from tui.testing.pilot import until
+    from tui.widgets import TurnMessage
+
+    pack = load_pack("lighthouse")
+    narrator = _PacedNarrator(count)
+    session = Session(pack, narrator, next_turn=prior + 1)
+    app = StoryloomApp(session, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        messages = []
+        for turn in range(1, prior + 1):
+            message = TurnMessage(turn, "look")
+            messages.append(message)
+        await app.game.transcript.mount_all(messages)
+        for turn, message in enumerate(messages, 1):
+            message.show(TurnStarted(turn=turn, attempt=1, player_input="look", retry=0))
+            message.prose.set_text(old_prose(turn))
+            message.show(TurnCommitted(turn=turn, state_hash="", narrative="", state_patch=(), suggestions=(),
+                                       state=session.state))
+        for _ in range(5):
+            await pilot.pause()
+        gc.collect()
+        recorder = FrameRecorder(app).start()
+        await pilot.press(*"look")
+        frames0, cpu0, wall0 = len(recorder.frames), time.process_time(), time.perf_counter()
+        await pilot.press("enter")
+        await until(pilot, lambda: narrator.finished_at > 0, limit=10**9)
+        cpu, wall, frames = time.process_time() - cpu0, narrator.finished_at - wall0, len(recorder.frames) - frames0
+        await until(pilot, lambda: not app.game.running, limit=10**9)
+        recorder.stop()
+        shown = app.game.message(prior + 1)
+        assert shown is not None and shown.outcome == "committed", "the streamed turn did not commit"
+    return {"cpu_per_1000": cpu / count * 1000, "fps": frames / wall, "tokens_per_s": count / wall}
+
+
+async def _baseline(prior: int, count: int) -> dict[str, float]:
+    from textual.app import App, ComposeResult
+    from textual.containers import VerticalScroll
+    from textual.widgets import Markdown
+
+    from tui.testing.frames import FrameRecorder
+
+    class Chat(App[None]):
+        def compose(self) -> ComposeResult:
+            yield VerticalScroll(id="transcript")
+
+    app = Chat()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(VerticalScroll)
+        transcript.anchor()
+        await transcript.mount_all([Markdown(f"**› look**\n\n{old_prose(turn)}") for turn in range(1, prior + 1)])
+        for _ in range(5):
+            await pilot.pause()
+        gc.collect()
+        recorder = FrameRecorder(app).start()
+        live = Markdown("**› look**\n\n")
+        await transcript.mount(live)
+        stream = Markdown.get_stream(live)
+        frames0, cpu0, wall0 = len(recorder.frames), time.process_time(), time.perf_counter()
+        seconds, _ = await _paced(count, stream.write)
+        await stream.stop()
+        cpu, frames = time.process_time() - cpu0, len(recorder.frames) - frames0
+        wall = time.perf_counter() - wall0
+        recorder.stop()
+    return {"cpu_per_1000": cpu / count * 1000, "fps": frames / wall, "tokens_per_s": count / seconds,
+            "catch_up_s": wall - seconds}
+
+
+def _case(which: str, prior: int, count: int) -> dict[str, float]:
+    """Run one case in a fresh interpreter and read its JSON line."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.streaming", which, str(prior), str(count)],
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(f"streaming case {which} {prior} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(quick: bool = False) -> Figure:
+    """Both transcripts at both sizes; the 1,000-turn case is 50 turns in quick mode."""
+    small, large, count = (2, 50, 60) if quick else (10, 1000, 1000)
+    figure = Figure(1, "streaming", "Textual MarkdownStream into a transcript of plain Markdown widgets")
+    results = {(which, prior): _case(which, prior, count)
+               for prior in (small, large) for which in ("storyloom", "baseline")}
+    for prior in (small, large):
+        ours, theirs = results[("storyloom", prior)], results[("baseline", prior)]
+        figure.add(Row(f"CPU s per 1,000 tokens, {prior:,} turns", ours["cpu_per_1000"], theirs["cpu_per_1000"],
+                       target="< 0.6", met=ours["cpu_per_1000"] < 0.6))
+        figure.add(Row(f"frames/s at 200 tokens/s, {prior:,} turns", ours["fps"], theirs["fps"],
+                       target=">= 50", met=ours["fps"] >= 50, better="higher"))
+    growth = results[("storyloom", large)]["cpu_per_1000"] / results[("storyloom", small)]["cpu_per_1000"]
+    naive_growth = results[("baseline", large)]["cpu_per_1000"] / results[("baseline", small)]["cpu_per_1000"]
+    figure.add(Row(f"CPU growth, {large:,} / {small:,} turns (x)", growth, naive_growth,
+                   target="<= 1.2", met=growth <= 1.2))
+    cheaper = results[("baseline", large)]["cpu_per_1000"] / results[("storyloom", large)]["cpu_per_1000"]
+    figure.add(Row(f"times cheaper than the baseline at {large:,} turns", cheaper, None,
+                   target=">= 4", met=cheaper >= 4, better="higher"))
+    figure.notes.append(f"{count} tokens per case; achieved tokens/s: " + ", ".join(
+        f"{which} {prior}: {r['tokens_per_s']:.0f}" for (which, prior), r in results.items()))
+    figure.notes += [f"baseline {prior} turns: the MarkdownStream caught up {r['catch_up_s']:.2f} s after the last token"
+                     for (which, prior), r in results.items() if which == "baseline"]
+    return figure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="one streaming case (used by `python -m benchmarks`)")
+    parser.add_argument("which", choices=("storyloom", "baseline"))
+    parser.add_argument("prior", type=int)
+    parser.add_argument("tokens", type=int)
+    args = parser.parse_args()
+    case = _storyloom if args.which == "storyloom" else _baseline
+    print(json.dumps(asyncio.run(case(args.prior, args.tokens))))
+
+
+if __name__ == "__main__":
+    main()
