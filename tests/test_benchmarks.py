@@ -1,0 +1,88 @@
+"""The benchmarks run on tiny sizes and report every field a reader of the table needs.
+
+No timing is asserted here: the figures belong to `python -m benchmarks` on a
+quiet machine, not to the test suite.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from benchmarks import FIGURES, figure_module
+from benchmarks.__main__ import main, table
+from benchmarks._common import Figure, Row, percentile
+
+
+def _check_figure(figure: Figure, number: int) -> None:
+    assert figure.number == number
+    assert figure.name and figure.baseline, "every figure names its baseline"
+    assert figure.rows, "every figure reports at least one row"
+    for row in figure.rows:
+        assert row.metric
+        assert row.storyloom is not None and math.isfinite(row.storyloom) and row.storyloom >= 0
+        if row.baseline is not None:
+            assert math.isfinite(row.baseline) and row.baseline >= 0
+        if row.target:
+            assert row.met in (True, False), f"{row.metric}: a row with a target says whether it is met"
+
+
+@pytest.mark.parametrize("number", [2, 3, 6, 7])
+def test_in_process_benchmarks_run_at_a_tiny_size(number):
+    _check_figure(figure_module(number).run(quick=True), number)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", [1, 4, 5])
+def test_subprocess_benchmarks_run_at_a_tiny_size(number):
+    _check_figure(figure_module(number).run(quick=True), number)
+
+
+def test_each_figure_with_a_baseline_reports_its_ratio():
+    figure = figure_module(7).run(quick=True)
+    row = figure.rows[0]
+    assert row.baseline is not None and row.ratio == pytest.approx(row.storyloom / row.baseline)
+    assert row.to_json()["ratio"] == pytest.approx(row.ratio)
+
+
+def test_the_correction_figure_compares_the_third_correction_with_the_first():
+    figure = figure_module(2).run(quick=True)
+    growth = next(r for r in figure.rows if r.metric.startswith("request growth"))
+    assert growth.baseline is not None and growth.baseline > 1, "the chain baseline grows with each failure"
+    assert growth.target and growth.met is not None
+
+
+def test_the_command_prints_a_table_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "results.json"
+    assert main(["--quick", "--only", "7", "3", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| # | figure | metric | storyloom | baseline | ratio | target | met |" in printed
+    assert "validation" in printed and "journal" in printed
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["quick"] is True and not data["failed"]
+    assert {f["number"] for f in data["figures"]} == {3, 7}
+    assert data["machine"]["machine"] and data["machine"]["date"]
+    for figure in data["figures"]:
+        for row in figure["rows"]:
+            assert {"metric", "storyloom", "baseline", "ratio", "target", "met"} <= set(row)
+
+
+def test_a_missed_target_is_shown_in_bold():
+    figure = Figure(9, "demo", "nothing")
+    figure.add(Row("s", 2.0, 1.0, target="ratio <= 1.3", met=False))
+    assert "| 2 | 1 | 2x | ratio <= 1.3 | **no** |" in table([figure])
+
+
+def test_every_figure_has_a_module_with_run():
+    assert sorted(FIGURES) == list(range(1, 8))
+    for number in FIGURES:
+        assert callable(figure_module(number).run)
+
+
+def test_percentile_is_nearest_rank():
+    samples = list(range(1, 101))
+    assert percentile(samples, 50) == 50
+    assert percentile(samples, 99) == 99
+    assert percentile([3.0], 99) == 3.0
