@@ -73,14 +73,20 @@ def export_markdown(save: Save, pack: StoryPack) -> str:
     for turn in turns:
         if turn.undone:
             continue
-        lines += ["---", "", f"**> {_inline(turn.player_input)}**", "", safe_text(turn.narrative).strip(), ""]
+        lines += ["---", "", f"**> {_inline(turn.player_input)}**", "", _prose(turn.narrative), ""]
     ending = _ending(save, built)
     if ending is not None:
-        lines += ["---", "", f"## {_inline(ending.title)}", "", safe_text(ending.text).strip(), ""]
+        lines += ["---", "", f"## {_inline(ending.title)}", "", _prose(ending.text), ""]
     undone = sum(t.undone for t in turns)
     if undone:
         lines += ["---", "", f"*{undone} turn(s) were undone during play and are not shown.*", ""]
     return "\n".join(lines)
+
+
+def _prose(text: str) -> str:
+    """Model prose as Markdown text: links, images, autolinks and HTML it writes show as written, inert
+    (a viewer must not fetch `![](file:...)` or offer a `javascript:` link); emphasis stays."""
+    return "".join("\\" + c if c in "\\[]<>" else c for c in safe_text(text).strip())
 
 
 def _inline(text: str) -> str:

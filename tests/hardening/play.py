@@ -1,0 +1,39 @@
+"""Playing a story into a save for the hardening tests, with any narrator."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from engine.narrators.base import Narrator
+from engine.packs import load_pack
+from saves.resume import start_new
+from tests.conftest import SHORE_PACK
+from tui.headless import play_commands
+
+
+def shore_file(folder: Path) -> Path:
+    """The conftest story as a pack file (exports and verify find a pack by its file)."""
+    path = folder / "shore.toml"
+    if not path.exists():
+        path.write_text(SHORE_PACK, encoding="utf-8")
+    return path
+
+
+async def play_into_save(folder: Path, narrator_for: Any, commands: list[str], *,
+                         save: Path | None = None, **session_options: Any) -> tuple[Path, str, str, int]:
+    """Play `commands` headless into a new save; returns (save, stdout, stderr, exit code).
+
+    Args:
+        narrator_for: given the pack, the narrator to play with.
+    """
+    pack_path = shore_file(folder)
+    pack = load_pack(str(pack_path))
+    narrator: Narrator = narrator_for(pack)
+    session, journal = start_new(pack, narrator, source=str(pack_path), path=save or folder / "game.jsonl",
+                                 **session_options)
+    out, err = io.StringIO(), io.StringIO()
+    with journal:
+        code = await play_commands(session, commands, on_event=journal.record, out=out, err=err)
+    return journal.path, out.getvalue(), err.getvalue(), code
