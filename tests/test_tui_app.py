@@ -16,7 +16,7 @@ from tui.app import StoryloomApp, run_app
 from tui.screens import IssueDetailsScreen
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tui.testing.pilot import until
-from tui.widgets import FollowHint, TurnMessage
+from tui.widgets import ArchivedTurns, FollowHint, TurnMessage
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
@@ -320,3 +320,41 @@ async def test_scrolling_up_is_not_yanked_back_and_the_follow_hint_brings_the_vi
 def pause_reached(app: StoryloomApp) -> bool:
     message = app.game.latest_message()
     return message is not None and message.turn == 2 and message.prose.text != ""
+
+
+async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypatch):
+    import tui.screens._game as game_module
+
+    monkeypatch.setattr(game_module, "KEEP_LIVE", 2)
+    monkeypatch.setattr(game_module, "ARCHIVE_BATCH", 3)
+    replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
+               for i in range(1, 6)]
+    replies[1] = GatedReply(turn_text(PROSE, TAKE_BOTH))  # turn 2 fails (budget 0)
+    app = make_app(*replies, budget=0)
+    async with app.run_test(size=(100, 50)) as pilot:
+        for i in range(1, 5):
+            await send(pilot, f"wait {i}")
+            await finished(pilot, app)
+        app.game.transcript.follow()
+        await send(pilot, "wait 5")  # the fifth turn ends with 5 live turns: the oldest 3 are folded
+        await until(pilot, lambda: app.game.latest_message() is not None
+                    and app.game.latest_message().turn == 5 and not app.game.running)
+        await pilot.pause()
+        blocks = app.game.transcript.query(ArchivedTurns)
+        assert len(blocks) == 1 and blocks.first().turns == [1, 2, 3]
+        assert [m.turn for m in app.game.transcript.query(TurnMessage)] == [4, 5]
+        after = painted(app)
+        assert "couldn't make this turn consistent" in after and "› wait 1" in after
+
+    # The same story without folding paints the same screen.
+    monkeypatch.setattr(game_module, "KEEP_LIVE", 100)
+    replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
+               for i in range(1, 6)]
+    replies[1] = GatedReply(turn_text(PROSE, TAKE_BOTH))
+    unfolded = make_app(*replies, budget=0)
+    async with unfolded.run_test(size=(100, 50)) as pilot:
+        for i in range(1, 6):
+            await send(pilot, f"wait {i}")
+            await finished(pilot, unfolded)
+        assert not unfolded.game.transcript.query(ArchivedTurns)
+        assert painted(unfolded) == after

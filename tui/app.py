@@ -28,6 +28,7 @@ class StoryloomApp(App[int]):
         on_undo: performs an undo through the journal; see `GameScreen`.
         new_session: builds a fresh session for the palette's "New game" (absent: not offered).
         blink: blink the input cursor (snapshot tests turn it off).
+        tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`).
     """
 
     CSS_PATH = "app.tcss"
@@ -37,13 +38,14 @@ class StoryloomApp(App[int]):
 
     def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
                  new_session: Callable[[], Session] | None = None, blink: bool = True,
-                 theme: str | None = None) -> None:
+                 theme: str | None = None, tune_gc: bool = False) -> None:
         super().__init__()
         self.session = session
         self._on_event = on_event
         self._on_undo = on_undo
         self._new_session = new_session
         self._blink = blink
+        self._tune_gc = tune_gc
         self.panel_override: bool | None = None
         """None: the side panel follows the terminal width; True/False: the player chose."""
         if theme:
@@ -55,7 +57,8 @@ class StoryloomApp(App[int]):
         return next(s for s in reversed(self.screen_stack) if isinstance(s, GameScreen))
 
     def get_default_screen(self) -> Screen:
-        return GameScreen(self.session, on_event=self._on_event, on_undo=self._on_undo, blink=self._blink)
+        return GameScreen(self.session, on_event=self._on_event, on_undo=self._on_undo, blink=self._blink,
+                          tune_gc=self._tune_gc)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         if self._new_session is not None:
@@ -81,7 +84,7 @@ class StoryloomApp(App[int]):
         self.game.session.cancel()
         self.session = self._new_session()
         self.switch_screen(GameScreen(self.session, on_event=self._on_event, on_undo=self._on_undo,
-                                      blink=self._blink))
+                                      blink=self._blink, tune_gc=self._tune_gc))
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown into the current directory."""
@@ -119,6 +122,6 @@ def run_app(args: argparse.Namespace) -> int:
         return Session(pack, create_narrator(settings, pack, interactive=True), budget=settings.budget)
 
     app = StoryloomApp(Session(pack, narrator, budget=settings.budget), new_session=new_session,
-                       theme=settings.theme)
+                       theme=settings.theme, tune_gc=True)
     result = app.run()
     return result if isinstance(result, int) else 0

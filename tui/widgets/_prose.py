@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widgets import Static
 
 from engine.safety import safe_text
@@ -21,6 +23,26 @@ def plain(text: str) -> Content:
     return Content(safe_text(text))
 
 
+def no_layout_virtual_size() -> Reactive[Size]:
+    """`Widget.virtual_size` without its layout flag (one descriptor per class that uses it).
+
+    Textual declares `virtual_size` with `layout=True`, so a size change found by a
+    layout asks for a second full layout. That second pass changes nothing for the
+    transcript's widgets; they use this instead, so a streamed line costs one layout,
+    not two (relies on Textual 8.2.8 internals; the frame tests cover it).
+    """
+    return Reactive(Size(0, 0), layout=False)
+
+
+class Paragraph(Static):
+    """Plain prose text (no markup) that does not ask for a second layout when resized."""
+
+    virtual_size = no_layout_virtual_size()
+
+    def __init__(self, *, classes: str | None = None) -> None:
+        super().__init__("", markup=False, classes=classes)
+
+
 class Prose(Vertical):
     """The narrative of a turn, split into a frozen part and one live paragraph.
 
@@ -29,6 +51,8 @@ class Prose(Vertical):
     with the length of the prose or of the story. Finished paragraphs move to
     the frozen part once, when the next paragraph starts.
     """
+
+    virtual_size = no_layout_virtual_size()
 
     DEFAULT_CSS = """
     Prose {
@@ -42,10 +66,12 @@ class Prose(Vertical):
         super().__init__(id=id, classes=classes)
         self._text = ""
         self._frozen_len = 0
-        self._frozen = Static("", markup=False, classes="-frozen")
+        self._frozen = Paragraph(classes="-frozen")
         self._frozen.display = False
-        self._live = Static("", markup=False, classes="-live")
+        self._live = Paragraph(classes="-live")
         self._live.display = False
+        self._live_height = -1
+        self._live_width = -1
 
     @property
     def text(self) -> str:
@@ -81,17 +107,22 @@ class Prose(Vertical):
     def _show(self, part: Static, text: str) -> None:
         part.update(plain(text.strip("\n")))
         part.display = bool(text.strip())
+        if part is self._live:
+            self._live_height = -1
 
     def _update_live(self, text: str) -> None:
-        """Update the live paragraph; lay out only when its wrapped height changes."""
+        """Update the live paragraph; lay out only when its wrapped height changes.
+
+        The height is predicted with the measurement the layout itself uses, at the
+        width the paragraph was last laid out with, and compared with the height last
+        asked for (not the current size, which lags while a layout is pending).
+        """
         content = plain(text)
         live = self._live
         width = live.content_region.width
-        same_height = (
-            live.display
-            and width > 0
-            and content.get_height(live.styles, width) == live.content_region.height
-        )
+        height = content.get_height(live.styles, width) if width > 0 else -1
+        same_height = live.display and width > 0 and height == self._live_height and width == self._live_width
+        self._live_height, self._live_width = height, width
         live.update(content, layout=not same_height)
         if not live.display:
             live.display = True

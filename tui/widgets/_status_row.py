@@ -7,6 +7,8 @@ import math
 from textual.content import Content
 from textual.widgets import Static
 
+from tui.widgets._prose import no_layout_virtual_size
+
 
 class StatusRow(Static):
     """A status line of fixed height: updating it never changes the size of its message.
@@ -14,6 +16,8 @@ class StatusRow(Static):
     The text says the status in words (colour only repeats it), and each update
     is made without a layout pass because the row is always exactly one line.
     """
+
+    virtual_size = no_layout_virtual_size()
 
     DEFAULT_CSS = """
     StatusRow {

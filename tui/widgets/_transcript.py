@@ -7,6 +7,8 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from tui.widgets._prose import no_layout_virtual_size
+
 
 class FollowHint(Static):
     """A one-line affordance shown when the player scrolled away from the newest text."""
@@ -41,6 +43,8 @@ class Transcript(VerticalScroll, can_focus=False):
     `scroll_end()` per chunk; a player who scrolls up is left where they are and
     sees the follow hint instead.
     """
+
+    virtual_size = no_layout_virtual_size()
 
     DEFAULT_CSS = """
     Transcript {

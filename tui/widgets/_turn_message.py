@@ -19,7 +19,8 @@ from engine.events import (
     TurnFailed,
     TurnStarted,
 )
-from tui.widgets._prose import Prose, plain
+from tui.widgets._archived_turns import TurnRecord
+from tui.widgets._prose import Paragraph, Prose, no_layout_virtual_size, plain
 from tui.widgets._status_row import StatusRow
 
 
@@ -31,6 +32,8 @@ class TurnMessage(Vertical, can_focus=True):
     retry of the same turn. It only renders engine events; it never changes
     game state: retry and details are requests posted to the screen.
     """
+
+    virtual_size = no_layout_virtual_size()
 
     DEFAULT_CSS = """
     TurnMessage {
@@ -85,7 +88,9 @@ class TurnMessage(Vertical, can_focus=True):
         self.status = StatusRow()
 
     def compose(self) -> ComposeResult:
-        yield Static(plain(f"› {self.player_input}"), markup=False, classes="-command")
+        command = Paragraph(classes="-command")
+        command.update(plain(f"› {self.player_input}"))
+        yield command
         yield self.prose
         yield self.status
 
@@ -142,6 +147,10 @@ class TurnMessage(Vertical, can_focus=True):
         self.outcome = "undone"
         self.add_class("-undone")
         self.status.undone()
+
+    def record(self) -> TurnRecord:
+        """This turn as it is shown now, for folding it into an `ArchivedTurns` block."""
+        return TurnRecord(self.turn, self.player_input, self.prose.text, self.outcome, self.status.plain_text)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "retry":
