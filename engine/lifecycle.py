@@ -48,17 +48,28 @@ from engine.narrators.base import (
     TransientNarratorError,
 )
 from engine.packs import StoryPack
-from engine.rules import Verdict, judge
+from engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
 from engine.state import WorldState, initial_state, state_hash
 from engine.turns import Issue, Turn
 
 DEFAULT_BUDGET = 2
 MAX_TRANSIENT_RETRIES = 4
+ATTEMPT_MAX_SECONDS = 600.0
+"""An attempt still writing after this long fails the turn: a stream that drips forever must end.
+Generous, so a slow local model on a CPU still finishes a long turn."""
+OUTPUT_LIMIT = "output_limit"
+"""The stop reason the engine records when it stops reading an answer over `OUTPUT_MAX_CHARS`."""
+PROSE_STREAM_MAX_CHARS = 32_000
+"""Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
 T = TypeVar("T")
 
 
 class _Cancelled(Exception):
     """The player cancelled while we were waiting."""
+
+
+class _Expired(Exception):
+    """The attempt's deadline passed while we were waiting."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,7 @@ class Session:
         next_turn: the number the next turn gets (turn numbers are never reused).
         clock: monotonic seconds, for delta timing when a narrator keeps no clock of its own.
         sleep: how to wait before retrying a transient fault.
+        attempt_timeout: seconds an attempt may take before it fails the turn (see `ATTEMPT_MAX_SECONDS`).
     """
 
     def __init__(
@@ -105,6 +117,7 @@ class Session:
         next_turn: int = 1,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        attempt_timeout: float = ATTEMPT_MAX_SECONDS,
     ):
         if budget < 0:
             raise ValueError("the correction budget cannot be negative")
@@ -118,6 +131,7 @@ class Session:
         self._undo_stack: list[tuple[WorldState, tuple[Exchange, ...]]] = []
         self._clock = clock
         self._sleep = sleep
+        self.attempt_timeout = attempt_timeout
         self._cancel: asyncio.Event | None = None
 
     @property
@@ -235,6 +249,11 @@ class Session:
             cut = Issue("", "output.truncated", "The turn was cut off at the output token limit before it was "
                                                  "complete. Write a shorter turn: fewer paragraphs, same patch.")
             verdict = Verdict(None, None, (cut,))
+        if attempt.finish.stop_reason == OUTPUT_LIMIT:
+            too_large = Issue("", "output.too_large", f"The answer went on past {OUTPUT_MAX_CHARS} characters "
+                                                      f"and was cut off unread; a turn is far shorter (narrative "
+                                                      f"at most 4000 characters).")
+            verdict = Verdict(None, None, (too_large,))
         return verdict
 
     def _commit(self, turn: int, player_input: str, accepted: Turn, after: WorldState) -> list[Event]:
@@ -265,15 +284,24 @@ class Session:
             finish = Finish()
             prose = _ProseStream()
             stream = aiter(self.narrator.narrate(request))
+            size = 0
+            deadline = asyncio.get_running_loop().time() + self.attempt_timeout
             try:
                 while True:
                     try:
-                        chunk = await _race(anext(stream), cancel)
+                        chunk = await _race(anext(stream), cancel, deadline=deadline)
                     except StopAsyncIteration:
                         break
+                    except _Expired:
+                        raise NarratorError(f"The narrator was still writing after {self.attempt_timeout:g} s; "
+                                            f"the turn was stopped. Retry, or try another model.") from None
                     if isinstance(chunk, Finish):
                         finish = chunk
                         continue
+                    size += len(chunk.text)
+                    if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
+                        finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
+                        break
                     at = chunk.at_ms if chunk.at_ms is not None else int((self._clock() - started) * 1000)
                     if isinstance(chunk, StructuredDelta):
                         structured.append(chunk.text)
@@ -322,10 +350,18 @@ class _ProseStream:
 
     def __init__(self) -> None:
         self._buffer: list[str] = []
+        self._size = 0
         self.shown = ""
 
     def feed(self, chunk: str) -> str:
-        """Add a chunk of JSON text; return the prose newly readable, if any."""
+        """Add a chunk of JSON text; return the prose newly readable, if any.
+
+        Each chunk re-parses the whole buffer, so past `PROSE_STREAM_MAX_CHARS`
+        this stops (a turn is far shorter) and the cost of an answer stays linear.
+        """
+        self._size += len(chunk)
+        if self._size > PROSE_STREAM_MAX_CHARS:
+            return ""
         self._buffer.append(chunk)
         try:
             partial = pydantic_core.from_json("".join(self._buffer), allow_partial="trailing-strings")
@@ -339,16 +375,20 @@ class _ProseStream:
         return new
 
 
-async def _race(awaitable: Awaitable[T], cancel: asyncio.Event) -> T:
-    """Await something unless the player cancels first."""
+async def _race(awaitable: Awaitable[T], cancel: asyncio.Event, *, deadline: float | None = None) -> T:
+    """Await something unless the player cancels first (or the loop time passes `deadline`: `_Expired`)."""
     if cancel.is_set():
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
         raise _Cancelled
     task = asyncio.ensure_future(awaitable)
     waiter = asyncio.ensure_future(cancel.wait())
+    timeout = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
     try:
-        done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait({task, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # our own task was cancelled: leave nothing running behind
+        task.cancel()
+        raise
     finally:
         waiter.cancel()
     if task in done:
@@ -356,4 +396,4 @@ async def _race(awaitable: Awaitable[T], cancel: asyncio.Event) -> T:
     task.cancel()
     with suppress(BaseException):
         await task
-    raise _Cancelled
+    raise _Cancelled if waiter in done or cancel.is_set() else _Expired

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from engine.narrators.base import Narrator
@@ -21,17 +22,19 @@ def shore_file(folder: Path) -> Path:
     return path
 
 
-async def play_into_save(folder: Path, narrator_for: Any, commands: list[str], *,
-                         save: Path | None = None, **session_options: Any) -> tuple[Path, str, str, int]:
+async def play_into_save(folder: Path, narrator_for: Any, commands: list[str], *, save: Path | None = None,
+                         budget: int = 2, **session_options: Any) -> tuple[Path, str, str, int]:
     """Play `commands` headless into a new save; returns (save, stdout, stderr, exit code).
 
     Args:
         narrator_for: given the pack, the narrator to play with.
+        budget: corrections per turn (recorded in the save's header).
     """
     pack_path = shore_file(folder)
     pack = load_pack(str(pack_path))
     narrator: Narrator = narrator_for(pack)
-    session, journal = start_new(pack, narrator, source=str(pack_path), path=save or folder / "game.jsonl",
+    settings = SimpleNamespace(budget=budget, seed=0, faults=0.0)
+    session, journal = start_new(pack, narrator, settings, source=str(pack_path), path=save or folder / "game.jsonl",
                                  **session_options)
     out, err = io.StringIO(), io.StringIO()
     with journal:
