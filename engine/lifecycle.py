@@ -13,6 +13,7 @@ from what is on screen, so the prose changes at most once, in one step.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import suppress
@@ -296,8 +297,9 @@ class Session:
                         raise NarratorError(f"The narrator was still writing after {self.attempt_timeout:g} s; "
                                             f"the turn was stopped. Retry, or try another model.") from None
                     if isinstance(chunk, Finish):
-                        finish = chunk
+                        finish = _sound_finish(chunk)
                         continue
+                    chunk = replace(chunk, text=_encodable(chunk.text))
                     size += len(chunk.text)
                     if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
                         finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
@@ -327,6 +329,23 @@ class Session:
             raw = "".join(structured) if structured else None
             yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown if stream_prose else shown)
             return
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> str:
+    """Text a narrator decoded from JSON may hold lone surrogates (an escape such as \\ud800), which
+    no UTF-8 file or terminal can take: each becomes U+FFFD before the text goes anywhere."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def _sound_finish(finish: Finish) -> Finish:
+    """A narrator's finish with a short text stop reason and whole-number usage (servers send anything)."""
+    reason = finish.stop_reason if isinstance(finish.stop_reason, str) else "unknown"
+    usage = finish.usage if isinstance(finish.usage, dict) else {}
+    counts = {str(k): v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**15}
+    return Finish(_encodable(reason)[:64], counts)
 
 
 def _complete_narrative(raw: str | None, shown: str) -> str | None:

@@ -75,6 +75,9 @@ def parse_output(raw: str | None) -> tuple[dict[str, Any] | None, tuple[Issue, .
     except (ValueError, RecursionError) as exc:
         reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return None, (Issue("", "output.json", f"The output is not acceptable JSON: {reason}."),)
+    if _has_lone_surrogate(raw, data):
+        return None, (Issue("", "output.json", "The output is not acceptable JSON: a \\u escape names half of a "
+                                                "surrogate pair, which is not a character. Write plain text."),)
     if not isinstance(data, dict):
         return None, (Issue("", "output.json", f"The output must be a JSON object with narrative and "
                                                 f"state_patch, not a {type(data).__name__}."),)
@@ -88,6 +91,18 @@ def _is_truncated(raw: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _has_lone_surrogate(raw: str, data: Any) -> bool:
+    """Whether the parsed value holds a lone surrogate (from an escape such as \\ud800): such a string
+    cannot be written as UTF-8, so it would break every save, transcript and screen it reached."""
+    if "\\u" not in raw:
+        return False
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _refuse_constant(name: str) -> Any:
