@@ -111,8 +111,12 @@ class AnthropicNarrator:
             try:
                 stream = await self._client.messages.create(**params, stream=True)
                 async with stream:
-                    async for event in stream:
-                        for chunk in answer.feed(event):
+                    async for event in _readable(stream):
+                        try:
+                            chunks = answer.feed(event)
+                        except (AttributeError, KeyError, TypeError, ValueError):  # an event of the wrong shape
+                            raise TransientNarratorError(f"{_PROVIDER} sent a malformed stream event") from None
+                        for chunk in chunks:
                             yield chunk
             except anthropic.APIStatusError as exc:
                 kind, message = error_fields(exc.body)
@@ -289,6 +293,22 @@ class _Answer:
                 continue
             blocks.append(block)
         return blocks
+
+
+async def _readable(stream: Any) -> AsyncIterator[Any]:
+    """The stream's events, with garbled ones (bytes that are not UTF-8, an event without a type)
+    turned into a transient fault the engine retries, instead of an exception nobody expects."""
+    events = aiter(stream)
+    while True:
+        try:
+            event = await anext(events)
+        except StopAsyncIteration:
+            return
+        except (AttributeError, KeyError, TypeError, ValueError, RecursionError):
+            raise TransientNarratorError(f"{_PROVIDER} sent a malformed stream event") from None
+        if not isinstance(getattr(event, "type", None), str):
+            raise TransientNarratorError(f"{_PROVIDER} sent a malformed stream event")
+        yield event
 
 
 def _history_command(exchange: Exchange) -> str:

@@ -107,7 +107,11 @@ class OpenAINarrator:
                         break
                     if not sse.data.strip():
                         continue
-                    for chunk in answer.feed(self._parse(sse.data)):
+                    try:
+                        chunks = answer.feed(self._parse(sse.data))
+                    except (AttributeError, KeyError, TypeError, ValueError):  # JSON, but not a chunk's shape
+                        raise TransientNarratorError(f"{self.base_url} sent a malformed stream event") from None
+                    for chunk in chunks:
                         yield chunk
         except httpx_sse.SSEError as exc:
             raise NarratorError(f"{self.base_url} did not answer with an event stream ({exc}); "
@@ -132,7 +136,7 @@ class OpenAINarrator:
         """One chunk's JSON; an `error` object in the stream is a fault like an HTTP error."""
         try:
             payload = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             raise TransientNarratorError(f"{self.base_url} sent a malformed stream event") from None
         if not isinstance(payload, dict):
             raise TransientNarratorError(f"{self.base_url} sent a malformed stream event")
