@@ -326,7 +326,7 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
     import tui.screens._game as game_module
 
     monkeypatch.setattr(game_module, "KEEP_LIVE", 2)
-    monkeypatch.setattr(game_module, "ARCHIVE_BATCH", 3)
+    monkeypatch.setattr(game_module, "BLOCK_TURNS", 2)
     replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
                for i in range(1, 6)]
     replies[1] = GatedReply(turn_text(PROSE, TAKE_BOTH))  # turn 2 fails (budget 0)
@@ -336,12 +336,12 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
             await send(pilot, f"wait {i}")
             await finished(pilot, app)
         app.game.transcript.follow()
-        await send(pilot, "wait 5")  # the fifth turn ends with 5 live turns: the oldest 3 are folded
+        await send(pilot, "wait 5")  # from the third turn on, the oldest turns are folded, two stay live
         await until(pilot, lambda: app.game.latest_message() is not None
                     and app.game.latest_message().turn == 5 and not app.game.running)
         await pilot.pause()
         blocks = app.game.transcript.query(ArchivedTurns)
-        assert len(blocks) == 1 and blocks.first().turns == [1, 2, 3]
+        assert [block.turns for block in blocks] == [[1, 2], [3]]
         assert [m.turn for m in app.game.transcript.query(TurnMessage)] == [4, 5]
         after = painted(app)
         assert "couldn't make this turn consistent" in after and "› wait 1" in after

@@ -19,10 +19,10 @@ from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
 from tui.screens._issue_details import IssueDetailsScreen
 from tui.widgets import ArchivedTurns, CommandInput, SidePanel, StoryText, Transcript, TurnMessage
 
-KEEP_LIVE = 20
-"""Finished turns kept as live messages (focusable, with details) below the archived blocks."""
-ARCHIVE_BATCH = 20
-"""How many of the oldest live turns are folded into one `ArchivedTurns` block at a time."""
+KEEP_LIVE = 12
+"""Turns kept as live messages (focusable, with details); older ones are folded into blocks."""
+BLOCK_TURNS = 50
+"""Turns per `ArchivedTurns` block: a block is re-wrapped when a turn joins it, so keep it modest."""
 
 EventHook = Callable[[Event], Awaitable[None] | None]
 UndoHook = Callable[[], TurnUndone | None]
@@ -63,6 +63,7 @@ class GameScreen(Screen[None]):
         self._messages: dict[int, TurnMessage] = {}
         """Turn number -> its message, so finding it never walks the DOM."""
         self._archived: dict[int, ArchivedTurns] = {}
+        self._last_block: ArchivedTurns | None = None
         """Turn number -> the block it was folded into."""
         self._committed: list[int] = []
         """Turn numbers committed in this screen, newest last (what undo takes back)."""
@@ -142,26 +143,41 @@ class GameScreen(Screen[None]):
             self.refresh_bindings()
 
     async def archive_old_turns(self) -> None:
-        """Fold the oldest finished turns into one block when too many live messages pile up.
+        """Fold the oldest finished turns into a block once more than `KEEP_LIVE` are live.
 
-        Only while the player follows the newest text, and only turns that are neither
-        retryable nor the latest; the block looks the same, so nothing on screen moves.
+        Only while the player follows the newest text, and never past a turn that can
+        still be retried (so the order on screen never changes). The block looks the
+        same as the messages it replaces, so nothing on screen moves.
         """
-        live = sorted(self._messages)
-        if len(live) < KEEP_LIVE + ARCHIVE_BATCH or not self.transcript.following:
+        if not self.transcript.following:
             return
         pending = self.session.pending.turn if self.session.pending is not None else None
-        batch = [self._messages[t] for t in live[:ARCHIVE_BATCH] if t != pending]
+        live = sorted(self._messages)
+        batch: list[TurnMessage] = []
+        for turn in live[:max(0, len(live) - KEEP_LIVE)]:
+            if turn == pending:
+                break
+            batch.append(self._messages[turn])
         if not batch:
             return
-        block = ArchivedTurns([message.record() for message in batch])
         with self.app.batch_update():
-            await self.transcript.mount(block, before=batch[0])
+            start = 0
+            while start < len(batch):
+                block = self._last_block
+                room = BLOCK_TURNS - len(block.records) if block is not None else 0
+                chunk = batch[start:start + (room or BLOCK_TURNS)]
+                records = [message.record() for message in chunk]
+                if room and block is not None:
+                    block.extend(records)
+                else:
+                    block = self._last_block = ArchivedTurns(records)
+                    await self.transcript.mount(block, before=chunk[0])
+                for message in chunk:
+                    del self._messages[message.turn]
+                    self._archived[message.turn] = block
+                start += len(chunk)
             await self.transcript.remove_children(batch)
-        for message in batch:
-            del self._messages[message.turn]
-            self._archived[message.turn] = block
-        if self._tune_gc:
+        if self._tune_gc and self._last_block is not None and len(self._last_block.records) == BLOCK_TURNS:
             _freeze_garbage_collector()
 
     async def deliver(self, event: Event) -> None:

@@ -53,6 +53,11 @@ class ArchivedTurns(Static):
     def turns(self) -> list[int]:
         return [record.turn for record in self.records]
 
+    def extend(self, records: list[TurnRecord]) -> None:
+        """Fold more (newer) turns into this block."""
+        self.records += records
+        self.update(self._render_records())
+
     def set_outcome(self, turn: int, outcome: str, status: str) -> None:
         """Change how one of the block's turns is shown (an undo reaching far back)."""
         self.records = [replace(r, outcome=outcome, status=status) if r.turn == turn else r for r in self.records]
