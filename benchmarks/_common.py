@@ -187,3 +187,38 @@ async def _play(turns: int, save_path: Path | None, seed: int, faults: float, ke
         if journal is not None:
             journal.close()
     return PlayedSession(session, save_path, commits, kept)
+
+
+def storyloom_app(session: Any) -> Any:
+    """`StoryloomApp` as `storyloom play` builds it (garbage-collector tuning on, where the app has it)."""
+    import inspect
+
+    from tui.app import StoryloomApp
+
+    options: dict[str, Any] = {"blink": False}
+    if "tune_gc" in inspect.signature(StoryloomApp.__init__).parameters:
+        options["tune_gc"] = True
+    return StoryloomApp(session, **options)
+
+
+async def fill_transcript(app: Any, turns: Iterable[tuple[int, str, str]], state: dict[str, Any],
+                          every: int = 10) -> None:
+    """Show finished turns (number, command, prose) through the game screen's own event path.
+
+    Each turn is delivered as the engine would send it (started, its prose, committed),
+    and old turns are folded away as the screen does after each turn (`archive_old_turns`,
+    every `every` turns here to save time), so the transcript ends as playing them leaves it.
+    """
+    from engine.events import ProseDelta, TurnCommitted, TurnStarted
+
+    screen = app.game
+    archive = getattr(screen, "archive_old_turns", None)
+    for count, (turn, command, prose) in enumerate(turns, 1):
+        await screen.render_event(TurnStarted(turn=turn, attempt=1, player_input=command, retry=0))
+        await screen.render_event(ProseDelta(turn=turn, text=prose))
+        await screen.render_event(TurnCommitted(turn=turn, state_hash="", narrative=prose, state_patch=(),
+                                                suggestions=(), state=state))
+        if archive is not None and count % every == 0:
+            await archive()
+    if archive is not None:
+        await archive()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from benchmarks._common import Figure, Row, percentile, play_session, scratch_di
 LONG = 10_000
 WINDOW = 200
 """Commits timed at each end of the session."""
-BASELINE_SAMPLES = 30
+BASELINE_SAMPLES = 12
 
 
 def _commit_ends(records: list[dict[str, Any]]) -> list[int]:
@@ -41,18 +43,41 @@ def _rewrite_whole(path: Path, records: list[dict[str, Any]]) -> float:
     return time.perf_counter() - started
 
 
+LOAD_CHILD = """
+import json, sys, time
+from saves.journal import load_save
+from saves.verify import verify_save
+times = {"load": [], "verify": [], "naive_load": []}
+for _ in range(3):
+    started = time.perf_counter(); load_save(sys.argv[1]); times["load"].append(time.perf_counter() - started)
+    started = time.perf_counter(); report = verify_save(sys.argv[1])
+    times["verify"].append(time.perf_counter() - started)
+    assert report.sound, report.lines
+    started = time.perf_counter()
+    with open(sys.argv[2], "rb") as document:
+        json.loads(document.read())
+    times["naive_load"].append(time.perf_counter() - started)
+print(json.dumps({k: min(v) for k, v in times.items()}))
+"""
+
+
+def _load_times(save: Path, naive_doc: Path) -> dict[str, float]:
+    """Seconds to load, to load + verify, and to json.loads the naive document, in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", LOAD_CHILD, str(save), str(naive_doc)], capture_output=True,
+                          text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"loading the save failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run(quick: bool = False) -> Figure:
     """Play a long session into a journal, timing each commit; then time the naive rewrite and a verify."""
-    from saves.journal import load_save
-    from saves.verify import verify_save
-
     turns, window, samples = (60, 20, 5) if quick else (LONG, WINDOW, BASELINE_SAMPLES)
     folder = scratch_dir("journal")
     figure = Figure(3, "journal", "the whole session as one JSON document, rewritten + fsynced per commit")
     try:
         save = folder / "long.jsonl"
-        played = play_session(turns, save_path=save)
-        commits = played.commit_seconds
+        commits = play_session(turns, save_path=save).commit_seconds  # the session itself is dropped here
         short, long = commits[:window], commits[-window:]
         records = [json.loads(line) for line in save.read_bytes().splitlines()]
         ends = _commit_ends(records)
@@ -70,24 +95,15 @@ def run(quick: bool = False) -> Figure:
         figure.add(Row("commit p50 growth, long / short session (x)", growth, naive_growth,
                        target="flat (<= 1.5)", met=growth <= 1.5))
 
-        started = time.perf_counter()
-        loaded = load_save(save)
-        load_only = time.perf_counter() - started
-        started = time.perf_counter()
-        report = verify_save(save)
-        load_verify = time.perf_counter() - started
-        if not report.sound:
-            raise AssertionError("\n".join(report.lines))
-        started = time.perf_counter()
-        json.loads(naive_doc.read_bytes())
-        naive_load = time.perf_counter() - started
-        figure.add(Row(f"s to load + verify a {turns:,}-turn save", load_verify, naive_load,
-                       target="< 1 s", met=load_verify < 1.0))
-        figure.add(Row(f"s to load (chain checked) a {turns:,}-turn save", load_only, naive_load))
+        timed = _load_times(save, naive_doc)
+        figure.add(Row(f"s to load + verify a {turns:,}-turn save", timed["verify"], timed["naive_load"],
+                       target="< 1 s", met=timed["verify"] < 1.0))
+        figure.add(Row(f"s to load (chain checked) a {turns:,}-turn save", timed["load"], timed["naive_load"]))
         figure.notes += [
-            f"save: {save.stat().st_size / 1e6:.1f} MB, {len(loaded.records) + 1:,} records; naive document "
+            f"save: {save.stat().st_size / 1e6:.1f} MB, {len(records):,} records; naive document "
             f"{naive_doc.stat().st_size / 1e6:.1f} MB",
             f"baseline commits timed: {samples} at each end; its load is a bare json.loads (no chain, no re-judging)",
+            "loads timed in a fresh interpreter (as `storyloom verify` runs), the best of 3",
         ]
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -4,8 +4,9 @@ Each case is a fresh interpreter that plays the same 5,000 turns of the
 lighthouse story on the offline narrator (no save) and opens the UI headless at
 120x40, then reports its resident set size (VmRSS) after the screen painted:
 
-- storyloom: `StoryloomApp` with every played turn on screen as the game screen
-  leaves it (one `TurnMessage` per turn, committed prose);
+- storyloom: `StoryloomApp` with every played turn shown through the game
+  screen's own event path, old turns folded away as the screen does after each
+  turn (see `benchmarks._common.fill_transcript`);
 - storyloom, resumed: the same session opened as a resume opens it (the app
   mounts no past turns today, so this is the floor the UI adds to the session);
 - baseline: the same session, every turn mounted as one plain Textual `Static`
@@ -23,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-from benchmarks._common import Figure, Row, play_session, rss_mb
+from benchmarks._common import Figure, Row, fill_transcript, play_session, rss_mb, storyloom_app
 
 TURNS = 5000
 SIZE = (120, 40)
@@ -34,9 +35,7 @@ async def _open(which: str, session: Any) -> dict[str, float]:
     from textual.containers import VerticalScroll
     from textual.widgets import Static
 
-    from engine.events import TurnCommitted, TurnStarted
-    from tui.app import StoryloomApp
-    from tui.widgets import TurnMessage, plain
+    from tui.widgets import plain
 
     history = session.history
     if which == "baseline":
@@ -46,7 +45,7 @@ async def _open(which: str, session: Any) -> dict[str, float]:
 
         app: App[Any] = Chat()
     else:
-        app = StoryloomApp(session, blink=False)
+        app = storyloom_app(session)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         started = time.perf_counter()
@@ -56,13 +55,8 @@ async def _open(which: str, session: Any) -> dict[str, float]:
             await transcript.mount_all([Static(plain(f"› {e.player_input}\n\n{e.turn.narrative}"), markup=False)
                                         for e in history])
         elif which == "storyloom":
-            messages = [TurnMessage(turn, exchange.player_input) for turn, exchange in enumerate(history, 1)]
-            await app.game.transcript.mount_all(messages)
-            for turn, (message, exchange) in enumerate(zip(messages, history), 1):
-                message.show(TurnStarted(turn=turn, attempt=1, player_input=exchange.player_input, retry=0))
-                message.prose.set_text(exchange.turn.narrative)
-                message.show(TurnCommitted(turn=turn, state_hash="", narrative=exchange.turn.narrative,
-                                           state_patch=(), suggestions=(), state=session.state))
+            await fill_transcript(app, ((turn, e.player_input, e.turn.narrative) for turn, e in enumerate(history, 1)),
+                                  session.state)
         for _ in range(5):
             await pilot.pause()
         mounted = time.perf_counter() - started

@@ -24,17 +24,19 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
 from typing import Any
 
-from benchmarks._common import Figure, Row
+from benchmarks._common import Figure, Row, fill_transcript, storyloom_app
 
 RATE = 200.0
 SIZE = (120, 40)
-WORDS = ("the", "sea", "rock", "wind", "rain", "lamp", "dark", "cold", "salt", "you", "step", "and", "rope",
-         "stair", "bell", "far", "slow", "iron", "wet", "light")
+WORDS = ("the", "sea", "is", "wet", "and", "you", "go", "up", "old", "rod", "oil", "fog", "cod", "net", "far",
+         "dim", "low", "red", "of", "in")
+"""Short words: with the leading space a token is 3.6 characters, so 1,000 tokens fit the 4,000-character turn."""
 PARAGRAPH_TOKENS = 60
 
 
@@ -96,44 +98,38 @@ class _PacedNarrator:
 
 
 async def _storyloom(prior: int, count: int) -> dict[str, float]:
-    from engine.events import TurnCommitted, TurnStarted
     from engine.lifecycle import Session
     from engine.packs import load_pack
-    from tui.app import StoryloomApp
     from tui.testing.frames import FrameRecorder
     from tui.testing.pilot import until
-    from tui.widgets import TurnMessage
 
     pack = load_pack("lighthouse")
     narrator = _PacedNarrator(count)
     session = Session(pack, narrator, next_turn=prior + 1)
-    app = StoryloomApp(session, blink=False)
+    app = storyloom_app(session)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        messages = []
-        for turn in range(1, prior + 1):
-            message = TurnMessage(turn, "look")
-            messages.append(message)
-        await app.game.transcript.mount_all(messages)
-        for turn, message in enumerate(messages, 1):
-            message.show(TurnStarted(turn=turn, attempt=1, player_input="look", retry=0))
-            message.prose.set_text(old_prose(turn))
-            message.show(TurnCommitted(turn=turn, state_hash="", narrative="", state_patch=(), suggestions=(),
-                                       state=session.state))
+        started = time.perf_counter()
+        await fill_transcript(app, ((turn, "look", old_prose(turn)) for turn in range(1, prior + 1)), session.state)
+        filled = time.perf_counter() - started
         for _ in range(5):
             await pilot.pause()
         gc.collect()
         recorder = FrameRecorder(app).start()
         await pilot.press(*"look")
+        profiler = _profiler()
         frames0, cpu0, wall0 = len(recorder.frames), time.process_time(), time.perf_counter()
         await pilot.press("enter")
-        await until(pilot, lambda: narrator.finished_at > 0, limit=10**9)
+        while not narrator.finished_at:  # not `pilot.pause()`: it visits every widget on each call
+            await asyncio.sleep(0.05)
         cpu, wall, frames = time.process_time() - cpu0, narrator.finished_at - wall0, len(recorder.frames) - frames0
+        _dump(profiler, "storyloom", prior)
         await until(pilot, lambda: not app.game.running, limit=10**9)
         recorder.stop()
         shown = app.game.message(prior + 1)
         assert shown is not None and shown.outcome == "committed", "the streamed turn did not commit"
-    return {"cpu_per_1000": cpu / count * 1000, "fps": frames / wall, "tokens_per_s": count / wall}
+    return {"cpu_per_1000": cpu / count * 1000, "fps": frames / wall, "tokens_per_s": count / wall,
+            "fill_s": filled}
 
 
 async def _baseline(prior: int, count: int) -> dict[str, float]:
@@ -159,14 +155,37 @@ async def _baseline(prior: int, count: int) -> dict[str, float]:
         live = Markdown("**› look**\n\n")
         await transcript.mount(live)
         stream = Markdown.get_stream(live)
+        profiler = _profiler()
         frames0, cpu0, wall0 = len(recorder.frames), time.process_time(), time.perf_counter()
         seconds, _ = await _paced(count, stream.write)
         await stream.stop()
         cpu, frames = time.process_time() - cpu0, len(recorder.frames) - frames0
+        _dump(profiler, "baseline", prior)
         wall = time.perf_counter() - wall0
         recorder.stop()
     return {"cpu_per_1000": cpu / count * 1000, "fps": frames / wall, "tokens_per_s": count / seconds,
             "catch_up_s": wall - seconds}
+
+
+PROFILE_ENV = "STORYLOOM_BENCH_PROFILE"
+"""Set to a folder to profile each case's streaming window with cProfile (then the CPU figures include
+the profiler's overhead; read the proportions, not the times)."""
+
+
+def _profiler() -> Any:
+    if not os.environ.get(PROFILE_ENV):
+        return None
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    return profiler
+
+
+def _dump(profiler: Any, which: str, prior: int) -> None:
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(os.path.join(os.environ[PROFILE_ENV], f"streaming-{which}-{prior}.prof"))
 
 
 def _case(which: str, prior: int, count: int) -> dict[str, float]:
