@@ -20,6 +20,7 @@ never touching the file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -492,6 +493,12 @@ class Journal:
         self.loaded = loaded
         """The save as it was when opened for append (None for a new save)."""
         self._broken: SaveWriteError | None = None
+        self._lines: list[bytes] = []
+        """Every record of the save, as written: a save that cannot be written can be written elsewhere."""
+        self.unsaved = 0
+        """Records kept only in memory since the save stopped being writable (see `save_as`)."""
+        self._placed = True
+        """The file is at `path` (not yet while `create` writes the header under a temporary name)."""
         self._attempt_started = time.monotonic()
         self._attempt_done = False
         self._attempt_number = 1
@@ -521,8 +528,10 @@ class Journal:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             journal = cls(path, fd, GENESIS, -1)
+            journal._placed = False
             journal._append(HEADER, header.to_json())
             os.link(temporary, path)
+            journal._placed = True
         except FileExistsError:
             os.close(fd)
             raise SaveExists(path, "a file is already there; resume it with --resume, or choose another path") from None
@@ -564,6 +573,11 @@ class Journal:
             cls._release(fd, path)
             raise
         journal = cls(path, fd, save.last_hash, save.last_seq, save)
+        try:
+            journal._lines = path.read_bytes()[:save.good_size].splitlines(keepends=True)
+        except OSError as exc:
+            cls._release(fd, path)
+            raise SaveUnreadable(path, f"cannot read the file: {exc.strerror or exc}") from None
         if save.good_size < save.size:
             journal._truncate_to = save.good_size
         return journal
@@ -597,7 +611,8 @@ class Journal:
         `turn_failed` or `narrator_retrying` record, so a replay can show it.
 
         Raises:
-            SaveWriteError: the save cannot be written; every later call raises too.
+            SaveWriteError: the save cannot be written (raised once; later events are kept in
+                memory, counted by `unsaved`, until `save_as` writes them elsewhere).
         """
         self._track(event)
         if isinstance(event, ProseDelta):
@@ -637,14 +652,23 @@ class Journal:
             self._partial.append((int((time.monotonic() - self._attempt_started) * 1000), event.text))
 
     def _append(self, kind: str, data: dict[str, Any]) -> None:
-        if self._broken is not None:
-            raise self._broken
+        """Write one record; if the file cannot take it, keep it (and every later one) in memory.
+
+        The first failure raises `SaveWriteError` so the player can be told; later records
+        are kept without raising until `save_as` writes the whole save somewhere else.
+        """
         if self._fd is None:
             raise SaveWriteError(self.path, "the save is closed")
         record: dict[str, Any] = {"seq": self._seq + 1, "time": _now(), "kind": kind, "data": data,
                                   "prev": self._last_hash}
         record["hash"] = record_hash(record)
         line = (canonical_json(record) + "\n").encode("utf-8")
+        self._lines.append(line)
+        self._seq += 1
+        self._last_hash = record["hash"]
+        if self._broken is not None:
+            self.unsaved += 1
+            return
         try:
             if self._truncate_to is not None:
                 os.ftruncate(self._fd, self._truncate_to)
@@ -656,12 +680,71 @@ class Journal:
                 view = view[written:]
             if kind in _DURABLE:
                 os.fsync(self._fd)
+                if self._placed:
+                    self._check_still_there()
         except OSError as exc:
+            self.unsaved += 1
             self._broken = SaveWriteError(self.path, f"the save could not be written ({exc.strerror or exc}); "
-                                                     f"nothing more is saved to it")
+                                                     f"the story goes on in memory, unsaved")
             raise self._broken from None
-        self._seq += 1
-        self._last_hash = record["hash"]
+
+    def _check_still_there(self) -> None:
+        """A save deleted or replaced while the game runs still takes writes (into a file no one can
+        open): notice, so the player is told instead of losing every turn from here on."""
+        assert self._fd is not None
+        mine = os.fstat(self._fd)
+        try:
+            there = os.stat(self.path)
+        except FileNotFoundError:
+            there = None
+        if mine.st_nlink == 0 or there is None or (there.st_dev, there.st_ino) != (mine.st_dev, mine.st_ino):
+            raise OSError(errno.ENOENT, "the save file was deleted or replaced while the game was running")
+
+    @property
+    def broken(self) -> SaveWriteError | None:
+        """Why the save stopped being written, or None while it is written as play goes on."""
+        return self._broken
+
+    def save_as(self, path: str | Path) -> Path:
+        """Write the whole save (records only in memory too) to a new file and go on writing there.
+
+        The new file is a complete save, hash chain and all; the old one is left as it is.
+
+        Raises:
+            SaveExists: a file is already at `path`.
+            SaveWriteError: `path` cannot be written either (the journal stays in memory).
+        """
+        path = Path(path)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        except OSError as exc:
+            raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            view = memoryview(b"".join(self._lines))
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            os.link(temporary, path)
+        except FileExistsError:
+            os.close(fd)
+            raise SaveExists(path, "a file is already there; choose another path") from None
+        except OSError as exc:
+            os.close(fd)
+            raise SaveWriteError(path, f"cannot write the save: {exc.strerror or exc}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+        _fsync_dir(path.parent)
+        old_fd, old_path = self._fd, self.path
+        self._fd, self.path, self._broken, self.unsaved, self._truncate_to = fd, path, None, 0, None
+        with contextlib.suppress(OSError):
+            _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
+        if old_fd is not None:
+            self._release(old_fd, old_path)
+        return path
 
     def close(self) -> None:
         """Release the lock; the file stays as written."""

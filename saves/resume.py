@@ -18,6 +18,7 @@ from typing import Any
 from engine.lifecycle import DEFAULT_BUDGET, Session
 from engine.narrators.base import Narrator
 from engine.packs import StoryPack, builtin_pack_ids
+from saves.errors import SaveWriteError
 from saves.journal import Journal, Save, SaveHeader, load_save, new_save_path, resolve_save
 from saves.verify import Rebuilt, open_pack, rebuild
 
@@ -79,9 +80,12 @@ def resume(ref: str | Path, narrator: Narrator, *, pack: StoryPack | None = None
         save = journal.loaded
         assert save is not None
         session, built, pack = restore_session(save, narrator, pack=pack, budget=budget, **session_options)
-        journal.note_resumed(narrator)
-        if built.interrupted is not None:
-            journal.record_interrupted(built.interrupted)
+        try:
+            journal.note_resumed(narrator)
+            if built.interrupted is not None:
+                journal.record_interrupted(built.interrupted)
+        except SaveWriteError:
+            pass  # the records stay in memory; `journal.broken` tells the caller, who can `save_as` elsewhere
     except BaseException:
         journal.close()
         raise

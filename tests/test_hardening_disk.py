@@ -1,0 +1,195 @@
+"""Disk faults while saving: a clear message, play goes on, and no committed turn is silently lost.
+
+The save's own file stops taking writes mid-game (disk full, a read-only remount, an I/O
+error, on `write` or on `fsync`), or is deleted under the running game. Headless play must
+say so on stderr, write the whole story so far to another place (the saves folder, then
+the temp folder) and go on there; if no place takes it, play still goes on in memory and
+the exit code is 1 with the number of records that could not be saved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from engine.narrators.offline import OfflineNarrator
+from engine.packs import load_pack
+from saves.journal import load_save, saves_dir
+from saves.resume import start_new
+from saves.verify import verify_save
+from tests.hardening.figures import tally
+from tui.cli import main
+from tui.headless import SaveKeeper, play_commands
+
+COMMANDS = ["look", "examine the boat", "take rope", "north", "go up", "open the tower door", "west", "take key"]
+
+
+@pytest.fixture(autouse=True)
+def private_dirs(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+
+
+def _path_of(fd: int) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
+
+
+def fail_disk(monkeypatch, where: str, code: int, *, call: str = "write", after: int = 0,
+              everywhere: bool = False) -> None:
+    """From the `after`-th call on, `os.<call>` on files under `where` (or any .jsonl file) raises `code`."""
+    original = getattr(os, call)
+    seen = {"n": 0}
+
+    def faulty(fd, *args):
+        path = _path_of(fd)
+        if path.startswith(where) or (everywhere and (path.endswith(".jsonl") or ".tmp" in path)):
+            seen["n"] += 1
+            if seen["n"] > after:
+                raise OSError(code, os.strerror(code))
+        return original(fd, *args)
+
+    monkeypatch.setattr(os, call, faulty)
+
+
+def commits(path: Path) -> int:
+    return sum(r.kind == "turn_committed" for r in load_save(path).records)
+
+
+@pytest.mark.parametrize("call", ["write", "fsync"])
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EIO])
+def test_a_save_that_stops_taking_writes_is_rescued_and_play_goes_on(tmp_path, monkeypatch, capsys, call, code):
+    (tmp_path / "mine").mkdir()
+    save = tmp_path / "mine" / "game.jsonl"
+    commands = tmp_path / "c.txt"
+    commands.write_text("\n".join(COMMANDS) + "\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as disk:
+        fail_disk(disk, str(tmp_path / "mine"), code, call=call, after=8)
+        exit_code = main(["play", "--headless", "--commands", str(commands), "--save", str(save)])
+    captured = capsys.readouterr()
+    assert exit_code == 0, captured.err
+    assert f"could not be written ({os.strerror(code)})" in captured.err
+    rescued = [p for p in saves_dir().iterdir() if p.name.endswith("-rescued.jsonl")]
+    assert len(rescued) == 1 and f"saved to {rescued[0]} instead" in captured.err
+    assert captured.out.count("\n> ") == len(COMMANDS)  # every command was played
+    assert commits(rescued[0]) == len(COMMANDS)          # ... and every commit is in the rescued save
+    assert verify_save(rescued[0]).sound
+    assert commits(save) < len(COMMANDS)                 # the first save stopped early, still loadable
+    tally("disk faults: write/fsync failures mid-game (rescued)")
+
+
+def test_a_rescued_save_resumes(tmp_path, monkeypatch, capsys):
+    (tmp_path / "mine").mkdir()
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\ntake rope\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as disk:
+        fail_disk(disk, str(tmp_path / "mine"), errno.ENOSPC, after=3)
+        save = str(tmp_path / "mine" / "g.jsonl")
+        assert main(["play", "--headless", "--commands", str(commands), "--save", save]) == 0
+    rescued = next(saves_dir().glob("*-rescued.jsonl"))
+    commands.write_text("north\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands), "--resume", str(rescued)]) == 0
+    assert commits(rescued) == 3
+    capsys.readouterr()
+
+
+def test_when_no_place_takes_the_save_play_goes_on_in_memory_and_exits_1_loudly(tmp_path, monkeypatch, capsys):
+    commands = tmp_path / "c.txt"
+    commands.write_text("\n".join(COMMANDS) + "\n", encoding="utf-8")
+    fail_disk(monkeypatch, str(tmp_path / "nothing-matches"), errno.ENOSPC, after=8, everywhere=True)
+    exit_code = main(["play", "--headless", "--commands", str(commands), "--save", str(tmp_path / "g.jsonl")])
+    captured = capsys.readouterr()
+    assert exit_code == 1
+    assert captured.out.count("\n> ") == len(COMMANDS)
+    assert "play goes on in memory" in captured.err
+    assert "could not be saved anywhere" in captured.err and "Traceback" not in captured.err
+    tally("disk faults: no place takes the save (exit 1, loud)")
+
+
+async def test_a_save_deleted_under_a_running_game_is_noticed_and_rescued(tmp_path):
+    pack = load_pack("lighthouse")
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
+    out, err = io.StringIO(), io.StringIO()
+    keeper = SaveKeeper(journal, err)
+
+    def lines():
+        for number, command in enumerate(COMMANDS):
+            if number == 3:
+                (tmp_path / "game.jsonl").unlink()
+            yield command
+
+    with journal:
+        code = await play_commands(session, lines(), on_event=keeper.record, out=out, err=err)
+        code = keeper.finish(code)
+    assert code == 0
+    assert "deleted or replaced while the game was running" in err.getvalue()
+    assert journal.path != tmp_path / "game.jsonl" and commits(journal.path) == len(COMMANDS)
+    assert verify_save(journal.path).sound
+    tally("disk faults: save deleted under a running game")
+
+
+async def test_a_save_replaced_under_a_running_game_is_left_alone_and_the_story_rescued(tmp_path):
+    pack = load_pack("lighthouse")
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
+    out, err = io.StringIO(), io.StringIO()
+    keeper = SaveKeeper(journal, err)
+
+    def lines():
+        for number, command in enumerate(COMMANDS):
+            if number == 2:
+                (tmp_path / "game.jsonl").unlink()
+                (tmp_path / "game.jsonl").write_text("someone else's file\n", encoding="utf-8")
+            yield command
+
+    with journal:
+        keeper.finish(await play_commands(session, lines(), on_event=keeper.record, out=out, err=err))
+    assert (tmp_path / "game.jsonl").read_text(encoding="utf-8") == "someone else's file\n"
+    assert commits(journal.path) == len(COMMANDS)
+    tally("disk faults: save replaced under a running game")
+
+
+def test_a_read_only_save_folder_is_refused_up_front_with_a_clear_message(tmp_path, monkeypatch, capsys):
+    (tmp_path / "ro").mkdir()
+    original = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if str(path).startswith(str(tmp_path / "ro")) and flags & (os.O_WRONLY | os.O_RDWR):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return original(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    code = main(["play", "--headless", "--commands", str(commands), "--save", str(tmp_path / "ro" / "g.jsonl")])
+    captured = capsys.readouterr()
+    assert code == 2 and "Read-only file system" in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""  # nothing was played that could be lost
+    assert list((tmp_path / "ro").iterdir()) == []
+    tally("disk faults: read-only save folder")
+
+
+def test_resuming_a_save_in_a_folder_that_became_read_only_goes_on_elsewhere(tmp_path, monkeypatch, capsys):
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    (tmp_path / "ro").mkdir()
+    save = tmp_path / "ro" / "g.jsonl"
+    assert main(["play", "--headless", "--commands", str(commands), "--save", str(save)]) == 0
+    commands.write_text("take rope\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as disk:
+        fail_disk(disk, str(tmp_path / "ro"), errno.EROFS)
+        assert main(["play", "--headless", "--commands", str(commands), "--resume", str(save)]) == 0
+    captured = capsys.readouterr()
+    assert "Read-only file system" in captured.err and "instead" in captured.err
+    rescued = next(saves_dir().glob("*-rescued.jsonl"))
+    assert commits(rescued) == 2 and verify_save(rescued).sound
+    tally("disk faults: resumed save turned read-only")
