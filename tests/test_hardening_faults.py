@@ -30,7 +30,8 @@ from tests.wire import anthropic_sse as asse
 from tests.wire import openai_sse as osse
 from tests.wire.server import Reset, Silent, Status, Stream, WireServer
 
-GOOD = turn_json("You lift the brass lamp from the rocks.", [{"op": "replace", "path": "/items/lamp", "value": "player"}])
+GOOD = turn_json("You lift the brass lamp from the rocks.",
+                 [{"op": "replace", "path": "/items/lamp", "value": "player"}])
 KEY = "sk-test-hardening-0123456789abcdef"
 
 
@@ -82,7 +83,8 @@ ANTHROPIC_FAULTS: dict[str, object] = {
     "500": Status(500, asse.error_body("api_error", "Internal server error")),
     "529 overloaded": Status(529, asse.error_body("overloaded_error", "Overloaded")),
     "body that is not JSON": Status(502, b"<html>\x1b]0;title\x07bad gateway</html>"),
-    "message_start of the wrong shape": Stream([b'event: message_start\ndata: {"type":"message_start","message":5}\n\n']),
+    "message_start of the wrong shape": Stream([b'event: message_start\n'
+                                                b'data: {"type":"message_start","message":5}\n\n']),
     "bytes that are not UTF-8": _a(b"event: ping\ndata: \xff\xfe\n\n"),
     "an event nested 10,000 deep": _a(b"event: content_block_delta\ndata: " + b"[" * 10_000 + b"\n\n"),
     "error event in the stream": _a(asse.error_event()),
