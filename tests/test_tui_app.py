@@ -358,3 +358,57 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
             await finished(pilot, unfolded)
         assert not unfolded.game.transcript.query(ArchivedTurns)
         assert painted(unfolded) == after
+
+
+async def test_resizing_to_a_tiny_terminal_during_a_correction_and_back_keeps_the_message_whole():
+    gate = asyncio.Event()
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await until(pilot, lambda: app.game.latest_message() is not None
+                    and app.game.latest_message().outcome == "correcting")
+        await pilot.pause()
+        message = app.game.latest_message()
+        before = message.region
+        await pilot.resize_terminal(20, 8)
+        await pilot.pause()
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert message.region == before
+        gate.set()
+        await finished(pilot, app)
+        assert message.outcome == "committed" and app.game.latest_message() is message
+
+
+async def test_export_writes_the_committed_story_as_markdown(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), GatedReply(turn_text(PROSE, TAKE_BOTH)), budget=0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        await send(pilot, "take everything")
+        await finished(pilot, app)
+        app.action_export()
+    text = (tmp_path / "storyloom-shore.md").read_text(encoding="utf-8")
+    assert text.startswith("# The Shore")
+    assert "> take lamp" in text and PROSE in text
+    assert "take everything" not in text  # the failed turn never happened in the story
+
+
+async def test_new_game_starts_the_story_again():
+    made: list[Session] = []
+
+    def new_session() -> Session:
+        session = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]))
+        made.append(session)
+        return session
+
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), new_session=new_session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        app.action_new_game()
+        await until(pilot, lambda: app.game.session is made[-1])
+        await pilot.pause()
+        assert not app.game.transcript.query(TurnMessage)
+        assert "nothing" in app.game.side_panel.render().plain

@@ -83,8 +83,7 @@ class StoryloomApp(App[int]):
             return
         self.game.session.cancel()
         self.session = self._new_session()
-        self.switch_screen(GameScreen(self.session, on_event=self._on_event, on_undo=self._on_undo,
-                                      blink=self._blink, tune_gc=self._tune_gc))
+        self.run_worker(self.game.restart(self.session), exclusive=True, group="new-game")
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown into the current directory."""

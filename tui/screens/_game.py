@@ -17,7 +17,7 @@ from textual.widgets import Footer, Header, Input
 from engine import Event, Session
 from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
 from tui.screens._issue_details import IssueDetailsScreen
-from tui.widgets import ArchivedTurns, CommandInput, SidePanel, StoryText, Transcript, TurnMessage
+from tui.widgets import ArchivedTurns, CommandInput, FollowHint, SidePanel, StoryText, Transcript, TurnMessage
 
 KEEP_LIVE = 12
 """Turns kept as live messages (focusable, with details); older ones are folded into blocks."""
@@ -295,6 +295,25 @@ class GameScreen(Screen[None]):
         self._update_retry_offer()
         self.refresh_bindings()
         self.notify("The last turn was undone.", title="Undo")
+
+    async def restart(self, session: Session) -> None:
+        """Play a fresh session in this screen: the transcript starts again from the intro."""
+        self.workers.cancel_group(self, "turn")
+        self.session = session
+        self.running = False
+        self._messages.clear()
+        self._archived.clear()
+        self._last_block = None
+        self._committed.clear()
+        self.ended = False
+        transcript = self.transcript
+        with self.app.batch_update():
+            await transcript.remove_children([w for w in transcript.children if not isinstance(w, FollowHint)])
+            await transcript.mount(StoryText(session.pack.title, session.pack.intro, id="intro"))
+        self.side_panel.show_state(session.state)
+        self.command_input.suggest(())
+        self.command_input.focus()
+        self.refresh_bindings()
 
     def transcript_markdown(self) -> str:
         """The story so far as Markdown: the intro and every committed turn's command and prose."""
