@@ -412,3 +412,17 @@ async def test_new_game_starts_the_story_again():
         await pilot.pause()
         assert not app.game.transcript.query(TurnMessage)
         assert "nothing" in app.game.side_panel.render().plain
+
+
+async def test_a_failing_save_hook_is_reported_and_the_game_goes_on():
+    def broken_journal(event: Event) -> None:
+        raise OSError(28, "No space left on device")
+
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), on_event=broken_journal)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        assert app.is_running
+        assert app.game.latest_message().outcome == "committed"
+        notes = [n.message for n in app._notifications]
+        assert len(notes) == 1 and "No space left on device" in notes[0]

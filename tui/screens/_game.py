@@ -64,6 +64,8 @@ class GameScreen(Screen[None]):
         """Turn number -> its message, so finding it never walks the DOM."""
         self._archived: dict[int, ArchivedTurns] = {}
         self._last_block: ArchivedTurns | None = None
+        self._hook_error = ""
+        """The last error the event hook reported (each distinct one is shown once)."""
         """Turn number -> the block it was folded into."""
         self._committed: list[int] = []
         """Turn numbers committed in this screen, newest last (what undo takes back)."""
@@ -137,6 +139,10 @@ class GameScreen(Screen[None]):
             async for event in events:
                 await self.deliver(event)
             await self.archive_old_turns()
+        except Exception as exc:  # an engine bug must not take the player's story with it
+            self.log.error("turn failed with an exception", exc)
+            self.notify(f"The turn stopped unexpectedly: {exc}. Nothing was committed by it; the story "
+                        "goes on from the last committed turn.", title="Error", severity="error", timeout=15)
         finally:
             self.running = False
             self._update_retry_offer()
@@ -183,10 +189,21 @@ class GameScreen(Screen[None]):
     async def deliver(self, event: Event) -> None:
         """Give an event to the hook (the journal), then render it."""
         if self._on_event is not None:
-            result = self._on_event(event)
-            if inspect.isawaitable(result):
-                await result
+            try:
+                result = self._on_event(event)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                self._hook_failed(exc)
         await self.render_event(event)
+
+    def _hook_failed(self, exc: Exception) -> None:
+        """The journal (or another hook) could not take an event: say so once, keep playing in memory."""
+        message = str(exc) or type(exc).__name__
+        if message != self._hook_error:
+            self._hook_error = message
+            self.notify(f"{message}\nThe game goes on, but turns from now on may not be saved.",
+                        title="Could not save", severity="error", timeout=15)
 
     async def render_event(self, event: Event) -> None:
         """Show one engine event."""
