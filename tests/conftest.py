@@ -140,3 +140,18 @@ def script():
 
 async def collect(events) -> list:
     return [e async for e in events]
+
+
+def event_names(events) -> list[str]:
+    return [e.event for e in events]
+
+
+def prose_on_screen(events) -> str:
+    """What the turn message shows after these events: streamed deltas, then any swap."""
+    text = ""
+    for e in events:
+        if e.event == "prose_delta":
+            text += e.text
+        elif e.event == "prose_replaced" and e.changed:
+            text = e.text
+    return text

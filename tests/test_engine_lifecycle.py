@@ -6,34 +6,19 @@ import asyncio
 
 from engine import initial_state
 from engine.narrators.base import NarratorRefusal, TransientNarratorError
-from tests.conftest import Reply, collect, structured
+from tests.conftest import Reply, collect, event_names, prose_on_screen, structured
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 TAKE_KEY = [{"op": "replace", "path": "/items/key", "value": "player"}]
 
 
-def names(events):
-    return [e.event for e in events]
-
-
-def prose_of(events):
-    """What the turn message shows at the end: streamed deltas, then any swaps."""
-    text = ""
-    for e in events:
-        if e.event == "prose_delta":
-            text += e.text
-        elif e.event == "prose_replaced" and e.changed:
-            text = e.text
-    return text
-
-
 async def test_a_valid_turn_streams_its_prose_then_commits(pack, script):
     session, _ = script(pack, structured("You lift the brass lamp from the rocks.", TAKE_LAMP))
     events = await collect(session.play("take lamp"))
-    assert names(events)[0] == "turn_started"
-    assert names(events).count("prose_delta") > 3
-    assert names(events)[-1] == "turn_committed"
-    assert prose_of(events) == "You lift the brass lamp from the rocks."
+    assert event_names(events)[0] == "turn_started"
+    assert event_names(events).count("prose_delta") > 3
+    assert event_names(events)[-1] == "turn_committed"
+    assert prose_on_screen(events) == "You lift the brass lamp from the rocks."
     assert session.state["items"]["lamp"] == "player"
     assert [x.player_input for x in session.history] == ["take lamp"]
 
@@ -45,12 +30,12 @@ async def test_malformed_then_corrected_keeps_the_prose_when_the_correction_omit
         structured(None, TAKE_LAMP),
     )
     events = await collect(session.play("take lamp"))
-    assert names(events)[-4:] == ["correction_started", "attempt_finished", "prose_replaced", "turn_committed"]
+    assert event_names(events)[-4:] == ["correction_started", "attempt_finished", "prose_replaced", "turn_committed"]
     failed = next(e for e in events if e.event == "validation_failed")
     assert failed.issues[0].rule == "output.json"
     replaced = next(e for e in events if e.event == "prose_replaced")
     assert replaced.changed is False
-    assert prose_of(events) == "You lift the brass lamp."
+    assert prose_on_screen(events) == "You lift the brass lamp."
     assert session.state["items"]["lamp"] == "player"
     correction = narrator.requests[1].correction
     assert correction is not None and correction.issues == failed.issues
@@ -66,8 +51,8 @@ async def test_a_correction_that_rewrites_the_prose_swaps_it_in_one_event(pack, 
     swaps = [e for e in events if e.event == "prose_replaced"]
     assert len(swaps) == 1 and swaps[0].changed
     after_correction = events[events.index(swaps[0]) - 2:]
-    assert "prose_delta" not in names(after_correction)
-    assert prose_of(events) == "You take the lantern, warm from the sun."
+    assert "prose_delta" not in event_names(after_correction)
+    assert prose_on_screen(events) == "You take the lantern, warm from the sun."
     assert events[-1].narrative == "You take the lantern, warm from the sun."
 
 
@@ -76,7 +61,7 @@ async def test_an_exhausted_budget_fails_without_touching_state_then_retry_succe
     session, narrator = script(pack, bad, bad, bad, structured("You take the brass lamp.", TAKE_LAMP), budget=2)
     before = session.state
     events = await collect(session.play("take key"))
-    assert names(events).count("correction_started") == 2
+    assert event_names(events).count("correction_started") == 2
     assert [e.correction for e in events if e.event == "correction_started"] == [1, 2]
     assert events[-1].event == "turn_failed"
     assert events[-1].issues[0].rule == "item.take_reach"
@@ -107,13 +92,13 @@ async def test_a_plain_text_reply_gets_the_corrective_request_then_commits(pack,
     assert narrator.requests[1].correction.missing_output
     assert narrator.requests[1].correction.text == "I think the player takes the lamp."
     assert events[-1].event == "turn_committed"
-    assert prose_of(events) == "You take the lamp."
+    assert prose_on_screen(events) == "You take the lamp."
 
 
 async def test_a_zero_budget_fails_at_the_first_invalid_attempt(pack, script):
     session, _ = script(pack, structured("You take the iron key.", TAKE_KEY), budget=0)
     events = await collect(session.play("take key"))
-    assert "correction_started" not in names(events)
+    assert "correction_started" not in event_names(events)
     assert events[-1].event == "turn_failed"
 
 
@@ -142,7 +127,7 @@ async def test_cancel_during_correction_keeps_state_and_history(pack, script):
         asyncio.get_running_loop().call_later(0.05, session.cancel)
 
     events = await asyncio.wait_for(_play_until(session, "take lamp", "correction_started", cancel_once_the_correction_streams), 2)
-    assert names(events)[-2:] == ["correction_started", "turn_cancelled"]
+    assert event_names(events)[-2:] == ["correction_started", "turn_cancelled"]
     assert len(narrator.requests) == 2 and narrator.closed == 2
     assert session.state == initial_state(pack) and session.history == ()
     assert not session.busy
@@ -174,7 +159,7 @@ async def test_a_transient_fault_is_retried_without_spending_the_budget(pack, sc
     retrying = next(e for e in events if e.event == "narrator_retrying")
     assert retrying.delay == 4
     assert events[-1].event == "turn_committed"
-    assert prose_of(events) == "You take the brass lamp."
+    assert prose_on_screen(events) == "You take the brass lamp."
 
 
 async def test_a_refusal_fails_the_turn_at_once(pack, script):
@@ -229,7 +214,7 @@ async def test_a_rejected_correction_never_reaches_the_screen_and_the_commit_swa
     events = await collect(session.play("take lamp"))
     swaps = [e for e in events if e.event == "prose_replaced"]
     assert len(swaps) == 1 and swaps[0].changed
-    assert prose_of(events) == "You take the brass lamp, not the iron key." == events[-1].narrative
+    assert prose_on_screen(events) == "You take the brass lamp, not the iron key." == events[-1].narrative
     assert narrator.requests[2].kept_narrative == "You take the brass lamp, not the iron key."
 
 
@@ -237,8 +222,8 @@ async def test_a_failed_turn_keeps_the_first_attempts_prose_on_screen(pack, scri
     session, _ = script(pack, structured("You take it.", TAKE_LAMP), structured("You grab the iron key.", TAKE_KEY), budget=1)
     events = await collect(session.play("take lamp"))
     assert events[-1].event == "turn_failed"
-    assert "prose_replaced" not in names(events)
-    assert prose_of(events) == "You take it."
+    assert "prose_replaced" not in event_names(events)
+    assert prose_on_screen(events) == "You take it."
 
 
 async def test_a_patch_operation_without_op_names_the_missing_field(pack):

@@ -16,7 +16,7 @@ from engine import Session
 from engine.narrators._shared import Timeouts
 from engine.narrators.anthropic import AnthropicNarrator
 from engine.narrators.base import NarratorError
-from tests.conftest import turn_json
+from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import anthropic_sse as sse
 from tests.wire.server import Reset, Silent, Status, Stream, WireServer
 
@@ -48,20 +48,6 @@ async def play(session, command="take lamp"):
     return [event async for event in session.play(command)]
 
 
-def names(events):
-    return [e.event for e in events]
-
-
-def shown(events):
-    text = ""
-    for e in events:
-        if e.event == "prose_delta":
-            text += e.text
-        elif e.event == "prose_replaced" and e.changed:
-            text = e.text
-    return text
-
-
 def all_text(message):
     return " ".join(block.get("text", "") if isinstance(block, dict) else "" for block in message["content"])
 
@@ -72,9 +58,9 @@ async def test_the_narrative_streams_word_by_word_while_the_tool_input_is_writte
     events = await play(session)
     deltas = [e.text for e in events if e.event == "prose_delta"]
     assert len(deltas) >= 10
-    assert names(events).index("prose_delta") < names(events).index("attempt_finished")
+    assert event_names(events).index("prose_delta") < event_names(events).index("attempt_finished")
     assert "".join(deltas) == LAMP_PROSE
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
     assert session.state["items"]["lamp"] == "player"
     body = server.requests[0].body
     assert server.requests[0].path == "/v1/messages"
@@ -120,7 +106,7 @@ async def test_a_text_only_answer_gets_the_corrective_request_then_commits(pack,
     events = await play(session)
     failed = next(e for e in events if e.event == "validation_failed")
     assert failed.issues[0].rule == "output.missing"
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
     assert session.state["items"]["lamp"] == "player"
     messages = server.requests[1].body["messages"]
     assert messages[-2] == {"role": "assistant", "content": [{"type": "text", "text": "You pick up the lamp. It is heavy."}]}
@@ -135,7 +121,7 @@ async def test_a_thinking_only_answer_with_thinking_on_gets_the_corrective_reque
     session = session_for(pack, server, thinking=True)
     events = await play(session)
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.missing"]
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
     first, second = (r.body for r in server.requests)
     assert first["tool_choice"] == {"type": "auto"}
     assert first["thinking"] == {"type": "adaptive"}  # the default model thinks adaptively
@@ -160,8 +146,8 @@ async def test_a_turn_cut_off_at_max_tokens_is_an_issue_and_the_correction_commi
     attempt = next(e for e in events if e.event == "attempt_finished")
     assert attempt.stop_reason == "max_tokens"
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.truncated"]
-    assert names(events)[-1] == "turn_committed"
-    assert shown(events) == "You take the lamp."
+    assert event_names(events)[-1] == "turn_committed"
+    assert prose_on_screen(events) == "You take the lamp."
     correction = server.requests[1].body["messages"]
     assert "output.truncated" in all_text(correction[-1])
     assert GOOD[:40] in all_text(correction[-2])  # the cut-off output, as the model wrote it
@@ -174,10 +160,10 @@ async def test_a_refusal_fails_the_turn_at_once_without_corrections(pack, server
     session = session_for(pack, server)
     before = session.state
     events = await play(session)
-    assert names(events)[-1] == "turn_failed"
+    assert event_names(events)[-1] == "turn_failed"
     assert events[-1].issues[0].rule == "narrator.refusal"
     assert "declined" in events[-1].issues[0].message
-    assert "correction_started" not in names(events)
+    assert "correction_started" not in event_names(events)
     assert len(server.requests) == 1
     assert session.state == before and session.history == ()
 
@@ -190,10 +176,10 @@ async def test_an_overloaded_error_event_mid_stream_is_retried_without_spending_
     events = await play(session)
     retrying = next(e for e in events if e.event == "narrator_retrying")
     assert "overloaded" in retrying.reason
-    wiped = names(events).index("prose_replaced")
-    assert names(events).index("prose_delta") < wiped < names(events).index("narrator_retrying")
-    assert names(events)[-1] == "turn_committed"
-    assert shown(events) == LAMP_PROSE
+    wiped = event_names(events).index("prose_replaced")
+    assert event_names(events).index("prose_delta") < wiped < event_names(events).index("narrator_retrying")
+    assert event_names(events)[-1] == "turn_committed"
+    assert prose_on_screen(events) == LAMP_PROSE
     assert len(sleeps) == 1 and len(server.requests) == 2
 
 
@@ -207,7 +193,7 @@ async def test_a_429_waits_as_long_as_retry_after_says(pack, server):
     retrying = next(e for e in events if e.event == "narrator_retrying")
     assert retrying.delay == 7.0 and "rate limited" in retrying.reason
     assert sleeps == [7.0]
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
     assert len(server.requests) == 2  # the SDK itself never retried
 
 
@@ -218,7 +204,7 @@ async def test_a_529_overloaded_answer_is_retried(pack, server):
     events = await play(session_for(pack, server, sleeps=sleeps))
     assert sleeps == [3.0]
     assert "overloaded" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
 
 
 @pytest.mark.parametrize("fault", [Reset(), Stream([sse.message_start(), *sse.tool_block(0, GOOD)[:6]], then="reset")],
@@ -239,7 +225,7 @@ async def test_a_stalled_stream_is_retried_after_the_read_timeout(pack, server):
     session = session_for(pack, server, sleeps=[], timeouts=Timeouts(read=0.3))
     events = await play(session)
     assert "stopped sending" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_cancel_closes_the_http_stream_within_200_ms(pack, server):
@@ -248,11 +234,11 @@ async def test_cancel_closes_the_http_stream_within_200_ms(pack, server):
     events, cancelled_at = [], None
     async for event in session.play("take lamp"):
         events.append(event)
-        if event.event == "prose_delta" and cancelled_at is None and names(events).count("prose_delta") == 2:
+        if event.event == "prose_delta" and cancelled_at is None and event_names(events).count("prose_delta") == 2:
             cancelled_at = time.monotonic()
             session.cancel()
     closed_at = server.wait_closed()
-    assert names(events)[-1] == "turn_cancelled"
+    assert event_names(events)[-1] == "turn_cancelled"
     assert cancelled_at is not None and closed_at is not None
     assert closed_at - cancelled_at < 0.2
     assert session.state["items"]["lamp"] == "shore" and session.history == ()
@@ -265,7 +251,7 @@ async def test_a_correction_carries_only_the_last_rejection_and_stays_the_same_s
                   Stream(sse.turn_stream(GOOD, cache_read=2000)))
     session = session_for(pack, server)
     events = await play(session)
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
     second, third = server.requests[1], server.requests[2]
     assert "far out to sea" in json.dumps(second.body) and "brass sword" not in json.dumps(second.body)
     assert "brass sword" in json.dumps(third.body) and "far out to sea" not in json.dumps(third.body)
@@ -287,7 +273,7 @@ async def test_malformed_tool_json_reaches_the_judge_instead_of_crashing(pack, s
     session = session_for(pack, server)
     events = await play(session)
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.json"]
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_pause_turn_is_continued_with_the_partial_answer(pack, server):
@@ -295,8 +281,8 @@ async def test_pause_turn_is_continued_with_the_partial_answer(pack, server):
     server.script(Stream(paused), Stream(sse.turn_stream(GOOD)))
     session = session_for(pack, server)
     events = await play(session)
-    assert "validation_failed" not in names(events)
-    assert names(events)[-1] == "turn_committed"
+    assert "validation_failed" not in event_names(events)
+    assert event_names(events)[-1] == "turn_committed"
     assert server.requests[1].body["messages"][-1] == {
         "role": "assistant", "content": [{"type": "text", "text": "Let me think about the shore."}]}
     assert server.requests[1].body["messages"][:-1] == server.requests[0].body["messages"]
@@ -305,7 +291,7 @@ async def test_pause_turn_is_continued_with_the_partial_answer(pack, server):
 async def test_a_rejected_key_says_which_variable_to_set(pack, server):
     server.script(Status(401, sse.error_body("authentication_error", "invalid x-api-key: sk-ant-test-key")))
     events = await play(session_for(pack, server))
-    assert names(events)[-1] == "turn_failed"
+    assert event_names(events)[-1] == "turn_failed"
     assert "ANTHROPIC_API_KEY" in events[-1].issues[0].message
     assert "sk-ant-test-key" not in events[-1].issues[0].message
     assert len(server.requests) == 1
@@ -315,7 +301,7 @@ async def test_a_context_window_overflow_suggests_summarising_or_a_larger_model(
     server.script(Stream([sse.message_start(), *sse.tool_block(0, GOOD)[:4], *sse.message_end("model_context_window_exceeded")]))
     events = await play(session_for(pack, server))
     message = events[-1].issues[0].message
-    assert names(events)[-1] == "turn_failed"
+    assert event_names(events)[-1] == "turn_failed"
     assert "context window" in message and "Summarise" in message and "--model" in message
 
 
@@ -380,7 +366,7 @@ async def test_an_unreachable_endpoint_is_retried_with_backoff_then_fails_saying
 
     narrator = AnthropicNarrator(api_key="sk-ant-test-key", base_url=url, timeouts=Timeouts(connect=0.5))
     events = await play(Session(pack, narrator, sleep=record))
-    assert names(events)[-1] == "turn_failed"
+    assert event_names(events)[-1] == "turn_failed"
     assert f"cannot connect to Anthropic at {url}" in events[-1].issues[0].message
     assert sleeps == [1.0, 2.0, 4.0, 8.0]
 
@@ -389,7 +375,7 @@ async def test_a_server_that_never_answers_is_retried_after_the_read_timeout(pac
     server.script(Silent(), Stream(sse.turn_stream(GOOD)))
     events = await play(session_for(pack, server, sleeps=[], timeouts=Timeouts(read=0.3)))
     assert "stopped sending" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection_within_200_ms(pack, server):
@@ -402,7 +388,7 @@ async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection_wit
     session.cancel()
     events = await playing
     closed_at = server.wait_closed()
-    assert names(events)[-1] == "turn_cancelled"
+    assert event_names(events)[-1] == "turn_cancelled"
     assert closed_at is not None and closed_at - cancelled_at < 0.2
 
 
@@ -410,8 +396,8 @@ async def test_a_stream_that_ends_before_message_delta_is_retried_not_judged(pac
     server.script(Stream([sse.message_start(), *sse.tool_block(0, GOOD)]), Stream(sse.turn_stream(GOOD)))
     events = await play(session_for(pack, server, sleeps=[], budget=0))
     assert "stopped before it was complete" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert names(events).count("attempt_finished") == 1
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events).count("attempt_finished") == 1
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_with_thinking_on_history_is_sent_as_text_so_no_thinking_block_is_demanded(pack, server):

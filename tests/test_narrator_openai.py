@@ -16,7 +16,7 @@ from engine import Session
 from engine.narrators._shared import Timeouts
 from engine.narrators.base import NarratorError
 from engine.narrators.openai import OpenAINarrator
-from tests.conftest import turn_json
+from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import openai_sse as sse
 from tests.wire.server import Reset, Silent, Status, Stream, WireServer
 
@@ -48,28 +48,14 @@ async def play(session, command="take lamp"):
     return [event async for event in session.play(command)]
 
 
-def names(events):
-    return [e.event for e in events]
-
-
-def shown(events):
-    text = ""
-    for e in events:
-        if e.event == "prose_delta":
-            text += e.text
-        elif e.event == "prose_replaced" and e.changed:
-            text = e.text
-    return text
-
-
 async def test_tools_mode_streams_the_narrative_from_the_function_arguments(pack, server):
     server.script(Stream(sse.tool_stream(GOOD, cached=1200)))
     session = session_for(pack, server, model="qwen2.5:7b")
     events = await play(session)
-    assert names(events).count("prose_delta") >= 10
-    assert names(events).index("prose_delta") < names(events).index("attempt_finished")
-    assert shown(events) == LAMP_PROSE
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events).count("prose_delta") >= 10
+    assert event_names(events).index("prose_delta") < event_names(events).index("attempt_finished")
+    assert prose_on_screen(events) == LAMP_PROSE
+    assert event_names(events)[-1] == "turn_committed"
     assert session.state["items"]["lamp"] == "player"
     usage = next(e for e in events if e.event == "attempt_finished").usage
     assert usage == {"input_tokens": 1500, "output_tokens": 160, "cached_tokens": 1200}
@@ -89,8 +75,8 @@ async def test_json_mode_streams_the_narrative_from_the_content(pack, server):
     server.script(Stream(sse.content_stream(GOOD)))
     session = session_for(pack, server, output="json")
     events = await play(session)
-    assert names(events).count("prose_delta") >= 10
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events).count("prose_delta") >= 10
+    assert event_names(events)[-1] == "turn_committed"
     body = server.requests[0].body
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["name"] == "turn"
@@ -104,7 +90,7 @@ async def test_a_server_that_ignores_the_json_schema_gets_told_so(pack, server):
     session = session_for(pack, server, output="json")
     events = await play(session)
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.json"]
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
     messages = server.requests[1].body["messages"]
     assert messages[-2] == {"role": "assistant", "content": "You pick up the lamp and feel its weight."}
     assert messages[-1]["role"] == "user"
@@ -117,7 +103,7 @@ async def test_a_cut_off_json_answer_is_not_blamed_on_the_schema(pack, server):
     events = await play(session_for(pack, server, output="json"))
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.truncated"]
     assert "ignored the JSON schema" not in json.dumps(server.requests[1].body)
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_text_instead_of_a_tool_call_gets_the_corrective_request(pack, server):
@@ -125,7 +111,7 @@ async def test_text_instead_of_a_tool_call_gets_the_corrective_request(pack, ser
     session = session_for(pack, server)
     events = await play(session)
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.missing"]
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
     messages = server.requests[1].body["messages"]
     assert messages[-2:] == [{"role": "assistant", "content": "You take the lamp."},
                              {"role": "user", "content": MISSING_WORDS}]
@@ -137,7 +123,7 @@ async def test_a_correction_carries_only_the_last_rejected_call(pack, server):
     server.script(Stream(sse.tool_stream(wrong_room)), Stream(sse.tool_stream(wrong_item)), Stream(sse.tool_stream(GOOD)))
     session = session_for(pack, server)
     events = await play(session)
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
     second, third = server.requests[1], server.requests[2]
     assert "far out to sea" in json.dumps(second.body) and "brass sword" not in json.dumps(second.body)
     assert "brass sword" in json.dumps(third.body) and "far out to sea" not in json.dumps(third.body)
@@ -164,7 +150,7 @@ async def test_a_refusal_fails_the_turn_at_once(pack, server):
     server.script(Stream(sse.refusal_stream("I can't help with that.")))
     session = session_for(pack, server, output="json")
     events = await play(session)
-    assert names(events)[-1] == "turn_failed"
+    assert event_names(events)[-1] == "turn_failed"
     assert events[-1].issues[0].rule == "narrator.refusal"
     assert "I can't help with that." in events[-1].issues[0].message
     assert len(server.requests) == 1 and session.history == ()
@@ -178,13 +164,13 @@ async def test_a_429_waits_as_long_as_retry_after_says(pack, server):
     events = await play(session_for(pack, server, sleeps=sleeps))
     assert sleeps == [5.0]
     assert next(e for e in events if e.event == "narrator_retrying").delay == 5.0
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_an_exhausted_quota_is_not_retried(pack, server):
     server.script(Status(429, sse.error_body("You exceeded your current quota", "insufficient_quota", "insufficient_quota")))
     events = await play(session_for(pack, server, sleeps=[]))
-    assert names(events)[-1] == "turn_failed" and "out of credit" in events[-1].issues[0].message
+    assert event_names(events)[-1] == "turn_failed" and "out of credit" in events[-1].issues[0].message
     assert len(server.requests) == 1
 
 
@@ -194,7 +180,7 @@ async def test_an_error_chunk_mid_stream_is_retried(pack, server):
     server.script(Stream(broken), Stream(sse.tool_stream(GOOD)))
     events = await play(session_for(pack, server, sleeps=[]))
     assert "overloaded" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert names(events)[-1] == "turn_committed" and shown(events) == LAMP_PROSE
+    assert event_names(events)[-1] == "turn_committed" and prose_on_screen(events) == LAMP_PROSE
 
 
 @pytest.mark.parametrize("fault", [Reset(), Stream(sse.tool_stream(GOOD)[:6], then="reset"),
@@ -204,16 +190,16 @@ async def test_transient_faults_are_retried_and_nothing_broken_is_committed(pack
     server.script(fault, Stream(sse.tool_stream(GOOD)))
     session = session_for(pack, server, sleeps=[])
     events = await play(session)
-    assert names(events).count("narrator_retrying") == 1
-    assert names(events).count("attempt_finished") == 1
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events).count("narrator_retrying") == 1
+    assert event_names(events).count("attempt_finished") == 1
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_a_stalled_stream_is_retried_after_the_read_timeout(pack, server):
     server.script(Stream(sse.tool_stream(GOOD)[:5], then="stall"), Stream(sse.tool_stream(GOOD)))
     events = await play(session_for(pack, server, sleeps=[], timeouts=Timeouts(read=0.3)))
     assert "stopped sending" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_a_server_that_is_not_running_is_retried_then_fails_with_advice(pack):
@@ -226,7 +212,7 @@ async def test_a_server_that_is_not_running_is_retried_then_fails_with_advice(pa
         sleeps.append(seconds)
 
     events = await play(Session(pack, narrator, sleep=record))
-    assert names(events)[-1] == "turn_failed"
+    assert event_names(events)[-1] == "turn_failed"
     assert "is the model server running?" in events[-1].issues[0].message
     assert sleeps == [1.0, 2.0, 4.0, 8.0]  # the engine's visible backoff; no hidden retries
 
@@ -237,11 +223,11 @@ async def test_cancel_closes_the_http_stream_within_200_ms(pack, server):
     events, cancelled_at = [], None
     async for event in session.play("take lamp"):
         events.append(event)
-        if event.event == "prose_delta" and cancelled_at is None and names(events).count("prose_delta") == 2:
+        if event.event == "prose_delta" and cancelled_at is None and event_names(events).count("prose_delta") == 2:
             cancelled_at = time.monotonic()
             session.cancel()
     closed_at = server.wait_closed()
-    assert names(events)[-1] == "turn_cancelled"
+    assert event_names(events)[-1] == "turn_cancelled"
     assert cancelled_at is not None and closed_at is not None
     assert closed_at - cancelled_at < 0.2
     assert session.state["items"]["lamp"] == "shore"
@@ -306,7 +292,7 @@ async def test_a_server_that_never_answers_is_retried_after_the_read_timeout(pac
     server.script(Silent(), Stream(sse.tool_stream(GOOD)))
     events = await play(session_for(pack, server, sleeps=[], timeouts=Timeouts(read=0.3)))
     assert "stopped sending" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection_within_200_ms(pack, server):
@@ -319,7 +305,7 @@ async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection_wit
     session.cancel()
     events = await playing
     closed_at = server.wait_closed()
-    assert names(events)[-1] == "turn_cancelled"
+    assert event_names(events)[-1] == "turn_cancelled"
     assert closed_at is not None and closed_at - cancelled_at < 0.2
 
 
@@ -327,8 +313,8 @@ async def test_a_stream_that_ends_without_finish_or_done_is_retried_not_judged(p
     server.script(Stream(sse.tool_stream(GOOD)[:-3]), Stream(sse.tool_stream(GOOD)))
     events = await play(session_for(pack, server, sleeps=[], budget=0))
     assert "before it was complete" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert names(events).count("attempt_finished") == 1
-    assert names(events)[-1] == "turn_committed"
+    assert event_names(events).count("attempt_finished") == 1
+    assert event_names(events)[-1] == "turn_committed"
 
 
 @pytest.mark.parametrize(("headers", "wait"), [
