@@ -31,7 +31,7 @@ def no_layout_virtual_size() -> Reactive[Size]:
     transcript's widgets; they use this instead, so a streamed line costs one layout,
     not two (relies on Textual 8.2.8 internals; the frame tests cover it).
     """
-    return Reactive(Size(0, 0), layout=False)
+    return Reactive(Size(0, 0), layout=False, repaint=False)
 
 
 class Paragraph(Static):
