@@ -33,17 +33,29 @@ TEXTS = {"prose": "#turn-1 Prose", "status": "#turn-1 StatusRow"}
 
 
 async def play_correction(frame_recorder: Any, correction: GatedReply | None, *, budget: int = 2,
-                          cancel: bool = False, later: list[GatedReply] = ()) -> tuple[FrameRecorder, StoryloomApp]:
-    """Play "take lamp": a first answer that takes the boulder too, then `correction` (held by its gate)."""
-    replies = [GatedReply(turn_text(FIRST_PROSE, TAKE_BOTH))]
+                          cancel: bool = False, later: list[GatedReply] = (), earlier: int = 0,
+                          size: tuple[int, int] = SIZE) -> tuple[FrameRecorder, StoryloomApp]:
+    """Play "take lamp": a first answer that takes the boulder too, then `correction` (held by its gate).
+
+    With `earlier`, that many turns are played first, so the transcript is full and scrolled.
+    """
+    replies = [GatedReply(turn_text(f"You wait. The rain goes on, turn {i}.\n\nNothing else happens."))
+               for i in range(earlier)]
+    replies.append(GatedReply(turn_text(FIRST_PROSE, TAKE_BOTH)))
     if correction is not None:
         replies.append(correction)
     replies += list(later)
     holder: list[FrameRecorder] = []
     session = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator(replies), budget=budget)
     app = StoryloomApp(session, on_event=lambda event: holder[0].mark(event.event), blink=False)
-    async with app.run_test(size=SIZE) as pilot:
-        holder.append(frame_recorder(app, regions=REGIONS, texts=TEXTS))
+    turn = earlier + 1
+    async with app.run_test(size=size) as pilot:
+        for i in range(earlier):
+            await pilot.press(*"wait", "enter")
+            await until(pilot, lambda i=i: app.game.latest_message() is not None
+                        and app.game.latest_message().turn == i + 1 and not app.game.running)
+        holder.append(frame_recorder(app, regions={**REGIONS, "message": f"#turn-{turn}"},
+                                     texts={"prose": f"#turn-{turn} Prose", "status": f"#turn-{turn} StatusRow"}))
         await pilot.press(*"take lamp", "enter")
         await until(pilot, lambda: "correction_started" in holder[0].all_marks())
         await pilot.pause()
@@ -156,3 +168,16 @@ async def test_status_updates_never_trigger_a_layout(frame_recorder):
         await until(pilot, lambda: not app.game.running)
         assert layouts == []
         assert message.region == before
+
+
+async def test_a_full_scrolled_transcript_at_80x24_keeps_the_corrected_message_still(frame_recorder, frame_baselines):
+    gate = asyncio.Event()
+    recorder, app = await play_correction(frame_recorder, GatedReply(turn_text(NEW_PROSE, TAKE_LAMP), before=gate),
+                                          earlier=6, size=(80, 24))
+
+    assert app.session.next_turn == 8
+    assert_still(recorder.between("correction_started", "prose_replaced"), "message")
+    assert_still(recorder.frames, "input")
+    window = recorder.between("correction_started")
+    assert len(recorder.changes(window, "prose")) == 1
+    frame_baselines.check("correction_prose_changed_80x24_scrolled", recorder.sequences(window))
