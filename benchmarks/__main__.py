@@ -4,6 +4,10 @@
     python -m benchmarks --quick         # tiny sizes: checks that every benchmark runs
     python -m benchmarks --only 1 3      # some of them
     python -m benchmarks --json out.json # where the JSON goes (default benchmarks/results.json)
+    python -m benchmarks --markdown t.md # also write the table, with date and machine, for the README
+
+ratio = storyloom / baseline: below 1 is better for times, bytes and memory; above 1 is
+better for frames/s and turns/s.
 """
 
 from __future__ import annotations
@@ -68,11 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, to check that everything runs")
     parser.add_argument("--only", type=int, nargs="+", choices=sorted(FIGURES), help="figure numbers to run")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write the results")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the table and notes as Markdown")
     args = parser.parse_args(argv)
     about = machine()
-    print(f"storyloom benchmarks, {about['date']}, {about['machine']}, {about['cpu']} ({about['cores']} cores), "
-          f"Python {about['python']}, Textual {about['textual']}{', quick sizes' if args.quick else ''}",
-          flush=True)
+    heading = (f"storyloom benchmarks, {about['date']}, {about['machine']}, {about['cpu']} ({about['cores']} cores), "
+               f"Python {about['python']}, Textual {about['textual']}{', quick sizes' if args.quick else ''}")
+    print(heading, flush=True)
     figures: list[Figure] = []
     failed: dict[str, str] = {}
     for number in args.only or sorted(FIGURES):
@@ -94,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     args.json.write_text(json.dumps({"machine": about, "quick": args.quick,
                                      "figures": [f.to_json() for f in figures], "failed": failed},
                                     indent=1) + "\n", encoding="utf-8")
+    if args.markdown is not None:
+        args.markdown.write_text(f"{heading}\n\n{table(figures)}\n\n{notes(figures)}\n", encoding="utf-8")
     print(f"\nwritten: {args.json}")
     return 1 if failed else 0
 

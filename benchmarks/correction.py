@@ -95,6 +95,21 @@ def _chain_size(narrator: Any, requests: dict[int, Any], upto: int) -> int:
     return len(json.dumps({**params, "messages": messages}, ensure_ascii=False).encode())
 
 
+MODEL_PROSE_CHARS = 1200
+"""A typical real model's turn: two to four short paragraphs."""
+
+
+def _projection(kept_out: list[int], kept_regen: list[int], kept_prose: list[int]) -> list[str]:
+    """What the prose-kept corrections would weigh beside a real model's longer prose (a projection, not a run)."""
+    if not kept_out:
+        return []
+    answer = sum(kept_out) / len(kept_out)
+    rest = (sum(kept_regen) - sum(kept_prose)) / len(kept_regen)
+    projected = answer / (rest + MODEL_PROSE_CHARS)
+    return [f"projection, not measured: the same prose-kept answers beside {MODEL_PROSE_CHARS:,}-character prose "
+            f"would be {projected:.2f}x a regeneration"]
+
+
 def run(quick: bool = False) -> Figure:
     """Play every fault kind; size corrections against regenerations and the chain baseline."""
     from engine.narrators.anthropic import AnthropicNarrator
@@ -113,6 +128,7 @@ def run(quick: bool = False) -> Figure:
     sent_regen: list[int] = []
     kept_out: list[int] = []
     kept_regen: list[int] = []
+    kept_prose: list[int] = []
     narratives: list[int] = []
     for kind in FAULT_KINDS:
         for turn in asyncio.run(_play(pack, (kind,), per_kind, budget=2, stubborn=0.0, seed=11)):
@@ -126,6 +142,7 @@ def run(quick: bool = False) -> Figure:
             if patch_only and '"narrative"' not in answer:
                 kept_out.append(len(answer))
                 kept_regen.append(len(whole))
+                kept_prose.append(len(turn.committed["narrative"]))
             narratives.append(len(turn.committed["narrative"]))
             out_ratio[kind].append(len(answer) / len(whole))
             sent_correction.append(_size(sizer, turn.requests[2]))
@@ -177,6 +194,7 @@ def run(quick: bool = False) -> Figure:
         f"median committed narrative {median(narratives):.0f} characters: the patch and suggestions a "
         f"correction still sends weigh more beside short prose; {len(kept_out)} of {len(correction_out[True])} "
         f"patch-only corrections left the prose out (the offline narrator resends it a quarter of the time)",
+        *_projection(kept_out, kept_regen, kept_prose),
         f"{len(first)} turns reached a 3rd correction (stubborn faults, budget 3)",
         "output tokens ~ characters/4; request bytes as the Anthropic narrator would send them",
     ]

@@ -3,9 +3,10 @@
 Both run as fresh interpreters in the same run, alternately, headless at 120x40.
 The clock starts in the parent just before the child is spawned, and stops when
 the child reports its first paint (the first call of the app's display step that
-carries a frame) on stdout. storyloom's child builds what `storyloom play` builds
-(`tui.settings.load_settings`, the default story, the configured narrator, a
-`Session`, `StoryloomApp`); the bare child paints one `Static`.
+carries a frame) on stdout. storyloom's child runs the `storyloom` command itself
+(`tui.cli.main(["play"])`: settings, the default story, the offline narrator, the
+app), with `App.run` made headless; the bare child paints one `Static`. Settings
+and saves point at an empty temporary folder.
 """
 
 from __future__ import annotations
@@ -30,17 +31,13 @@ def _display(self, screen, renderable):
 App._display = _display
 
 if sys.argv[1] == "storyloom":
-    import tui.cli  # the entry point's own imports
-    from engine import Session
-    from engine.packs import load_pack
-    from tui.app import StoryloomApp
-    from tui.cli import build_parser
-    from tui.settings import DEFAULT_STORY, create_narrator, load_settings
+    _run = App.run
+    def _headless_run(self, *args, **kwargs):
+        return _run(self, *args, **{**kwargs, "headless": True, "size": (120, 40)})
+    App.run = _headless_run
 
-    args = build_parser().parse_args(["play"])
-    settings = load_settings(args)
-    pack = load_pack(DEFAULT_STORY)
-    app = StoryloomApp(Session(pack, create_narrator(settings, pack, interactive=True), budget=settings.budget))
+    from tui.cli import main  # exactly what the `storyloom` command runs
+    main(["play"])
 else:
     from textual.widgets import Static
 
@@ -48,8 +45,7 @@ else:
         def compose(self):
             yield Static("Hello")
 
-    app = Bare()
-app.run(headless=True, size=(120, 40))
+    Bare().run(headless=True, size=(120, 40))
 """
 
 

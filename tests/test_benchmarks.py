@@ -69,6 +69,14 @@ def test_the_command_prints_a_table_and_writes_json(tmp_path, capsys):
             assert {"metric", "storyloom", "baseline", "ratio", "target", "met"} <= set(row)
 
 
+def test_the_markdown_table_names_the_date_and_machine(tmp_path, capsys):
+    page = tmp_path / "table.md"
+    assert main(["--quick", "--only", "7", "--json", str(tmp_path / "r.json"), "--markdown", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("storyloom benchmarks, ") and " UTC, " in text
+    assert "| 7 | validation |" in text
+
+
 def test_a_missed_target_is_shown_in_bold():
     figure = Figure(9, "demo", "nothing")
     figure.add(Row("s", 2.0, 1.0, target="ratio <= 1.3", met=False))
