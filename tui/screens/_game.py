@@ -308,6 +308,7 @@ class GameScreen(Screen[None]):
             elif turn in self._archived:
                 self._archived[turn].set_outcome(turn, "undone", "undone · this turn no longer counts")
         self.side_panel.show_state(event.state)
+        self.command_input.suggest(())  # the undone turn's suggestions no longer apply
         self.ended = False
         self._update_retry_offer()
         self.refresh_bindings()
