@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
