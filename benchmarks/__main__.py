@@ -42,7 +42,7 @@ def machine() -> dict[str, Any]:
 
     return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine(),
             "cpu": cpu or platform.processor(), "cores": os.cpu_count(), "python": platform.python_version(),
-            "textual": textual.__version__}
+            "textual": textual.__version__, "load": round(os.getloadavg()[0], 2)}
 
 
 def table(figures: list[Figure]) -> str:
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     about = machine()
     heading = (f"storyloom benchmarks, {about['date']}, {about['machine']}, {about['cpu']} ({about['cores']} cores), "
-               f"Python {about['python']}, Textual {about['textual']}{', quick sizes' if args.quick else ''}")
+               f"Python {about['python']}, Textual {about['textual']}, load average {about['load']} at the start"
+               f"{', quick sizes' if args.quick else ''}")
     print(heading, flush=True)
     figures: list[Figure] = []
     failed: dict[str, str] = {}
