@@ -305,6 +305,10 @@ async def test_scrolling_up_is_not_yanked_back_and_the_follow_hint_brings_the_vi
         assert transcript.max_scroll_y > 0 and transcript.following and not hint.display
         await send(pilot, "take lamp")
         await until(pilot, lambda: pause_reached(app))
+        await pilot.press("pageup")  # from the input line: scrolls the story, types nothing
+        await pilot.pause()
+        assert app.game.command_input.value == ""
+        assert transcript.scroll_y < transcript.max_scroll_y - 1 and hint.display
         transcript.scroll_home(animate=False, immediate=True)
         await pilot.pause()
         assert hint.display

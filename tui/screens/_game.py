@@ -47,6 +47,8 @@ class GameScreen(Screen[None]):
         Binding("ctrl+r", "retry", "Retry", priority=True),
         Binding("ctrl+d", "details", "Details", priority=True),
         Binding("ctrl+z", "undo", "Undo", priority=True),
+        Binding("pageup", "page_transcript(-1)", "Scroll up", show=False),
+        Binding("pagedown", "page_transcript(1)", "Scroll down", show=False),
     ]
 
     def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
@@ -250,6 +252,13 @@ class GameScreen(Screen[None]):
         if action == "undo":
             return not self.running and bool(self._committed)
         return True
+
+    def action_page_transcript(self, direction: int) -> None:
+        """Page up / page down scroll the story while the input keeps focus (typing still types)."""
+        if direction < 0:
+            self.transcript.scroll_page_up(animate=False)
+        else:
+            self.transcript.scroll_page_down(animate=False)
 
     def action_cancel(self) -> None:
         """Esc: cancel the turn in flight (the engine then reports turn_cancelled)."""
