@@ -430,3 +430,26 @@ async def test_a_failing_save_hook_is_reported_and_the_game_goes_on():
         assert app.game.latest_message().outcome == "committed"
         notes = [n.message for n in app._notifications]
         assert len(notes) == 1 and "No space left on device" in notes[0]
+
+
+async def test_a_resumed_story_shows_its_committed_turns_and_can_undo_them():
+    from engine.narrators.base import Exchange
+    from engine.state import initial_state
+    from engine.turns import Turn
+
+    pack = parse_pack(SHORE_PACK, "shore.toml")
+    start = initial_state(pack)
+    carried = {**start, "items": {**start["items"], "lamp": "player"}}
+    history = (Exchange("take lamp", Turn(narrative=PROSE, state_patch=TAKE_LAMP)),)
+    session = Session(pack, GatedNarrator([]), next_turn=2)
+    session.restore(carried, history, [(start, ())])
+    app = StoryloomApp(session, blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        screen = painted(app)
+        assert "› take lamp" in screen and PROSE in screen
+        assert "brass lamp" in app.game.side_panel.render().plain
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert session.state == start
+        assert "undone · this turn no longer counts" in painted(app)

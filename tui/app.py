@@ -11,7 +11,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from engine import Session
+from engine import Event, Session
 from tui.screens import GameScreen
 from tui.screens._game import EventHook, UndoHook
 
@@ -97,30 +97,57 @@ class StoryloomApp(App[int]):
 
 
 def run_app(args: argparse.Namespace) -> int:
-    """`storyloom` / `storyloom play`: load the story and narrator, then run the UI.
+    """`storyloom` / `storyloom play`: load the story, narrator and save, then run the UI.
+
+    Every session is saved (autosave): a new save in the saves folder, or `--save PATH`,
+    or the save named by `--resume`. The journal sees each event before the screen
+    shows it, so a commit is on disk before it shows as committed.
 
     Returns:
-        The exit code: 0, or 2 when the story or the settings are wrong.
+        The exit code: 0, or 2 when the story, the settings or the save are wrong.
     """
     from engine.packs import PackError, load_pack
+    from saves.errors import SaveError
+    from saves.resume import continued_settings, resume_with, start_new
     from tui.settings import DEFAULT_STORY, SettingsError, create_narrator, load_settings
 
     try:
         settings = load_settings(args)
-        pack = load_pack(getattr(args, "story", None) or DEFAULT_STORY)
-        narrator = create_narrator(settings, pack, interactive=True)
+        if getattr(args, "resume", None):
+            resumed = resume_with(args.resume, lambda p, header: create_narrator(
+                continued_settings(settings, header), p, interactive=True), budget=getattr(args, "budget", None))
+            for warning in resumed.warnings:
+                print(f"storyloom: warning: {warning}", file=sys.stderr)
+            pack, session, journal = resumed.pack, resumed.session, resumed.journal
+        else:
+            source = getattr(args, "story", None) or DEFAULT_STORY
+            pack = load_pack(source)
+            session, journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings,
+                                         source=source, path=getattr(args, "save", None))
     except PackError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
-    except SettingsError as exc:
+    except (SettingsError, SaveError) as exc:
         print(f"storyloom: {exc}", file=sys.stderr)
         return 2
 
-    def new_session() -> Session:
-        return Session(pack, create_narrator(settings, pack, interactive=True), budget=settings.budget)
+    journals = [journal]
 
-    app = StoryloomApp(Session(pack, narrator, budget=settings.budget), new_session=new_session,
-                       theme=settings.theme, tune_gc=True)
-    result = app.run()
+    def record(event: Event) -> None:
+        journals[-1].record(event)
+
+    def new_session() -> Session:
+        journals[-1].close()
+        fresh, fresh_journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings,
+                                         source=getattr(args, "story", None) or DEFAULT_STORY)
+        journals.append(fresh_journal)
+        return fresh
+
+    app = StoryloomApp(session, on_event=record, new_session=new_session, theme=settings.theme, tune_gc=True)
+    try:
+        result = app.run()
+    finally:
+        journals[-1].close()
+    print(f"storyloom: saved to {journals[-1].path}", file=sys.stderr)
     return result if isinstance(result, int) else 0

@@ -16,7 +16,16 @@ from textual.widgets import Footer, Header, Input
 from engine import Event, Session
 from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
 from tui.screens._issue_details import IssueDetailsScreen
-from tui.widgets import ArchivedTurns, CommandInput, FollowHint, SidePanel, StoryText, Transcript, TurnMessage
+from tui.widgets import (
+    ArchivedTurns,
+    CommandInput,
+    FollowHint,
+    SidePanel,
+    StoryText,
+    Transcript,
+    TurnMessage,
+    TurnRecord,
+)
 
 KEEP_LIVE = 12
 """Turns kept as live messages (focusable, with details); older ones are folded into blocks."""
@@ -110,8 +119,24 @@ class GameScreen(Screen[None]):
         narrator = self.session.narrator
         self.sub_title = f"{getattr(narrator, 'name', '')} {getattr(narrator, 'model', '')}".strip()
         self.command_input.focus()
+        self._show_history()
         if self._tune_gc:
             self.call_after_refresh(_freeze_garbage_collector)
+
+    def _show_history(self) -> None:
+        """A resumed story shows its committed turns (folded into one block) under the intro."""
+        history = self.session.history
+        if not history:
+            return
+        count = len(history)
+        # The save's turn numbers are not in the history; negative ids keep them apart from new turns.
+        records = [TurnRecord(i - count, exchange.player_input, exchange.turn.narrative, "committed", "")
+                   for i, exchange in enumerate(history)]
+        block = self._last_block = ArchivedTurns(records)
+        self.transcript.mount(block)
+        for record in records:
+            self._archived[record.turn] = block
+            self._committed.append(record.turn)
 
     # -- sending commands and retrying
 
@@ -336,6 +361,7 @@ class GameScreen(Screen[None]):
         with self.app.batch_update():
             await transcript.remove_children([w for w in transcript.children if not isinstance(w, FollowHint)])
             await transcript.mount(StoryText(session.pack.title, session.pack.intro, id="intro"))
+            self._show_history()
         self.side_panel.show_state(session.state)
         self.command_input.suggest(())
         self.command_input.focus()
