@@ -6,8 +6,11 @@ JSON-serialisable dict and `event_from_json` reads it back.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_type_hints
+
+from pydantic import TypeAdapter, ValidationError
 
 from engine.turns import Issue
 
@@ -160,27 +163,52 @@ EVENT_TYPES: dict[str, type[Event]] = {
 
 
 def event_from_json(data: dict[str, Any]) -> Event:
-    """Rebuild an event from `Event.to_json` output.
+    """Rebuild an event from `Event.to_json` output, every field checked against its declared type.
+
+    A save is a file anyone can edit: a field of the wrong type must be refused here,
+    not crash whatever reads the event later.
 
     Raises:
-        ValueError: the name is unknown or a field is missing.
+        ValueError: the name is unknown, a field is missing or of the wrong type.
     """
     cls = EVENT_TYPES.get(data.get("event", ""))
     if cls is None:
         raise ValueError(f"unknown event {data.get('event')!r}")
     kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name not in data:
-            continue
-        value = data[f.name]
-        if f.name == "issues":
-            value = tuple(Issue.from_json(i) for i in value)
-        elif f.name == "deltas":
-            value = tuple(tuple(d) for d in value)
-        elif isinstance(value, list):
-            value = tuple(value)
-        kwargs[f.name] = value
+    try:
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            if f.name == "issues":
+                value = tuple(_issue(i) for i in value)
+            elif f.name == "deltas":
+                value = tuple(tuple(d) for d in value)
+            elif isinstance(value, list):
+                value = tuple(value)
+            kwargs[f.name] = value
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"bad {cls.event} event: {exc}") from None
+    checks = _field_checks(cls)
+    for name, value in kwargs.items():
+        try:
+            checks[name].validate_python(value, strict=True)
+        except ValidationError:
+            raise ValueError(f"bad {cls.event} event: {name} is not a {checks[name]._type}") from None
     try:
         return cls(**kwargs)
     except TypeError as exc:
         raise ValueError(f"bad {cls.event} event: {exc}") from None
+
+
+def _issue(data: Any) -> Issue:
+    if not (isinstance(data, dict) and all(isinstance(data.get(k), str) for k in ("path", "rule", "message"))):
+        raise ValueError("an issue must have a text path, rule and message")
+    return Issue.from_json(data)
+
+
+@functools.cache
+def _field_checks(cls: type[Event]) -> dict[str, TypeAdapter[Any]]:
+    """A strict validator per field of an event class, from its annotations."""
+    hints = get_type_hints(cls)
+    return {f.name: TypeAdapter(hints[f.name]) for f in fields(cls)}

@@ -356,7 +356,7 @@ def _joined(deltas: Any, kind: str) -> str | None:
     """The text of an attempt's deltas of one kind ("s" structured, "t" text), None when there are none."""
     if not isinstance(deltas, list):
         return None
-    chunks = [d[2] for d in deltas if isinstance(d, list) and len(d) == 3 and d[1] == kind]
+    chunks = [d[2] for d in deltas if isinstance(d, list) and len(d) == 3 and d[1] == kind and isinstance(d[2], str)]
     return "".join(chunks) if chunks else None
 
 

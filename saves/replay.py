@@ -26,6 +26,7 @@ from engine.narrators.base import Finish
 from engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from engine.packs import StoryPack
 from engine.state import canonical_json, state_hash
+from saves.errors import CorruptRecord
 from saves.journal import Record, Save
 from saves.verify import open_pack, rebuild
 
@@ -124,9 +125,14 @@ def replay_plan(save: Save, *, speed: float = math.inf, pack: StoryPack | None =
     """
     pack = open_pack(save.header, save.path, pack)
     final_hash = state_hash(rebuild(save, pack).state)
-    answers = _answers(save.records)
+    try:
+        answers = _answers(save.records)
+        steps = _steps(save.records)
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:  # a doctored `partial` or deltas
+        raise CorruptRecord(save.path, f"a record holds data of the wrong shape to replay ({type(exc).__name__}: "
+                                       f"{exc}); the file was damaged or edited") from None
     narrator = ReplayNarrator(answers, speed=speed, model=save.header.model, sleep=sleep)
-    return ReplayPlan(pack, _steps(save.records), narrator, save, final_hash)
+    return ReplayPlan(pack, steps, narrator, save, final_hash)
 
 
 def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:

@@ -1,0 +1,215 @@
+"""Damaged story packs and saves: success or a clear message, never a traceback, and never a write.
+
+Every input goes through the real command line (`tui.cli.main`): `check-story` (and a short
+headless play when the pack passes) for packs; `verify`, `export --format md|json` and
+`replay --headless` for saves; a resume that is refused must leave the save as it was.
+The file's bytes and modification time are compared before and after every reading command.
+Default suite: a few hundred inputs per kind; `-m slow`: thousands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.narrators.base import TransientNarratorError
+from engine.narrators.offline import OfflineNarrator
+from engine.packs import load_pack
+from saves.journal import load_save
+from saves.resume import start_new
+from tests.conftest import SHORE_PACK, Reply, ScriptedNarrator, structured, turn_json
+from tests.hardening.corpus import assert_inert
+from tests.hardening.figures import tally
+from tests.hardening.mutate import damaged_pack, damaged_save
+from tests.hardening.play import shore_file
+from tui.cli import main
+from tui.headless import play_commands
+
+PACKS = {
+    "example": (Path(__file__).parent / "packs" / "example.toml").read_text(encoding="utf-8"),
+    "shore": SHORE_PACK,
+    "lighthouse": (Path(__file__).parents[1] / "engine" / "stories" / "lighthouse.toml").read_text(encoding="utf-8"),
+}
+DEFAULT = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+SLOW = settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("bad-files")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_dirs(folder):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(folder / "data"))
+        patch.setenv("XDG_CONFIG_HOME", str(folder / "config"))
+        yield
+
+
+@pytest.fixture(scope="module")
+def good_save(folder) -> bytes:
+    """A real save with corrections, a failure, a retry and an undo (offline narrator, seed 8, faults 0.5)."""
+    pack = load_pack("lighthouse")
+    path = folder / "good.jsonl"
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=8, faults=0.5), path=path)
+
+    async def play() -> None:
+        with journal:
+            await play_commands(session, ["look", "examine the boat"], on_event=journal.record,
+                                out=open(os.devnull, "w"), err=open(os.devnull, "w"))
+            async for event in session.retry() if session.pending else session.play("take rope"):
+                journal.record(event)
+            async for event in session.play("take rope"):
+                journal.record(event)
+            journal.record(session.undo())
+    asyncio.run(play())
+    assert main(["verify", str(path)]) == 0
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def faulty_save(folder) -> bytes:
+    """A real save with a transient narrator fault mid-stream, a cancel with prose shown, and a retry."""
+    pack_path = shore_file(folder)
+    pack = load_pack(str(pack_path))
+    path = folder / "faulty.jsonl"
+    good = structured("You lift the brass lamp.", [{"op": "replace", "path": "/items/lamp", "value": "player"}])
+    narrator = ScriptedNarrator([
+        Reply(structured=good.structured, raise_after=TransientNarratorError("overloaded")), good,
+        Reply(structured=turn_json("You climb north to the Cliff Path."), hang=True),
+        structured("You climb north to the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}]),
+    ])
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    session, journal = start_new(pack, narrator, source=str(pack_path), path=path, sleep=no_sleep)
+
+    async def play() -> None:
+        with journal:
+            async for event in session.play("take lamp"):
+                journal.record(event)
+            async for event in session.play("north"):
+                journal.record(event)
+                if event.event == "prose_delta":
+                    session.cancel()
+            async for event in session.retry():
+                journal.record(event)
+    asyncio.run(play())
+    kinds = [r.kind for r in load_save(path).records]
+    assert {"narrator_retrying", "turn_cancelled"} <= set(kinds) and kinds.count("turn_committed") == 2
+    assert main(["verify", str(path)]) == 0
+    return path.read_bytes()
+
+
+def run(argv: list[str], capsys) -> tuple[int, str]:
+    """Run one command; a crash (any exception but argparse's exit) fails the test, with the input kept."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse only
+        code = exc.code
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "Traceback" not in text, text[-2000:]
+    assert_inert(text, " ".join(argv[:2]))
+    return code, text
+
+
+def unchanged(path: Path, blob: bytes, stat: os.stat_result) -> None:
+    assert path.read_bytes() == blob, "a reading command changed the file"
+    assert path.stat().st_mtime_ns == stat.st_mtime_ns, "a reading command touched the file"
+
+
+def check_pack(folder: Path, blob: bytes, capsys) -> None:
+    path = folder / "pack.toml"
+    path.write_bytes(blob)
+    stat = path.stat()
+    code, text = run(["check-story", str(path)], capsys)
+    assert code in (0, 2)
+    if code == 2:
+        assert "problem" in text
+    else:
+        commands = folder / "commands.txt"
+        commands.write_text("look\nnorth\ntake lamp\ninventory\n", encoding="utf-8")
+        save = folder / "played.jsonl"
+        save.unlink(missing_ok=True)
+        played, _ = run(["play", "--headless", "--story", str(path), "--commands", str(commands),
+                         "--save", str(save), "--faults", "0.3"], capsys)
+        assert played in (0, 3)
+    unchanged(path, blob, stat)
+
+
+def check_save(folder: Path, blob: bytes, capsys) -> None:
+    path = folder / "damaged.jsonl"
+    path.write_bytes(blob)
+    stat = path.stat()
+    verified, text = run(["verify", str(path)], capsys)
+    assert verified in (0, 1, 2)
+    for fmt in ("md", "json"):
+        exported, _ = run(["export", str(path), "--format", fmt], capsys)
+        assert exported in (0, 1, 2)
+    replayed, _ = run(["replay", str(path), "--headless", "--speed", "inf"], capsys)
+    assert replayed in (0, 1, 2)
+    unchanged(path, blob, stat)
+    if verified != 0:
+        commands = folder / "one.txt"
+        commands.write_text("look\n", encoding="utf-8")
+        resumed, _ = run(["play", "--headless", "--commands", str(commands), "--resume", str(path)], capsys)
+        if resumed == 2:  # refused: the file is left exactly as it was
+            unchanged(path, blob, stat)
+
+
+@pytest.mark.parametrize("name", list(PACKS))
+def test_damaged_story_packs_get_a_clear_answer_and_stay_unchanged(name, folder, capsys):
+    @DEFAULT
+    @given(st.data())
+    def fuzz(data):
+        check_pack(folder, data.draw(damaged_pack(PACKS[name])), capsys)
+        tally("bad files: damaged story packs")
+
+    fuzz()
+
+
+@pytest.mark.parametrize("base", ["good_save", "faulty_save"])
+def test_damaged_saves_get_a_clear_answer_and_stay_unchanged(base, folder, request, capsys):
+    blob = request.getfixturevalue(base)
+
+    @settings(DEFAULT, max_examples=150)
+    @given(st.data())
+    def fuzz(data):
+        check_save(folder, data.draw(damaged_save(blob)), capsys)
+        tally("bad files: damaged saves")
+
+    fuzz()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(PACKS))
+def test_thousands_of_damaged_story_packs(name, folder, capsys):
+    @SLOW
+    @given(st.data())
+    def fuzz(data):
+        check_pack(folder, data.draw(damaged_pack(PACKS[name])), capsys)
+        tally("bad files: damaged story packs")
+
+    fuzz()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("base", ["good_save", "faulty_save"])
+def test_thousands_of_damaged_saves(base, folder, request, capsys):
+    blob = request.getfixturevalue(base)
+
+    @settings(SLOW, max_examples=600)
+    @given(st.data())
+    def fuzz(data):
+        check_save(folder, data.draw(damaged_save(blob)), capsys)
+        tally("bad files: damaged saves")
+
+    fuzz()
