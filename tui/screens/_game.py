@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from textual import on, work
@@ -15,6 +16,7 @@ from textual.widgets import Footer, Header, Input
 
 from engine import Event, Session
 from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
+from engine.safety import safe_text
 from tui.screens._issue_details import IssueDetailsScreen
 from tui.widgets import (
     ArchivedTurns,
@@ -115,9 +117,9 @@ class GameScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.title = self.session.pack.title
+        self.title = safe_text(self.session.pack.title)
         narrator = self.session.narrator
-        self.sub_title = f"{getattr(narrator, 'name', '')} {getattr(narrator, 'model', '')}".strip()
+        self.sub_title = safe_text(f"{getattr(narrator, 'name', '')} {getattr(narrator, 'model', '')}".strip())
         self.command_input.focus()
         self._show_history()
         if self._tune_gc:
@@ -370,14 +372,22 @@ class GameScreen(Screen[None]):
     def transcript_markdown(self) -> str:
         """The story so far as Markdown: the intro and every committed turn's command and prose."""
         pack = self.session.pack
-        parts = [f"# {pack.title}", "", pack.intro, ""]
+        parts = [f"# {_markdown_text(pack.title)}", "", _markdown_text(pack.intro), ""]
         records = {r.turn: r for block in set(self._archived.values()) for r in block.records}
         records.update({turn: message.record() for turn, message in self._messages.items()})
         for turn in sorted(records):
             record = records[turn]
             if record.outcome == "committed":
-                parts += [f"> {record.player_input}", "", record.prose, ""]
+                parts += [f"> {_markdown_text(record.player_input)}", "", _markdown_text(record.prose), ""]
         return "\n".join(parts)
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+
+
+def _markdown_text(text: str) -> str:
+    """Untrusted text as inert Markdown: no control sequences, and no link, image, HTML or emphasis syntax."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", safe_text(text))
 
 
 def _freeze_garbage_collector() -> None:

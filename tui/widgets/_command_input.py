@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
+from engine.safety import safe_text
+
 
 class CommandInput(Input):
     """The player's command line: Enter sends, and typing always types.
@@ -20,7 +22,7 @@ class CommandInput(Input):
 
     def suggest(self, suggestions: tuple[str, ...]) -> None:
         """Show the narrator's suggested next actions as the placeholder."""
-        if suggestions:
-            self.placeholder = "try: " + " · ".join(suggestions)
+        if suggestions:  # model text: never a control sequence in the terminal
+            self.placeholder = safe_text("try: " + " · ".join(s.replace("\n", " ") for s in suggestions))
         else:
             self.placeholder = self.DEFAULT_PLACEHOLDER
