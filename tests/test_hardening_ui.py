@@ -66,8 +66,6 @@ async def test_hostile_prose_and_suggestions_paint_no_control_sequence():
     tally("hostile text: UI prose and commands (painted segments, SVG)", len(SAMPLES))
 
 
-@pytest.mark.xfail(strict=True, reason="tui/widgets/_command_input.py suggest() puts model suggestions in the "
-                                       "placeholder without safe_text (reported to the TUI owner)")
 async def test_hostile_suggestions_paint_no_control_sequence():
     replies = [GatedReply(turn_text("You look around.", suggestions=[s[:80] for s in batch])) for batch in BATCHES]
     app = make_app(*replies)
@@ -80,8 +78,6 @@ async def test_hostile_suggestions_paint_no_control_sequence():
     tally("hostile text: UI suggestions (placeholder, painted segments)", len(SAMPLES))
 
 
-@pytest.mark.xfail(strict=True, reason="tui/screens/_game.py on_mount sets the header title to the pack's title "
-                                       "without safe_text (reported to the TUI owner)")
 async def test_a_hostile_story_pack_paints_no_control_sequence_in_title_intro_or_panel():
     hostile = (Path(__file__).parent / "packs" / "hostile.toml").read_text(encoding="utf-8")
     session = Session(parse_pack(hostile, "hostile.toml"), GatedNarrator([]))
@@ -207,8 +203,6 @@ async def test_transient_faults_show_a_status_in_words_and_retry_commits():
     tally("faults: transient narrator faults in the UI (failed, retry)")
 
 
-@pytest.mark.xfail(strict=True, reason="tui/screens/_game.py transcript_markdown writes model prose without "
-                                       "safe_text or Markdown escaping (reported to the TUI owner)")
 async def test_the_palette_export_writes_no_control_sequence(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     hostile = " ".join(ALL.values())
