@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from engine import Session, load_pack, parse_pack
 from engine.narrators.base import TransientNarratorError
