@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-
 from engine import Session, load_pack, parse_pack
 from engine.narrators.base import TransientNarratorError
 from tests.conftest import SHORE_PACK
