@@ -91,9 +91,10 @@ class StoryloomApp(App[int]):
         try:
             path.write_text(self.game.transcript_markdown(), encoding="utf-8")
         except OSError as exc:
-            self.notify(f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error")
+            self.notify(f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error",
+                        markup=False)
             return
-        self.notify(f"Saved to {path}", title="Exported")
+        self.notify(f"Saved to {path}", title="Exported", markup=False)
 
 
 def run_app(args: argparse.Namespace) -> int:

@@ -169,8 +169,9 @@ class GameScreen(Screen[None]):
             await self.archive_old_turns()
         except Exception as exc:  # an engine bug must not take the player's story with it
             self.log.error("turn failed with an exception", exc)
-            self.notify(f"The turn stopped unexpectedly: {exc}. Nothing was committed by it; the story "
-                        "goes on from the last committed turn.", title="Error", severity="error", timeout=15)
+            self.notify(safe_text(f"The turn stopped unexpectedly: {exc}. Nothing was committed by it; the story "
+                                  "goes on from the last committed turn."),
+                        title="Error", severity="error", timeout=15, markup=False)
         finally:
             self.running = False
             self._update_retry_offer()
@@ -230,8 +231,8 @@ class GameScreen(Screen[None]):
         message = str(exc) or type(exc).__name__
         if message != self._hook_error:
             self._hook_error = message
-            self.notify(f"{message}\nThe game goes on, but turns from now on may not be saved.",
-                        title="Could not save", severity="error", timeout=15)
+            self.notify(safe_text(f"{message}\nThe game goes on, but turns from now on may not be saved."),
+                        title="Could not save", severity="error", timeout=15, markup=False)
 
     async def render_event(self, event: Event) -> None:
         """Show one engine event."""

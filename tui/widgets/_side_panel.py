@@ -12,7 +12,7 @@ from engine.safety import safe_text
 
 
 def _words(identifier: str) -> str:
-    return identifier.replace("_", " ").replace("-", " ")
+    return safe_text(identifier.replace("_", " ").replace("-", " "))
 
 
 class SidePanel(Static):
