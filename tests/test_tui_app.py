@@ -420,7 +420,7 @@ async def test_new_game_starts_the_story_again():
 
 async def test_a_failing_save_hook_is_reported_and_the_game_goes_on():
     def broken_journal(event: Event) -> None:
-        raise OSError(28, "No space left on device")
+        raise OSError(28, "No space [b]left[/b] on device")
 
     app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), on_event=broken_journal)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -429,7 +429,9 @@ async def test_a_failing_save_hook_is_reported_and_the_game_goes_on():
         assert app.is_running
         assert app.game.latest_message().outcome == "committed"
         notes = [n.message for n in app._notifications]
-        assert len(notes) == 1 and "No space left on device" in notes[0]
+        assert len(notes) == 1 and "No space [b]left[/b] on device" in notes[0]
+        await pilot.pause()
+        assert "[b]left[/b]" in painted(app)  # shown as written, not as markup
 
 
 async def test_a_resumed_story_shows_its_committed_turns_and_can_undo_them():
