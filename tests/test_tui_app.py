@@ -423,7 +423,7 @@ async def test_a_failing_save_hook_is_reported_and_the_game_goes_on():
         raise OSError(28, "No space [b]left[/b] on device")
 
     app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), on_event=broken_journal)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await send(pilot, "take lamp")
         await finished(pilot, app)
         assert app.is_running
