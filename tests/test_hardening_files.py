@@ -36,7 +36,7 @@ PACKS = {
     "lighthouse": (Path(__file__).parents[1] / "engine" / "stories" / "lighthouse.toml").read_text(encoding="utf-8"),
 }
 DEFAULT = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-SLOW = settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+SLOW = settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +206,7 @@ def test_thousands_of_damaged_story_packs(name, folder, capsys):
 def test_thousands_of_damaged_saves(base, folder, request, capsys):
     blob = request.getfixturevalue(base)
 
-    @settings(SLOW, max_examples=600)
+    @settings(SLOW, max_examples=500)
     @given(st.data())
     def fuzz(data):
         check_save(folder, data.draw(damaged_save(blob)), capsys)
