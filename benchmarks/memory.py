@@ -1,16 +1,17 @@
 """Figure 5: resident memory with a 5,000-turn session open in the UI.
 
 Each case is a fresh interpreter that plays the same 5,000 turns of the
-lighthouse story on the offline narrator (no save) and opens the UI headless at
-120x40, then reports its resident set size (VmRSS) after the screen painted:
+lighthouse story on the offline narrator (no save), keeps that session in
+memory, opens a UI headless at 120x40, and reports its resident set size
+(VmRSS) once the screen has painted:
 
-- storyloom: `StoryloomApp` with every played turn shown through the game
-  screen's own event path, old turns folded away as the screen does after each
-  turn (see `benchmarks._common.fill_transcript`);
-- storyloom, resumed: the same session opened as a resume opens it (the app
-  mounts no past turns today, so this is the floor the UI adds to the session);
-- baseline: the same session, every turn mounted as one plain Textual `Static`
-  in an anchored `VerticalScroll`.
+- storyloom, resumed: `StoryloomApp` opened on the 5,000-turn session, as
+  `storyloom play --resume` opens it (the screen shows the committed turns itself);
+- storyloom, played here: `StoryloomApp` on a fresh session of the same story,
+  with the 5,000 turns delivered through the game screen's own event path and
+  folded as the screen folds them (see `benchmarks._common.fill_transcript`);
+- baseline: every turn mounted as one plain Textual `Static` in an anchored
+  `VerticalScroll`.
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ TURNS = 5000
 SIZE = (120, 40)
 
 
-async def _open(which: str, session: Any) -> dict[str, float]:
+async def _open(which: str, played: Any) -> dict[str, float]:
     from textual.app import App, ComposeResult
     from textual.containers import VerticalScroll
     from textual.widgets import Static
 
+    from engine.lifecycle import Session
     from tui.widgets import plain
 
+    session = played.session
     history = session.history
     if which == "baseline":
         class Chat(App[None]):
@@ -44,17 +47,19 @@ async def _open(which: str, session: Any) -> dict[str, float]:
                 yield VerticalScroll(id="transcript")
 
         app: App[Any] = Chat()
-    else:
+    elif which == "resumed":
         app = storyloom_app(session)
+    else:
+        app = storyloom_app(Session(session.pack, session.narrator))
+    started = time.perf_counter()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        started = time.perf_counter()
         if which == "baseline":
             transcript = app.query_one(VerticalScroll)
             transcript.anchor()
             await transcript.mount_all([Static(plain(f"› {e.player_input}\n\n{e.turn.narrative}"), markup=False)
                                         for e in history])
-        elif which == "storyloom":
+        elif which == "played":
             await fill_transcript(app, ((turn, e.player_input, e.turn.narrative) for turn, e in enumerate(history, 1)),
                                   session.state)
         for _ in range(5):
@@ -70,7 +75,7 @@ def _child(which: str, turns: int) -> dict[str, float]:
     played = play_session(turns)
     gc.collect()
     before = rss_mb()
-    result = asyncio.run(_open(which, played.session))
+    result = asyncio.run(_open(which, played))
     return {**result, "session_rss_mb": before}
 
 
@@ -85,23 +90,26 @@ def _case(which: str, turns: int) -> dict[str, float]:
 def run(quick: bool = False) -> Figure:
     turns = 40 if quick else TURNS
     figure = Figure(5, "memory", "every turn mounted as one plain Textual Static")
-    ours, resumed, naive = (_case(w, turns) for w in ("storyloom", "resumed", "baseline"))
-    figure.add(Row(f"MB resident, {turns:,} turns on screen", ours["rss_mb"], naive["rss_mb"],
-                   target="< 300, below baseline", met=ours["rss_mb"] < 300 and ours["rss_mb"] < naive["rss_mb"]))
-    figure.add(Row(f"MB resident, {turns:,}-turn session resumed (no past turns mounted)", resumed["rss_mb"],
-                   naive["rss_mb"]))
-    figure.add(Row(f"s to mount {turns:,} turns", ours["mount_s"], naive["mount_s"]))
+    resumed, played, naive = (_case(w, turns) for w in ("resumed", "played", "baseline"))
+    figure.add(Row(f"MB resident, {turns:,}-turn session open (resumed)", resumed["rss_mb"], naive["rss_mb"],
+                   target="< 300, below baseline",
+                   met=resumed["rss_mb"] < 300 and resumed["rss_mb"] < naive["rss_mb"]))
+    figure.add(Row(f"MB resident, {turns:,} turns played in this UI", played["rss_mb"], naive["rss_mb"],
+                   target="< 300, below baseline",
+                   met=played["rss_mb"] < 300 and played["rss_mb"] < naive["rss_mb"]))
+    figure.add(Row(f"s to open the resumed {turns:,}-turn session (to painted)", resumed["mount_s"], naive["mount_s"]))
     figure.notes += [
-        f"the session alone (before the UI): {ours['session_rss_mb']:.0f} MB",
-        f"widgets on the screen: storyloom {ours['widgets']:,}, resumed {resumed['widgets']:,}, "
+        f"the session alone, before any UI: {resumed['session_rss_mb']:.0f} MB (part of every row)",
+        f"widgets on the screen: resumed {resumed['widgets']:,}, played here {played['widgets']:,}, "
         f"baseline {naive['widgets']:,}",
+        f"s to show the {turns:,} turns played here one by one: {played['mount_s']:.0f}",
     ]
     return figure
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="one memory case (used by `python -m benchmarks`)")
-    parser.add_argument("which", choices=("storyloom", "resumed", "baseline"))
+    parser.add_argument("which", choices=("resumed", "played", "baseline"))
     parser.add_argument("turns", type=int)
     args = parser.parse_args()
     print(json.dumps(_child(args.which, args.turns)))
