@@ -69,6 +69,8 @@ IGNORED: dict[str, tuple[str, bytes]] = {
                                                           b'"finish_reason": {"a": 1}}]}\n\n'),
     "openai: usage of the wrong types": ("openai", b'data: {"choices": [], "usage": {"prompt_tokens": "many", '
                                                    b'"completion_tokens": 1e400, "prompt_tokens_details": 7}}\n\n'),
+    "openai: bytes that are not UTF-8 in stray text": ("openai", b'data: {"choices": [{"index": 0, "delta": '
+                                                                b'{"content": "x\xff\xfe\xc3y"}}]}\n\n'),
     "anthropic: an event that is a list": ("anthropic", b"data: [1,2]\n\n"),
     "anthropic: an unknown event": ("anthropic", b'event: bogus\ndata: {"type": "bogus"}\n\n'),
     "anthropic: block start with a bad index": ("anthropic", b'event: content_block_start\ndata: {"type": '
