@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from textual.widgets import Static
@@ -13,7 +14,7 @@ from engine.events import Event
 from engine.narrators.base import TransientNarratorError
 from tests.conftest import SHORE_PACK
 from tui.app import StoryloomApp, run_app
-from tui.screens import IssueDetailsScreen
+from tui.screens import IssueDetailsScreen, OpenSaveScreen
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tui.testing.pilot import until
 from tui.widgets import ArchivedTurns, FollowHint, TurnMessage
@@ -455,3 +456,39 @@ async def test_a_resumed_story_shows_its_committed_turns_and_can_undo_them():
         await pilot.pause()
         assert session.state == start
         assert "undone · this turn no longer counts" in painted(app)
+
+
+async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
+    from engine.narrators.base import Exchange
+    from engine.turns import Turn
+
+    first, second = tmp_path / "a.storyloom.jsonl", tmp_path / "b.storyloom.jsonl"
+    first.write_text("", encoding="utf-8")
+    second.write_text("", encoding="utf-8")
+    opened: list[Path] = []
+
+    def open_save(path: Path) -> Session:
+        opened.append(path)
+        if path == second:
+            raise ValueError("b.storyloom.jsonl: record 3 is damaged [bold]x[/]")
+        session = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]), next_turn=2)
+        session.restore(session.state, (Exchange("look", Turn(narrative="Saved prose.")),), [])
+        return session
+
+    app = make_app(list_saves=lambda: [first, second], open_save=open_save)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        app.action_open_save()
+        await until(pilot, lambda: isinstance(app.screen, OpenSaveScreen))
+        await pilot.pause()
+        assert "a.storyloom.jsonl" in painted(app) and "b.storyloom.jsonl" in painted(app)
+        await pilot.press("down", "enter")  # the damaged one: a clear message, the story goes on
+        await until(pilot, lambda: not isinstance(app.screen, OpenSaveScreen))
+        await pilot.pause()
+        assert "[bold]x[/]" in painted(app) and "damaged" in painted(app)
+        app.action_open_save()
+        await until(pilot, lambda: isinstance(app.screen, OpenSaveScreen))
+        await pilot.pause()
+        await pilot.press("enter")
+        await until(pilot, lambda: "Saved prose." in painted(app))
+        assert opened == [second, first]
+        assert app.game.session is app.session and app.session.next_turn == 2

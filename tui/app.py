@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from engine import Event, Session
-from tui.screens import GameScreen
+from tui.screens import GameScreen, OpenSaveScreen
 from tui.screens._game import EventHook, UndoHook
 
 NARROW_BELOW = 90
@@ -29,6 +29,8 @@ class StoryloomApp(App[int]):
         new_session: builds a fresh session for the palette's "New game" (absent: not offered).
         blink: blink the input cursor (snapshot tests turn it off).
         tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`).
+        list_saves: the saves the palette's "Open save" offers (absent: not offered).
+        open_save: continues a save as a ready session (raises with a message the player can act on).
     """
 
     CSS_PATH = "app.tcss"
@@ -38,7 +40,9 @@ class StoryloomApp(App[int]):
 
     def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
                  new_session: Callable[[], Session] | None = None, blink: bool = True,
-                 theme: str | None = None, tune_gc: bool = False) -> None:
+                 theme: str | None = None, tune_gc: bool = False,
+                 list_saves: Callable[[], list[Path]] | None = None,
+                 open_save: Callable[[Path], Session] | None = None) -> None:
         super().__init__()
         self.session = session
         self._on_event = on_event
@@ -46,6 +50,8 @@ class StoryloomApp(App[int]):
         self._new_session = new_session
         self._blink = blink
         self._tune_gc = tune_gc
+        self._list_saves = list_saves
+        self._open_save = open_save
         self.panel_override: bool | None = None
         """None: the side panel follows the terminal width; True/False: the player chose."""
         if theme:
@@ -63,6 +69,8 @@ class StoryloomApp(App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         if self._new_session is not None:
             yield SystemCommand("New game", "Start the story again from the beginning", self.action_new_game)
+        if self._list_saves is not None and self._open_save is not None:
+            yield SystemCommand("Open save", "Continue a saved story", self.action_open_save)
         yield SystemCommand("Export transcript", "Write the story so far to a Markdown file",
                             self.action_export)
         yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats",
@@ -84,6 +92,29 @@ class StoryloomApp(App[int]):
         self.game.session.cancel()
         self.session = self._new_session()
         self.run_worker(self.game.restart(self.session), exclusive=True, group="new-game")
+
+    def action_open_save(self) -> None:
+        """Pick a save and continue it in place of the story being played."""
+        if self._list_saves is None or self._open_save is None:
+            return
+        try:
+            saves = self._list_saves()
+        except OSError as exc:
+            self.notify(f"Cannot list the saves: {exc}", title="Open save", severity="error", markup=False)
+            return
+        self.push_screen(OpenSaveScreen(saves), self._continue_save)
+
+    def _continue_save(self, path: Path | None) -> None:
+        if path is None or self._open_save is None:
+            return
+        try:
+            session = self._open_save(path)
+        except Exception as exc:  # a save error names the file and what is wrong with it
+            self.notify(str(exc), title="Cannot open this save", severity="error", markup=False, timeout=10)
+            return
+        self.game.session.cancel()
+        self.session = session
+        self.run_worker(self.game.restart(session), exclusive=True, group="new-game")
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown into the current directory."""
@@ -109,6 +140,7 @@ def run_app(args: argparse.Namespace) -> int:
     """
     from engine.packs import PackError, load_pack
     from saves.errors import SaveError
+    from saves.journal import list_saves
     from saves.resume import continued_settings, resume_with, start_new
     from tui.settings import DEFAULT_STORY, SettingsError, create_narrator, load_settings
 
@@ -134,18 +166,31 @@ def run_app(args: argparse.Namespace) -> int:
         return 2
 
     journals = [journal]
+    story = {"pack": pack, "source": getattr(args, "story", None) or DEFAULT_STORY}
 
     def record(event: Event) -> None:
         journals[-1].record(event)
 
     def new_session() -> Session:
         journals[-1].close()
-        fresh, fresh_journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings,
-                                         source=getattr(args, "story", None) or DEFAULT_STORY)
+        fresh, fresh_journal = start_new(story["pack"], create_narrator(settings, story["pack"], interactive=True),
+                                         settings, source=story["source"])
         journals.append(fresh_journal)
         return fresh
 
-    app = StoryloomApp(session, on_event=record, new_session=new_session, theme=settings.theme, tune_gc=True)
+    def open_save(path: Path) -> Session:
+        if path.resolve() == journals[-1].path.resolve():
+            raise ValueError(f"{path.name} is the story you are playing now")
+        resumed = resume_with(path, lambda p, header: create_narrator(
+            continued_settings(settings, header), p, interactive=True))
+        journals[-1].close()
+        journals.append(resumed.journal)
+        story["pack"], story["source"] = resumed.pack, resumed.save.header.story_source or resumed.pack.id
+        return resumed.session
+
+    app = StoryloomApp(session, on_event=record, new_session=new_session, theme=settings.theme, tune_gc=True,
+                       list_saves=lambda: [p for p in list_saves() if p.resolve() != journals[-1].path.resolve()],
+                       open_save=open_save)
     try:
         result = app.run()
     finally:

@@ -39,6 +39,11 @@ class SidePanel(Static):
         """The committed state shown."""
         self.show_state(state)
 
+    def show_story(self, pack: StoryPack, state: dict[str, Any]) -> None:
+        """Show another story (a save of a different story was opened)."""
+        self._pack = pack
+        self.show_state(state)
+
     def show_state(self, state: dict[str, Any]) -> None:
         """Show a newly committed state."""
         self.state = state
