@@ -108,6 +108,8 @@ async def test_typing_r_in_the_input_types_it_and_r_on_the_focused_message_retri
         await finished(pilot, app)
         assert message.outcome == "committed"
         assert app.focused is app.game.command_input
+        await pilot.press("shift+tab", "l", "o")  # typing on a message that offers nothing types in the input
+        assert app.focused is app.game.command_input and app.game.command_input.value == "lo"
 
 
 async def test_the_side_panel_shows_only_the_committed_state():

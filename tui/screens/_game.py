@@ -305,6 +305,12 @@ class GameScreen(Screen[None]):
             self.action_retry()
         self.command_input.focus()
 
+    @on(TurnMessage.TypedAway)
+    def _typed_away(self, event: TurnMessage.TypedAway) -> None:
+        field = self.command_input
+        field.focus()
+        field.insert_text_at_cursor(event.character)
+
     def action_details(self) -> None:
         latest = self.latest_message()
         if latest is not None and latest.has_details:

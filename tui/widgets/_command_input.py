@@ -17,7 +17,8 @@ class CommandInput(Input):
     DEFAULT_PLACEHOLDER = "What do you do?  (Enter sends · ctrl+p commands)"
 
     def __init__(self, *, blink: bool = True, id: str | None = None) -> None:
-        super().__init__(placeholder=self.DEFAULT_PLACEHOLDER, id=id, max_length=500)
+        # A command line keeps what you typed when it gets focus back; nothing is selected to be overwritten.
+        super().__init__(placeholder=self.DEFAULT_PLACEHOLDER, id=id, max_length=500, select_on_focus=False)
         self.cursor_blink = blink
 
     def suggest(self, suggestions: tuple[str, ...]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -68,6 +69,18 @@ class TurnMessage(Vertical, can_focus=True):
         def __init__(self, message: TurnMessage) -> None:
             super().__init__()
             self.message = message
+
+        @property
+        def control(self) -> TurnMessage:
+            return self.message
+
+    class TypedAway(Message):
+        """The player started typing while this message had focus: the text belongs in the input line."""
+
+        def __init__(self, message: TurnMessage, character: str) -> None:
+            super().__init__()
+            self.message = message
+            self.character = character
 
         @property
         def control(self) -> TurnMessage:
@@ -169,3 +182,12 @@ class TurnMessage(Vertical, can_focus=True):
 
     def on_click(self) -> None:
         self.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """Any printable key other than this message's own (r, d when offered) goes to the input line."""
+        if event.is_printable and event.character and not (
+            (event.character == "r" and self.can_retry) or (event.character == "d" and self.has_details)
+        ):
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.TypedAway(self, event.character))
