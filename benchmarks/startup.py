@@ -12,6 +12,7 @@ and saves point at an empty temporary folder.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -68,13 +69,17 @@ def run(quick: bool = False) -> Figure:
     from benchmarks._common import scratch_dir
 
     rounds = 2 if quick else 9
-    home = str(scratch_dir("startup"))
+    folder = scratch_dir("startup")
+    home = str(folder)
     ours, bare = [], []
-    first_paint("bare", home)  # warm the file cache for both
-    first_paint("storyloom", home)
-    for _ in range(rounds):
-        ours.append(first_paint("storyloom", home))
-        bare.append(first_paint("bare", home))
+    try:
+        first_paint("bare", home)  # warm the file cache for both
+        first_paint("storyloom", home)
+        for _ in range(rounds):
+            ours.append(first_paint("storyloom", home))
+            bare.append(first_paint("bare", home))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the saves `storyloom play` created there
     figure = Figure(4, "start-up", "a bare Textual app painting one Static")
     ratio = median(ours) / median(bare)
     figure.add(Row("s from process start to first painted frame (median)", median(ours), median(bare),
