@@ -140,3 +140,34 @@ def test_a_hostile_story_pack_prints_inert_everywhere(capsys, tmp_path):
     assert_inert(captured.out, "check-story/play/export stdout")
     assert_inert(captured.err, "check-story/play/export stderr")
     tally("hostile text: hostile story pack (check-story, play, export)", 3)
+
+
+def test_a_refused_resume_prints_a_doctored_save_s_text_inert(hostile_save, tmp_path, capsys):
+    from tests.hardening.mutate import rechain
+
+    save, _, _ = hostile_save
+    records = [json.loads(line) for line in save.read_bytes().splitlines()]
+    commit = next(r for r in records if r["kind"] == "turn_committed")
+    commit["data"]["state_hash"] = "\x1b[31;1mred\x1b]0;title\x07\u202e"
+    save.write_bytes(rechain(records))
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands), "--resume", str(save)]) == 2
+    captured = capsys.readouterr()
+    assert "not the recorded" in captured.err
+    assert_inert(captured.out + captured.err, "a refused resume")
+    tally("hostile text: doctored save text in a refused resume")
+
+
+def test_a_broken_pack_s_problems_print_inert_in_headless_play(tmp_path, capsys):
+    pack = tmp_path / "bad.toml"
+    pack.write_text('id = "bad"\ntitle = "t"\nintro = "i"\nstart = "\\u001b]0;x\\u0007hall"\n'
+                    '[rooms."\\u001b[2Jhall"]\nname = "Hall"\ndescription = "d"\nexits = { north = "away" }\n',
+                    encoding="utf-8")
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    assert main(["play", "--headless", "--story", str(pack), "--commands", str(commands)]) == 2
+    captured = capsys.readouterr()
+    assert "problem" in captured.err
+    assert_inert(captured.out + captured.err, "a broken pack's problems")
+    tally("hostile text: broken pack problems in headless play")

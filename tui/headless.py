@@ -62,7 +62,7 @@ def run_headless(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args)
     except SettingsError as exc:
-        print(f"storyloom: {exc}", file=err)
+        print(f"storyloom: {safe_text(str(exc))}", file=err)
         return EXIT_USAGE
     commands = _open_commands(args.commands, err)
     if commands is None:
@@ -89,7 +89,7 @@ def run_headless(args: argparse.Namespace) -> int:
         code = asyncio.run(play_commands(session, commands, on_event=hook, out=sys.stdout, err=err))
         return keeper.finish(code)
     except (OSError, SaveError) as exc:
-        print(f"storyloom: {exc}", file=err)
+        print(f"storyloom: {safe_text(str(exc))}", file=err)
         return EXIT_ERROR
     finally:
         journal.close()
@@ -107,7 +107,7 @@ def _open_save(args: argparse.Namespace, settings: Settings,
             resumed = resume_with(args.resume, lambda p, header: create_narrator(
                 continued_settings(settings, header), p, interactive=False), budget=getattr(args, "budget", None))
             for warning in resumed.warnings:
-                print(f"storyloom: warning: {warning}", file=err)
+                print(f"storyloom: warning: {safe_text(warning)}", file=err)
             print(f"storyloom: resuming {resumed.journal.path} at turn {resumed.session.next_turn}", file=err)
             return resumed.pack, resumed.session, resumed.journal
         pack = _load_story(args.story or DEFAULT_STORY, err)
@@ -118,8 +118,8 @@ def _open_save(args: argparse.Namespace, settings: Settings,
                                    path=getattr(args, "save", None))
         print(f"storyloom: saving to {journal.path}", file=err)
         return pack, session, journal
-    except (SaveError, SettingsError) as exc:
-        print(f"storyloom: {exc}", file=err)
+    except (SaveError, SettingsError) as exc:  # a save's text is untrusted (a model wrote some of it)
+        print(f"storyloom: {safe_text(str(exc))}", file=err)
         return None
 
 
@@ -198,7 +198,7 @@ def _load_story(ref: str, err: TextIO) -> StoryPack | None:
         return load_pack(ref)
     except PackError as exc:
         for problem in exc.problems:
-            print(problem, file=err)
+            print(safe_text(str(problem)), file=err)
         print(f"storyloom: the story {ref!r} cannot be played ({len(exc.problems)} problem(s))", file=err)
         return None
 
