@@ -129,7 +129,8 @@ class Session:
         self.history: tuple[Exchange, ...] = history
         self.next_turn = next_turn
         self.pending: PendingTurn | None = None
-        self._undo_stack: list[tuple[WorldState, tuple[Exchange, ...]]] = []
+        self._undo_stack: list[tuple[WorldState, int]] = []
+        """(state before, length of the history before) per committed turn: linear in the story's length."""
         self._clock = clock
         self._sleep = sleep
         self.attempt_timeout = attempt_timeout
@@ -166,12 +167,13 @@ class Session:
         """Restore the state before the last committed turn, or None if there is none."""
         if not self._undo_stack or self.busy:
             return None
-        self.state, self.history = self._undo_stack.pop()
+        self.state, length = self._undo_stack.pop()
+        self.history = self.history[:length]
         self.pending = None
         return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
 
-    def restore(self, state: WorldState, history: tuple[Exchange, ...], undo_stack: list[tuple[WorldState, tuple[Exchange, ...]]]) -> None:
-        """Put a resumed story's committed state, history and undo stack in place."""
+    def restore(self, state: WorldState, history: tuple[Exchange, ...], undo_stack: list[tuple[WorldState, int]]) -> None:
+        """Put a resumed story's committed state, history and undo stack (state, history length) in place."""
         self.state, self.history, self._undo_stack = state, history, undo_stack
 
     async def _run(self, turn: int, player_input: str, retry: int) -> AsyncIterator[Event]:
@@ -259,7 +261,7 @@ class Session:
 
     def _commit(self, turn: int, player_input: str, accepted: Turn, after: WorldState) -> list[Event]:
         before = self.state
-        self._undo_stack.append((before, self.history))
+        self._undo_stack.append((before, len(self.history)))
         self.state = after
         self.history = (*self.history, Exchange(player_input, accepted))
         self.pending = None

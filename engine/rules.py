@@ -7,7 +7,6 @@ in or repairs anything; a turn passes as written or not at all.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -132,7 +131,7 @@ def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrativ
     if issues:
         return Verdict(turn, None, issues)
     try:
-        after = jsonpatch.apply_patch(copy.deepcopy(before), turn.patch_json())
+        after = jsonpatch.JsonPatch(turn.patch_json()).apply(_copy_state(before), in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
         return Verdict(turn, None, (Issue("/state_patch", "patch.apply", f"The patch cannot be applied: {exc}."),))
     issues = tuple(_state_issues(after, pack))
@@ -140,6 +139,11 @@ def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrativ
         return Verdict(turn, None, issues)
     issues = tuple(issue for rule in WORLD_RULES for issue in rule(before, after, turn, pack))
     return Verdict(turn, None if issues else after, issues)
+
+
+def _copy_state(state: WorldState) -> WorldState:
+    """A copy deep enough for a patch: the sections are fresh dicts, their values are scalars."""
+    return {key: dict(value) if isinstance(value, dict) else value for key, value in state.items()}
 
 
 def _schema_issue(error: dict[str, Any]) -> Issue:

@@ -57,7 +57,7 @@ def restore_session(save: Save, narrator: Narrator, *, pack: StoryPack | None = 
     built = rebuild(save, pack)
     session = Session(pack, narrator, budget=save.header.budget if budget is None else budget,
                       next_turn=built.next_turn, **session_options)
-    session.restore(built.state, built.history, list(built.undo_stack))
+    session.restore(built.state, tuple(built.history), list(built.undo_stack))
     session.pending = built.pending
     return session, built, pack
 

@@ -42,8 +42,8 @@ class Rebuilt:
     """
 
     state: WorldState
-    history: tuple[Exchange, ...] = ()
-    undo_stack: list[tuple[WorldState, tuple[Exchange, ...]]] = field(default_factory=list)
+    history: list[Exchange] = field(default_factory=list)
+    undo_stack: list[tuple[WorldState, int]] = field(default_factory=list)
     next_turn: int = 1
     pending: PendingTurn | None = None
     commits: int = 0
@@ -142,9 +142,9 @@ def _commit(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, ev
         raise InvalidCommit(save.path, f"record {seq}: the commit of turn {event.turn} leads to state "
                                        f"{recomputed[:12]}…, not the recorded {event.state_hash[:12]}…",
                             line=line, seq=seq)
-    built.undo_stack.append((built.state, built.history))
+    built.undo_stack.append((built.state, len(built.history)))
     built.state = verdict.after
-    built.history = (*built.history, Exchange(started.player_input, verdict.turn))
+    built.history.append(Exchange(started.player_input, verdict.turn))
     built.pending = None
     built.commits += 1
     built.ending = None
@@ -154,11 +154,12 @@ def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) ->
     if not built.undo_stack:
         raise InvalidCommit(save.path, f"record {seq} undoes a turn, but there is no committed turn to undo",
                             line=line, seq=seq)
-    state, history = built.undo_stack.pop()
+    state, length = built.undo_stack.pop()
     if state_hash(state) != event.state_hash:
         raise InvalidCommit(save.path, f"record {seq}: undoing leads to state {state_hash(state)[:12]}…, not the "
                                        f"recorded {event.state_hash[:12]}…", line=line, seq=seq)
-    built.state, built.history, built.pending, built.ending = state, history, None, None
+    del built.history[length:]
+    built.state, built.pending, built.ending = state, None, None
     built.undos += 1
 
 
