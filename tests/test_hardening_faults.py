@@ -225,3 +225,27 @@ async def test_an_odd_event_a_narrator_skips_changes_nothing(name, pack, tmp_pat
     assert isinstance(event, TurnCommitted) and session.state["items"]["lamp"] == "player"
     assert verify_save(tmp_path / "s.jsonl", pack).sound
     tally("narrator faults: odd events skipped")
+
+
+@pytest.mark.parametrize("which", ["openai", "anthropic"])
+async def test_a_server_streaming_without_end_is_cut_off_at_the_output_limit(which, pack):
+    piece = "drip " * 30
+    if which == "openai":
+        head = [osse.chunk({"role": "assistant", "content": None, "tool_calls": [{
+            "index": 0, "id": "call_1", "type": "function", "function": {"name": "report_turn", "arguments": ""}}]})]
+        body = [osse.chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})]
+    else:
+        head = [asse.message_start(), *asse.tool_block(0, '{"narrative": "')[:2]]
+        body = [asse.event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                   "delta": {"type": "input_json_delta", "partial_json": piece}})]
+    endless = Stream([*head, *body * 3000], then="stall")  # 450,000 characters, then nothing, never an end
+    with WireServer() as server:
+        server.script(endless, Stream(osse.tool_stream(GOOD) if which == "openai" else asse.turn_stream(GOOD)))
+        narrator = openai_for(server) if which == "openai" else anthropic_for(server)
+        session = Session(pack, narrator, sleep=no_sleep, budget=1)
+        events = [e async for e in session.play("take lamp")]
+        assert server.wait_closed() is not None  # the engine hung up on the endless stream
+    finished = next(e for e in events if e.event == "attempt_finished")
+    assert finished.stop_reason == "output_limit" and finished.issues[0].rule == "output.too_large"
+    assert isinstance(events[-1], TurnCommitted)  # the correction wrote a proper turn
+    tally("size and shape: a server streaming without end (cut at the output limit)")
