@@ -494,3 +494,20 @@ async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
         await until(pilot, lambda: "Saved prose." in painted(app))
         assert opened == [second, first]
         assert app.game.session is app.session and app.session.next_turn == 2
+
+
+
+def test_leaving_a_new_save_without_a_turn_removes_it_and_keeps_one_with_a_turn(tmp_path):
+    from engine.events import TurnStarted
+    from saves.journal import Journal, SaveHeader
+    from tui.app import close_journal
+
+    header = SaveHeader.for_session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]))
+    empty = Journal.create(tmp_path / "empty.storyloom.jsonl", header)
+    close_journal(empty)  # the player opened another save right after launch: no empty save is left behind
+    assert list(tmp_path.iterdir()) == []
+
+    played = Journal.create(tmp_path / "played.storyloom.jsonl", header)
+    played.record(TurnStarted(turn=1, attempt=1, player_input="look"))
+    close_journal(played)
+    assert [p.name for p in tmp_path.iterdir()] == ["played.storyloom.jsonl"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -172,7 +174,7 @@ def run_app(args: argparse.Namespace) -> int:
         journals[-1].record(event)
 
     def new_session() -> Session:
-        journals[-1].close()
+        close_journal(journals[-1])
         fresh, fresh_journal = start_new(story["pack"], create_narrator(settings, story["pack"], interactive=True),
                                          settings, source=story["source"])
         journals.append(fresh_journal)
@@ -183,7 +185,7 @@ def run_app(args: argparse.Namespace) -> int:
             raise ValueError(f"{path.name} is the story you are playing now")
         resumed = resume_with(path, lambda p, header: create_narrator(
             continued_settings(settings, header), p, interactive=True))
-        journals[-1].close()
+        close_journal(journals[-1])
         journals.append(resumed.journal)
         story["pack"], story["source"] = resumed.pack, resumed.save.header.story_source or resumed.pack.id
         return resumed.session
@@ -197,3 +199,23 @@ def run_app(args: argparse.Namespace) -> int:
         journals[-1].close()
     print(f"storyloom: saved to {journals[-1].path}", file=sys.stderr)
     return result if isinstance(result, int) else 0
+
+
+def close_journal(journal: Any) -> None:
+    """Close the save being left; a save started at launch that never got a turn is removed.
+
+    Every launch starts a new save, so a player who opens another save (or starts a
+    new game) right away would otherwise leave an empty save behind in the saves list.
+    Only a new save holding nothing but its header is removed; anything with a record
+    of a turn (even a cancelled one) stays.
+    """
+    path = journal.path
+    if journal.loaded is None and not journal.closed and not journal.unsaved:
+        try:
+            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+        except OSError:
+            lines = []
+        if len(lines) == 1:
+            with contextlib.suppress(OSError):
+                path.unlink()  # still locked by us: nobody else can have appended to it
+    journal.close()
