@@ -24,7 +24,7 @@ from engine.packs import PackError, StoryPack, load_pack
 from engine.rules import judge
 from engine.state import WorldState, canonical_json, initial_state, state_hash
 from saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
-from saves.journal import Save, SaveHeader, load_save
+from saves.journal import Save, SaveHeader, gc_paused, load_save
 
 
 @dataclass
@@ -84,6 +84,7 @@ def _find_pack(header: SaveHeader, path: Path) -> StoryPack:
                              + "; ".join(tried) + ")")
 
 
+@gc_paused()
 def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     """Replay a save's commits and undos over the pack's initial state, re-judging each commit.
 
