@@ -7,7 +7,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -16,6 +16,10 @@ from textual.screen import Screen
 from engine import Event, Session
 from tui.screens import GameScreen, OpenSaveScreen
 from tui.screens._game import EventHook, UndoHook
+
+if TYPE_CHECKING:
+    from saves.replay import Replayer, ReplayPlan
+    from tui.screens._replay import ReplayScreen
 
 NARROW_BELOW = 90
 """Terminals narrower than this hide the side panel, so prose keeps a readable width."""
@@ -219,3 +223,41 @@ def close_journal(journal: Any) -> None:
             with contextlib.suppress(OSError):
                 path.unlink()  # still locked by us: nobody else can have appended to it
     journal.close()
+
+
+class ReplayApp(StoryloomApp):
+    """`storyloom replay`: the same app showing a recorded session (see `tui.screens._replay`).
+
+    Args:
+        replayer: drives a fresh session through the save's recorded steps; nothing is journaled.
+        start_paused: wait for space or n before the first turn.
+    """
+
+    def __init__(self, replayer: Replayer, *, blink: bool = True, theme: str | None = None,
+                 start_paused: bool = False) -> None:
+        from tui.screens._replay import ReplayScreen  # only `storyloom replay` pays for importing it
+
+        super().__init__(replayer.session, blink=blink, theme=theme)
+        self.replay: ReplayScreen = ReplayScreen(replayer, blink=blink, start_paused=start_paused)
+
+    def get_default_screen(self) -> Screen:
+        return self.replay
+
+
+def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
+    """`storyloom replay SAVE [--speed X]`: show the replay, then say how it went.
+
+    Returns:
+        0 when everything replayed matches the record, 1 when the replay diverged.
+    """
+    from saves.replay import Replayer
+    from tui.settings import SettingsError, load_settings
+
+    try:
+        theme = load_settings(args).theme
+    except SettingsError:
+        theme = None  # the replay needs no narrator settings; a bad config only costs the theme
+    app = ReplayApp(Replayer(plan), theme=theme)
+    app.run()
+    print(f"storyloom: {app.replay.summary()}", file=sys.stderr)
+    return app.replay.exit_code
