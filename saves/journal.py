@@ -27,6 +27,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -297,7 +298,7 @@ def parse_save(path: Path, blob: bytes) -> Save:
     parsed = [_parse_line(path, raw, number) for number, raw in enumerate(lines, 1)]
     header_raw = parsed[0]
     header_data = _check_header(path, header_raw)
-    _check_chain(path, parsed)
+    _check_chain(path, parsed, lines)
     version = int(header_data["version"])
     migrated_header, migrated = migrate(version, header_data, [dict(r) for r in parsed[1:]])
     try:
@@ -348,13 +349,13 @@ def _check_header(path: Path, header: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _check_chain(path: Path, parsed: list[dict[str, Any]]) -> None:
+def _check_chain(path: Path, parsed: list[dict[str, Any]], lines: list[bytes]) -> None:
     """Each record proves its content, sits right after its predecessor, and follows its hash."""
     previous_hash = GENESIS
     expected_seq = 0
     for index, record in enumerate(parsed):
         number = index + 1
-        if record_hash(record) != record["hash"]:
+        if not _hashed_as_written(lines[index], record) and record_hash(record) != record["hash"]:
             raise TamperedRecord(path, f"record {record['seq']} does not match its hash: bytes inside it were "
                                        f"changed after it was written", line=number, seq=record["seq"])
         seq = record["seq"]
@@ -373,6 +374,35 @@ def _check_chain(path: Path, parsed: list[dict[str, Any]]) -> None:
                                     f"broken (a record was replaced)", line=number, seq=seq)
         previous_hash = record["hash"]
         expected_seq += 1
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_json_string = json.encoder.encode_basestring  # how canonical_json spells a string (ensure_ascii=False)
+
+
+def _hashed_as_written(line: bytes, record: dict[str, Any]) -> bool:
+    """Whether a line, less its own `"hash":"…",` member, hashes to its `hash`: `record_hash`
+    without re-encoding the record.
+
+    The journal writes each record as its canonical JSON (keys sorted: data, hash, kind, prev,
+    seq, time), so the canonical JSON of the record without `hash` is the line with that one
+    member cut out. The line must end in exactly the canonical spelling of the parsed
+    `hash`, `kind`, `prev`, `seq` and `time` and hold no other `"hash":` key, so that member
+    is the record's own and cutting it out leaves the same record; a byte changed anywhere
+    else changes the digest. Any line not in this shape is checked by re-encoding it.
+    """
+    digest, seq = record["hash"], record["seq"]
+    if len(record) != 6 or type(seq) is not int or not _HEX64.fullmatch(digest) or line.count(b'"hash":') != 1:
+        return False
+    try:
+        tail = (f'"kind":{_json_string(record["kind"])},"prev":{_json_string(record["prev"])},"seq":{seq},'
+                f'"time":{_json_string(record["time"])}}}').encode()
+    except UnicodeEncodeError:
+        return False
+    member = b',"hash":"' + digest.encode() + b'",'
+    if not (line.startswith(b'{"data":') and line.endswith(member + tail)):
+        return False
+    return hashlib.sha256(line[:-len(member) - len(tail)] + b"," + tail).hexdigest() == digest
 
 
 def _joined(deltas: Any, kind: str) -> str | None:

@@ -174,6 +174,7 @@ class Report:
     lines: tuple[str, ...]
 
 
+@gc_paused()  # the loaded save is dropped before the collector is back: nothing left for it to scan
 def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
     """Check a save end to end: chain, version, pack digest, every commit and every state hash."""
     path = Path(path)
