@@ -20,7 +20,7 @@ import pytest
 from engine.narrators.base import Chunk, NarrationRequest
 from saves.journal import load_save
 from saves.replay import Replayer, replay_plan
-from tests.test_saves_kit import rewrite_records
+from tests.test_saves_kit import played_save_async, rewrite_records
 from tests.test_tui_snapshots import snapshot  # noqa: F401  (the fixture that keeps SVGs in snapshots/)
 from tui import cli
 from tui.app import ReplayApp
@@ -177,6 +177,7 @@ async def test_a_tampered_save_shows_the_divergence_and_exits_1(save: Path) -> N
         await pilot.pause()
         line = app.replay.replay_status
         assert line.plain_text.startswith("DIVERGED at turn 1: the record has")
+        assert "judged [no issues]" in line.plain_text and "judged [item.not_portable" in line.plain_text
         assert line.has_class("-diverged")
         assert any(n.title == "Replay diverged" and n.severity == "error" for n in app._notifications)
         assert app.replay.message(2) is None  # the replay stops at the first divergence
@@ -195,3 +196,21 @@ def test_snapshot_of_a_replay_paused_mid_correction(save: Path, snap_compare: An
         await pilot.pause()
 
     assert snap_compare(_app(save, gate=asyncio.Event(), held={3}), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_recorded_undos_cancels_and_retries_replay_as_they_happened(tmp_path: Path) -> None:
+    path, live, _ = await played_save_async(tmp_path / "s.jsonl", ["look", "take rope", "/undo", "/cancel north",
+                                                                    "/retry", "look"], faults=0.0)
+    app = ReplayApp(Replayer(replay_plan(load_save(path), speed=SPEED)), blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.replay.finished or bool(app.replay.problem), limit=2000)
+        screen = app.replay
+        assert screen.problem == ""
+        assert screen.message(2).outcome == "undone"
+        assert screen.message(3).outcome == "committed"  # cancelled, then retried to a commit
+        assert screen.message(4).prose.text == live.history[-1].turn.narrative
+        assert screen.replay_status.plain_text.startswith("replay finished · 6/6 steps match")
+        await pilot.press("ctrl+z", "escape")  # a replay takes no undo or cancel of its own
+        assert screen.message(4).outcome == "committed"
+        await pilot.press("ctrl+q")
+    assert app.replay.exit_code == 0

@@ -23,6 +23,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import Static
 
+from engine.events import ProseDelta
 from engine.safety import safe_text
 from engine.state import state_hash
 from saves.replay import Replayer, ReplayStep
@@ -40,7 +41,8 @@ class ReplayStatus(Static):
     """The line where the input line was: what the replay is doing, the speed, and the keys.
 
     One line of text in the input line's box, so the transcript keeps the live game's size and
-    the replayed prose wraps exactly as it did. The text says the state in words; colour repeats it.
+    the replayed prose wraps exactly as it did; a divergence wraps onto as many lines as it needs.
+    The text says the state in words; colour repeats it.
     """
 
     DEFAULT_CSS = """
@@ -54,7 +56,14 @@ class ReplayStatus(Static):
         text-overflow: ellipsis;
         &.-paused { border: tall $warning; }
         &.-finished { border: tall $success; }
-        &.-diverged { border: tall $error; color: $text-error; text-style: bold; }
+        &.-diverged {  /* the whole finding stays readable after its notification has gone */
+            height: auto;
+            max-height: 8;
+            text-wrap: wrap;
+            border: tall $error;
+            color: $text-error;
+            text-style: bold;
+        }
     }
     """
 
@@ -93,6 +102,8 @@ class ReplayScreen(GameScreen):
         self.replayer = replayer
         self.steps: list[ReplayStep] = replayer.plan.steps
         self.speed: float = replayer.plan.narrator.speed
+        self.unit = "turn" if all(step.action == "play" for step in self.steps) else "step"
+        """What the status line counts: turns, or steps when the save also holds retries and undos."""
         self.position = 0
         """Index of the step being played (or next to play)."""
         self.paused = start_paused
@@ -122,7 +133,7 @@ class ReplayScreen(GameScreen):
             commits = sum(e.event == "turn_committed" for e in self.replayer.result.events)
             return (f"replayed {commits} commit(s); every decision and state hash matches the record "
                     f"(final state {self.replayer.result.final_hash[:12]}…)")
-        return (f"replay stopped by you at turn {self.position + 1} of {len(self.steps)}; "
+        return (f"replay stopped by you at {self.unit} {self.position + 1} of {len(self.steps)}; "
                 "everything replayed up to there matches the record")
 
     # -- layout
@@ -150,7 +161,7 @@ class ReplayScreen(GameScreen):
         if self.finished:
             result = self.replayer.result
             self.replay_status.say("finished", Content.assemble(
-                f"replay finished · {total}/{total} turns match the record · state {result.final_hash[:12]}…",
+                f"replay finished · {total}/{total} {self.unit}s match the record · state {result.final_hash[:12]}…",
                 _interrupted_note(result.interrupted), " · ", ("q", "bold"), " quit"))
             return
         step = self.steps[self.position] if self.position < total else None
@@ -158,7 +169,7 @@ class ReplayScreen(GameScreen):
         speed = f"×{self.speed:g}" if math.isfinite(self.speed) else "×∞"
         state, verb = ("paused", "resume") if self.paused else ("replaying", "pause")
         self.replay_status.say(state, Content.assemble(
-            f"{state} · turn {min(self.position + 1, total)}/{total}{kind} · {speed} · ",
+            f"{state} · {self.unit} {min(self.position + 1, total)}/{total}{kind} · {speed} · ",
             ("space", "bold"), f" {verb} · ", ("n", "bold"), " step · ", ("q", "bold"), " quit"))
 
     # -- playing the steps
@@ -204,6 +215,8 @@ class ReplayScreen(GameScreen):
             async for event in self.replayer.play_step(step):
                 await self._resume.wait()
                 await self.deliver(event)
+                if not isinstance(event, ProseDelta):
+                    self.refresh_bindings()  # e.g. ctrl+d details, once the turn has an issue to show
         finally:
             self.running = False
             self._withdraw_retry_offers()
@@ -231,6 +244,7 @@ class ReplayScreen(GameScreen):
         else:
             self._resume.set()
         self._show_status()
+        self.refresh_bindings()
 
     # -- keys
 
