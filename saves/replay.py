@@ -221,8 +221,9 @@ def _describe(event: dict[str, Any] | None) -> str:
     if kind in ("validation_failed", "turn_failed"):
         rules = ", ".join(i.get("rule", "?") for i in event.get("issues", []))
         return f"{kind} [{rules}]"
-    if kind == "attempt_finished":
-        return f"attempt {event.get('attempt')} output {str(event.get('raw'))[:60]!r}"
+    if kind == "attempt_finished":  # the output can read the same and still be judged otherwise: say both
+        rules = ", ".join(i.get("rule", "?") for i in event.get("issues", [])) or "no issues"
+        return f"attempt {event.get('attempt')} output {str(event.get('raw'))[:60]!r} judged [{rules}]"
     if kind == "turn_undone":
         return f"an undo (state {event.get('state_hash', '')[:12]}…)"
     return kind
