@@ -214,3 +214,19 @@ async def test_recorded_undos_cancels_and_retries_replay_as_they_happened(tmp_pa
         assert screen.message(4).outcome == "committed"
         await pilot.press("ctrl+q")
     assert app.replay.exit_code == 0
+
+
+async def test_a_save_that_stops_mid_turn_replays_to_where_it_stops_and_says_so(tmp_path: Path) -> None:
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
+    lines = path.read_bytes().splitlines(keepends=True)
+    cut = max(i for i, line in enumerate(lines) if b'"attempt_finished"' in line)
+    path.write_bytes(b"".join(lines[:cut + 1]))  # a crash after turn 2's answer, before its commit
+    app = ReplayApp(Replayer(replay_plan(load_save(path), speed=SPEED)), blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.replay.finished or bool(app.replay.problem), limit=2000)
+        assert app.replay.problem == ""
+        assert app.replay.message(1).outcome == "committed"
+        assert app.replay.message(2).outcome != "committed"  # never committed then, nor now
+        assert "the save stops while turn 2 was in flight" in app.replay.replay_status.plain_text
+        await pilot.press("q")
+    assert app.return_value == 0
