@@ -109,7 +109,8 @@ async def test_a_replay_shows_every_recorded_turn_with_its_committed_prose_and_e
         await pilot.press("q")
     assert app.return_value == 0 and app.replay.exit_code == 0
     assert "matches the record" in app.replay.summary()
-    assert save.read_bytes() == before  # a replay never writes to the save
+    assert save.read_bytes() == before  # a replay never writes to the save, nor locks it
+    assert sorted(p.name for p in save.parent.iterdir()) == ["seed5.jsonl"]
 
 
 async def test_a_replayed_correction_shows_the_correcting_status_then_swaps_the_prose(save: Path) -> None:

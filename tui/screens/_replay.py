@@ -73,6 +73,7 @@ class ReplayStatus(Static):
         """The line's text without styling (tests and the frame harness read it)."""
 
     def say(self, state: str, content: Content) -> None:
+        """Show `content`; `state` ("replaying", "paused", "finished", "diverged") picks the colour."""
         for name in ("paused", "finished", "diverged"):
             self.set_class(state == name, f"-{name}")
         self.plain_text = content.plain
@@ -161,7 +162,8 @@ class ReplayScreen(GameScreen):
         if self.finished:
             result = self.replayer.result
             self.replay_status.say("finished", Content.assemble(
-                f"replay finished · {total}/{total} {self.unit}s match the record · state {result.final_hash[:12]}…",
+                f"replay finished · {total}/{total} {self.unit}s match the record · "
+                f"state {result.final_hash[:12]}…",
                 _interrupted_note(result.interrupted), " · ", ("q", "bold"), " quit"))
             return
         step = self.steps[self.position] if self.position < total else None
