@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.content import Content
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import Reactive
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import Widget
 from textual.widgets import Static
 
 from engine.safety import safe_text
 
 PARAGRAPH_BREAK = "\n\n"
+STREAM_STEP = 4
+"""While a turn streams its height grows in steps of this many lines, so most new lines need no layout."""
 
 
 def plain(text: str) -> Content:
@@ -43,13 +47,23 @@ class Paragraph(Static):
         super().__init__("", markup=False, classes=classes)
 
 
-class Prose(Vertical):
-    """The narrative of a turn, split into a frozen part and one live paragraph.
+class Prose(Widget):
+    """The narrative of a turn, drawn line by line from wrapped lines it keeps.
 
-    Streaming only ever touches the live paragraph, and without a layout pass
-    while its wrapped height is unchanged, so the cost of a chunk does not grow
-    with the length of the prose or of the story. Finished paragraphs move to
-    the frozen part once, when the next paragraph starts.
+    Streaming must cost the same at turn 1,000 as at turn 1 and as little as
+    possible per chunk, so this one widget (not a container of paragraphs):
+
+    - keeps the finished paragraphs wrapped once, and re-wraps only the live
+      paragraph (once per chunk: the layout never wraps it a second time);
+    - repaints only the lines that changed (usually the last one), not the widget;
+    - while streaming, its height grows `STREAM_STEP` lines at a time (blank lines
+      wait below the text), so a new line usually fills reserved space: no layout and
+      no scroll of the anchored transcript (which repaints the whole view).
+      `settle()` gives the reserve back when the stream ends.
+
+    It draws exactly what a `Static` of the same text would (same wrapping and
+    style, `Visual.to_strips`), with one blank line between the finished part
+    and the live paragraph.
     """
 
     virtual_size = no_layout_virtual_size()
@@ -57,8 +71,6 @@ class Prose(Vertical):
     DEFAULT_CSS = """
     Prose {
         height: auto;
-        & > Static { height: auto; }
-        & > .-frozen { margin-bottom: 1; }
     }
     """
 
@@ -66,63 +78,183 @@ class Prose(Vertical):
         super().__init__(id=id, classes=classes)
         self._text = ""
         self._frozen_len = 0
-        self._frozen = Paragraph(classes="-frozen")
-        self._frozen.display = False
-        self._live = Paragraph(classes="-live")
-        self._live.display = False
-        self._live_height = -1
-        self._live_width = -1
+        self._frozen_text = ""
+        self._live_text = ""
+        self._frozen: list[Strip] = []
+        """The finished part's lines, with the blank line that separates it from the live paragraph."""
+        self._live: list[Strip] = []
+        self._wrapped_for: tuple[int, object] = (-1, None)
+        """(width, style) the lines were wrapped for."""
+        self._frozen_stale = False
+        self._live_stale = False
+        self._pending = False
+        self._streaming = False
+        self.layouts_requested = 0
+        """Layouts this widget asked for (the speed tests count them)."""
 
     @property
     def text(self) -> str:
         """The prose as streamed or swapped in so far (before sanitising)."""
         return self._text
 
-    def compose(self) -> ComposeResult:
-        yield self._frozen
-        yield self._live
+    @property
+    def wrapped_lines(self) -> tuple[Strip, ...]:
+        """The lines drawn now: the same objects until the prose or the width changes."""
+        return (*self._frozen, *self._live)
+
+    @property
+    def line_count(self) -> int:
+        """Lines of text drawn now (without the streaming reserve)."""
+        return len(self._frozen) + len(self._live)
 
     def append(self, chunk: str) -> None:
-        """Add streamed prose at the end, touching only the live paragraph."""
+        """Add streamed prose at the end: wrap the live paragraph once and repaint the lines that changed.
+
+        Before the first layout (no width yet) the text is only kept: the layout measures it.
+        """
         if not chunk:
             return
         self._text += chunk
+        self._pending = True
+        self._streaming = True
+        if self.is_mounted:
+            self._flush()
+
+    def _take_pending(self) -> None:
+        """Split the text streamed so far into the finished part and the live paragraph."""
+        self._pending = False
         cut = self._text.rfind(PARAGRAPH_BREAK)
         if cut > self._frozen_len:
-            self._show(self._frozen, self._text[:cut])
             self._frozen_len = cut
-            self._show(self._live, self._text[cut + len(PARAGRAPH_BREAK):])
-            return
+            self._frozen_text = self._text[:cut].strip("\n")
+            self._frozen_stale = True
         start = self._frozen_len + len(PARAGRAPH_BREAK) if self._frozen_len else 0
-        self._update_live(self._text[start:])
+        self._live_text = self._text[start:]
+        self._live_stale = True
 
     def set_text(self, text: str) -> None:
         """Show different prose in one step (a correction changed it, or a retry starts afresh)."""
         self._text = text
         cut = text.rfind(PARAGRAPH_BREAK)
         self._frozen_len = max(cut, 0)
-        self._show(self._frozen, text[:cut] if cut > 0 else "")
-        self._show(self._live, text[cut + len(PARAGRAPH_BREAK):] if cut > 0 else text)
+        self._frozen_text = text[:cut].strip("\n") if cut > 0 else ""
+        self._live_text = (text[cut + len(PARAGRAPH_BREAK):] if cut > 0 else text).strip("\n")
+        self._frozen_stale = self._live_stale = True
+        self._pending = False
+        self._streaming = False
+        self._flush(full=True)
 
-    def _show(self, part: Static, text: str) -> None:
-        part.update(plain(text.strip("\n")))
-        part.display = bool(text.strip())
-        if part is self._live:
-            self._live_height = -1
+    def settle(self) -> None:
+        """The stream ended: paint what is pending and give back the reserved lines."""
+        if self._pending:
+            self._flush()
+        if self._streaming:
+            self._streaming = False
+            if self.line_count != self.size.height:
+                self._request_layout()
 
-    def _update_live(self, text: str) -> None:
-        """Update the live paragraph; lay out only when its wrapped height changes.
+    def on_mount(self) -> None:
+        if self._pending:
+            self._flush()
 
-        The height is predicted with the measurement the layout itself uses, at the
-        width the paragraph was last laid out with, and compared with the height last
-        asked for (not the current size, which lags while a layout is pending).
+    def _request_layout(self) -> None:
+        """Ask for a layout, and make sure it measures this widget again.
+
+        Textual caches a widget's box model by its count of layout requests, and a
+        second request made while one is pending is not counted; a layout run in
+        between (for another widget) would then keep a stale height. Count every one.
         """
-        content = plain(text)
-        live = self._live
-        width = live.content_region.width
-        height = content.get_height(live.styles, width) if width > 0 else -1
-        same_height = live.display and width > 0 and height == self._live_height and width == self._live_width
-        self._live_height, self._live_width = height, width
-        live.update(content, layout=not same_height)
-        if not live.display:
-            live.display = True
+        self.layouts_requested += 1
+        if self._layout_required:
+            self._layout_updates += 1
+            for ancestor in self.ancestors:  # as Textual does when it sends the pending request
+                if not isinstance(ancestor, Widget):
+                    break
+                ancestor._clear_arrangement_cache()
+                ancestor._layout_updates += 1
+                if not ancestor.styles.auto_dimensions:
+                    break
+        self.refresh(layout=True)
+
+    def _flush(self, full: bool = False) -> None:
+        """Wrap what changed and repaint only the lines that differ (a layout only if the height must grow)."""
+        if self._pending:
+            self._take_pending()
+        width = self.size.width
+        if width <= 0 or self._wrapped_for != (width, self.visual_style):
+            self._request_layout()  # not laid out yet, or restyled: wrapped when measured
+            return
+        old = self._frozen + self._live
+        self._rewrap(width)
+        new = self._frozen + self._live
+        if self._height() != self.size.height:
+            self._request_layout()
+            return
+        if full:
+            self.refresh()
+            return
+        first = next((y for y, (a, b) in enumerate(zip(old, new)) if a is not b and a.text != b.text),
+                     min(len(old), len(new)))
+        last = max(len(old), len(new))
+        if last > first:
+            self.refresh(Region(0, first, width, last - first))
+
+    def _rewrap(self, width: int) -> None:
+        if self._frozen_stale:
+            self._frozen = self._wrap(self._frozen_text, width)
+            if self._frozen:
+                self._frozen.append(self._blank(width))
+            self._frozen_stale = False
+        if self._live_stale:
+            self._live = self._wrap(self._live_text, width)
+            self._live_stale = False
+
+    def _wrap(self, text: str, width: int) -> list[Strip]:
+        if not text.strip():
+            return []
+        return Visual.to_strips(self, plain(text), width, None, self.visual_style)
+
+    def _blank(self, width: int) -> Strip:
+        return Strip.blank(width, self.visual_style.rich_style)
+
+    def _ensure_wrapped(self, width: int) -> None:
+        """Wrap everything again for a new width or style (a resize, a theme or an outcome class)."""
+        key = (width, self.visual_style)
+        if self._wrapped_for != key:
+            self._wrapped_for = key
+            self._frozen_stale = self._live_stale = True
+        if self._frozen_stale or self._live_stale:
+            self._rewrap(width)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if width <= 0:
+            return 0
+        self._ensure_wrapped(width)
+        return self._height()
+
+    def _height(self) -> int:
+        """Lines of text; while streaming, rounded up to the next step (at least one blank line below)."""
+        if self._streaming:
+            return (self.line_count // STREAM_STEP + 1) * STREAM_STEP
+        return self.line_count
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._ensure_wrapped(self.size.width)
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        frozen = self._frozen
+        if y < len(frozen):
+            return frozen[y]
+        y -= len(frozen)
+        if 0 <= y < len(self._live):
+            return self._live[y]
+        return self._blank(self.size.width)
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        parts = [part for part in (self._frozen_text, self._live_text.strip("\n")) if part.strip()]
+        return selection.extract(safe_text("\n\n".join(parts))), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self._wrapped_for = (-1, None)  # the selection is drawn into the wrapped lines
+        self.refresh()

@@ -43,7 +43,7 @@ class TurnMessage(Vertical, can_focus=True):
         border-left: tall $background;
         & > .-command { color: $text-muted; text-style: bold; }
         &:focus { border-left: tall $accent; background: $boost; }
-        &.-undone > Prose > Static, &.-failed > Prose > Static, &.-cancelled > Prose > Static { color: $text-muted; }
+        &.-undone > Prose, &.-failed > Prose, &.-cancelled > Prose { color: $text-muted; }
     }
     """
 
@@ -126,7 +126,9 @@ class TurnMessage(Vertical, can_focus=True):
         self.events.append(event)
         if isinstance(event, ProseDelta):
             self.prose.append(event.text)
-        elif isinstance(event, CorrectionStarted):
+            return
+        self.prose.settle()  # the stream is over: paint what is pending, give back the reserved lines
+        if isinstance(event, CorrectionStarted):
             self.outcome = "correcting"
             self.status.correcting(event.correction, event.budget)
         elif isinstance(event, ProseReplaced):
