@@ -60,6 +60,9 @@ ATTEMPT_MAX_SECONDS = 600.0
 Generous, so a slow local model on a CPU still finishes a long turn."""
 OUTPUT_LIMIT = "output_limit"
 """The stop reason the engine records when it stops reading an answer over `OUTPUT_MAX_CHARS`."""
+REJECTED_ECHO_MAX_CHARS = 4_000
+"""An answer cut off at the output limit goes back to the model in a correction only this far (it
+would otherwise cost some 50,000 tokens, more than a small local model's whole context)."""
 PROSE_STREAM_MAX_CHARS = 32_000
 """Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
 T = TypeVar("T")
@@ -233,7 +236,10 @@ class Session:
                     kept = _complete_narrative(attempt.raw, shown)
                 else:
                     kept = request.kept_narrative
-                rejection = Rejection(raw=attempt.raw, text=attempt.text, issues=verdict.issues)
+                raw, text = attempt.raw, attempt.text
+                if attempt.finish.stop_reason == OUTPUT_LIMIT:  # show the model its loop, not 200,000 characters
+                    raw, text = _head(raw), _head(text) or ""
+                rejection = Rejection(raw=raw, text=text, issues=verdict.issues)
                 request = replace(request, attempt=request.attempt + 1, correction=rejection, kept_narrative=kept)
                 yield CorrectionStarted(turn=turn, attempt=request.attempt, budget=self.budget,
                                         correction=request.attempt - 1)
@@ -348,6 +354,12 @@ def _sound_finish(finish: Finish) -> Finish:
     usage = finish.usage if isinstance(finish.usage, dict) else {}
     counts = {str(k): v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**15}
     return Finish(_encodable(reason)[:64], counts)
+
+
+def _head(text: str | None) -> str | None:
+    if text is None or len(text) <= REJECTED_ECHO_MAX_CHARS:
+        return text
+    return text[:REJECTED_ECHO_MAX_CHARS] + f"… [{len(text) - REJECTED_ECHO_MAX_CHARS} more characters cut]"
 
 
 def _complete_narrative(raw: str | None, shown: str) -> str | None:

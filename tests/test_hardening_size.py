@@ -184,3 +184,27 @@ async def test_one_huge_chunk_is_judged_without_streaming_it_twice(pack, size):
     rule = events[-1].issues[0].rule
     assert rule == ("patch.apply" if size < OUTPUT_MAX_CHARS else "output.too_large")
     tally("size and shape: one chunk at and over the limit")
+
+
+async def test_a_correction_shows_the_model_only_the_head_of_an_answer_cut_off_at_the_limit(pack):
+    class EndlessThenGood(Endless):
+        requests: list[NarrationRequest] = []
+
+        async def narrate(self, request):
+            self.requests.append(request)
+            if len(self.requests) == 1:
+                async for chunk in super().narrate(request):
+                    yield chunk
+            else:
+                yield StructuredDelta(turn_json("You lift the brass lamp.", TAKE_LAMP))
+                yield Finish("end")
+
+    narrator = EndlessThenGood("s", chunk="loop " * 20)
+    session = Session(pack, narrator)
+    events = [e async for e in session.play("take lamp")]
+    assert isinstance(events[-1], TurnCommitted)
+    rejected = narrator.requests[1].correction
+    assert rejected is not None and rejected.issues[0].rule == "output.too_large"
+    assert len(rejected.raw) < 4100 and rejected.raw.startswith('{"narrative": "loop loop')
+    finished = [e for e in events if e.event == "attempt_finished"]
+    assert len(finished[0].raw) > OUTPUT_MAX_CHARS - 200  # the save keeps what was read, whole
