@@ -171,3 +171,25 @@ def test_a_broken_pack_s_problems_print_inert_in_headless_play(tmp_path, capsys)
     assert "problem" in captured.err
     assert_inert(captured.out + captured.err, "a broken pack's problems")
     tally("hostile text: broken pack problems in headless play")
+
+
+@pytest.mark.xfail(strict=True, reason="tui/app.py run_app prints a refused resume's error, its warnings and a "
+                                       "broken pack's problems without safe_text (reported to the TUI owner)")
+@pytest.mark.parametrize("case", ["doctored save", "broken pack"])
+def test_the_app_s_start_up_errors_print_inert(case, hostile_save, tmp_path, capsys):
+    from tests.hardening.mutate import rechain
+
+    if case == "doctored save":
+        save, _, _ = hostile_save
+        records = [json.loads(line) for line in save.read_bytes().splitlines()]
+        next(r for r in records if r["kind"] == "turn_committed")["data"]["state_hash"] = "\x1b]0;title\x07"
+        save.write_bytes(rechain(records))
+        argv = ["play", "--resume", str(save)]
+    else:
+        pack = tmp_path / "bad.toml"
+        pack.write_text('id = "bad"\ntitle = "t"\nintro = "i"\nstart = "hall"\n[rooms."\\u001b[2Jhall"]\n'
+                        'name = "Hall"\ndescription = "d"\nexits = { north = "away" }\n', encoding="utf-8")
+        argv = ["play", "--story", str(pack)]
+    assert main(argv) == 2  # refused before the app starts
+    captured = capsys.readouterr()
+    assert_inert(captured.out + captured.err, f"the app's start-up error ({case})")
