@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+import pydantic_core
 
 from engine.events import (
     AttemptFinished,
@@ -311,9 +312,22 @@ def parse_save(path: Path, blob: bytes) -> Save:
                 good_size=good_size, last_hash=last["hash"], last_seq=last["seq"], header_time=str(header_raw["time"]))
 
 
+def _parse_json(text: str) -> Any:
+    """`json.loads` (NaN and Infinity refused), about twice as fast on the lines a journal writes.
+
+    pydantic's parser reads a line first; whatever it cannot read (a lone surrogate escape,
+    a malformed line, NaN) is left to the json module, so every line gets the json module's
+    answer and error message, as before.
+    """
+    try:
+        return pydantic_core.from_json(text, allow_inf_nan=False)
+    except (ValueError, TypeError):
+        return json.loads(text, parse_constant=_no_constant)
+
+
 def _parse_line(path: Path, raw: bytes, number: int) -> dict[str, Any]:
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        data = _parse_json(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         if number == 1:
             raise SaveUnreadable(path, "the first line is not JSON: this is not a storyloom save") from None

@@ -104,3 +104,30 @@ def test_an_altered_narrative_is_still_named_as_tampered(tmp_path: Path) -> None
     with pytest.raises(TamperedRecord) as caught:
         load_save(path)
     assert caught.value.line == at + 1
+
+
+any_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)  # NaN, lone surrogates
+                          | st.text(st.characters(min_codepoint=0xD7FF, max_codepoint=0xE000), max_size=3),
+                          lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+                          max_leaves=10)
+json_texts = st.builds(lambda value: json.dumps(value), any_values)  # \u escapes, NaN and Infinity included
+json_edits = st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(
+    ['"', "\\", "\\u", "\\ud800", "e", "E", "-", ".", "0", "01", "1e999", "NaN", "Infinity", ",", ":", "[", "]", "{", "}",
+     "\t", "\x00", " ", "\ufeff", "9" * 30, "true", "null", ""])), max_size=3)
+
+
+@settings(max_examples=300)
+@given(json_texts, json_edits)
+def test_every_line_the_fast_parser_reads_is_read_the_same_by_the_json_module(text: str, edits: list) -> None:
+    for at, piece in edits:
+        at %= len(text) + 1
+        text = text[:at] + piece + text[at + 1:]
+    try:
+        fast = journal._parse_json(text)
+    except ValueError:
+        fast = "refused"
+    try:
+        slow = json.loads(text, parse_constant=journal._no_constant)
+    except ValueError:
+        slow = "refused"
+    assert repr(fast) == repr(slow)
