@@ -11,12 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual._compositor import Compositor
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
+from engine import Session, parse_pack
 from engine.events import ProseDelta, TurnCommitted, TurnStarted
+from tests.conftest import SHORE_PACK
+from tui.app import StoryloomApp
+from tui.screens._game import RowCroppedCompositor
+from tui.testing.narrators import GatedNarrator
 from tui.widgets import Transcript, TurnMessage
-from tui.widgets._prose import STREAM_STEP, Prose
+from tui.widgets._prose import Prose, stream_step
 
 WIDTH = 60
 """Terminal width; the prose is a little narrower (the message's border and padding)."""
@@ -67,7 +73,7 @@ async def started(pilot: Any) -> TurnMessage:
     return message
 
 
-async def test_a_chunk_that_adds_no_line_triggers_no_layout_and_repaints_one_line():
+async def test_a_chunk_that_adds_no_line_triggers_no_layout_and_repaints_only_the_live_rows():
     app = StreamApp()
     async with app.run_test(size=(WIDTH, 20)) as pilot:
         message = await started(pilot)
@@ -78,7 +84,8 @@ async def test_a_chunk_that_adds_no_line_triggers_no_layout_and_repaints_one_lin
             await pilot.pause()
         assert message.prose.line_count == 1
         assert layouts[0] == 0
-        assert repaints and all(len(r) == 1 and r[0].height == 1 and r[0].y == 0 for r in repaints)
+        # only the live line is repainted, never the whole widget
+        assert repaints and all(len(r) == 1 and r[0].y == 0 and r[0].height == 1 for r in repaints)
 
 
 async def test_new_lines_lay_out_once_per_step_not_once_per_line():
@@ -89,9 +96,9 @@ async def test_new_lines_lay_out_once_per_step_not_once_per_line():
         for _ in range(120):  # about 20 lines of text, a few words at a time
             message.show(ProseDelta(turn=1, text=" wet rocks"))
             await pilot.pause()
-        lines = message.prose.line_count
-        assert lines >= 4 * STREAM_STEP
-        assert layouts[0] <= lines // STREAM_STEP + 1, (layouts[0], lines)
+        lines, step = message.prose.line_count, stream_step(30)
+        assert lines >= 3 * step
+        assert layouts[0] <= lines // step + 1, (layouts[0], lines)
 
 
 async def test_the_reserved_lines_are_given_back_when_the_turn_ends():
@@ -99,9 +106,43 @@ async def test_the_reserved_lines_are_given_back_when_the_turn_ends():
     async with app.run_test(size=(WIDTH, 20)) as pilot:
         message = await started(pilot)
         await pilot.pause()
-        assert message.prose.size.height == STREAM_STEP  # room to grow while streaming
+        assert message.prose.size.height == stream_step(20) == 4  # room to grow while streaming
         message.show(TurnCommitted(turn=1, state_hash="x", narrative="The"))
         await pilot.pause()
         await pilot.pause()
         assert message.prose.size.height == 1
         assert message.size.height == 3  # the command, the prose, the status row
+
+
+async def test_a_partial_repaint_paints_what_textual_would_and_renders_only_its_rows():
+    app = StoryloomApp(Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([])), blink=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        compositor = app.screen._compositor
+        assert isinstance(compositor, RowCroppedCompositor)
+        intro = app.screen.query_one("#intro").region
+        crop = Region(intro.x, intro.y + 1, intro.width, 1)  # one line of the intro's prose
+
+        def line(renders: Any) -> str:
+            compositor._get_renders = renders  # type: ignore[method-assign]
+            try:
+                chops = compositor._render_chops(crop, lambda y: y == crop.y)
+            finally:
+                del compositor._get_renders
+            # what a partial update writes: the row within the repainted columns
+            return "".join(strip.text for x, strip in chops[crop.y].items()
+                           if strip is not None and crop.x <= x < crop.right)
+
+        rendered: list[int] = []
+        original = compositor._get_renders
+
+        def counting(c: Region | None = None) -> Any:
+            for region, clip, strips in original(c):
+                rendered.append(len(strips))
+                yield region, clip, strips
+
+        ours = line(counting)
+        theirs = line(Compositor._get_renders.__get__(compositor))
+        await pilot.pause()
+    assert "Grey water, black rocks." in ours
+    assert ours == theirs
+    assert rendered and max(rendered) == 1  # every widget rendered that one row, not its whole height

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.reactive import Reactive
@@ -15,7 +16,17 @@ from engine.safety import safe_text
 
 PARAGRAPH_BREAK = "\n\n"
 STREAM_STEP = 4
-"""While a turn streams its height grows in steps of this many lines, so most new lines need no layout."""
+"""While a turn streams its height grows in steps of at least this many lines, so most new lines need no layout."""
+STREAM_STEP_MAX = 10
+
+
+def stream_step(terminal_height: int) -> int:
+    """Lines a streaming message grows by at a time: a fifth of the terminal, 4 to 10.
+
+    Each step is one layout and one repaint of the whole view (the anchored transcript
+    scrolls), so a taller terminal takes bigger steps; on 24 rows it is 4.
+    """
+    return max(STREAM_STEP, min(STREAM_STEP_MAX, terminal_height // 5))
 
 
 def plain(text: str) -> Content:
@@ -56,7 +67,7 @@ class Prose(Widget):
     - keeps the finished paragraphs wrapped once, and re-wraps only the live
       paragraph (once per chunk: the layout never wraps it a second time);
     - repaints only the lines that changed (usually the last one), not the widget;
-    - while streaming, its height grows `STREAM_STEP` lines at a time (blank lines
+    - while streaming, its height grows several lines at a time (`stream_step`; blank lines
       wait below the text), so a new line usually fills reserved space: no layout and
       no scroll of the anchored transcript (which repaints the whole view).
       `settle()` gives the reserve back when the stream ends.
@@ -89,6 +100,8 @@ class Prose(Widget):
         self._live_stale = False
         self._pending = False
         self._streaming = False
+        self._tail = 0
+        """Cells on the live paragraph's last line, counting chunks not wrapped yet."""
         self.layouts_requested = 0
         """Layouts this widget asked for (the speed tests count them)."""
 
@@ -108,17 +121,31 @@ class Prose(Widget):
         return len(self._frozen) + len(self._live)
 
     def append(self, chunk: str) -> None:
-        """Add streamed prose at the end: wrap the live paragraph once and repaint the lines that changed.
+        """Add streamed prose at the end.
 
-        Before the first layout (no width yet) the text is only kept: the layout measures it.
+        A chunk that surely fits on the live paragraph's last line (no new line, no
+        layout) is only noted, and that one row marked for repainting: the paragraph is
+        wrapped once by `render_lines` however many chunks arrived in the frame. Any
+        other chunk is wrapped now, and a layout asked for if the height must grow.
         """
         if not chunk:
             return
         self._text += chunk
         self._pending = True
         self._streaming = True
-        if self.is_mounted:
-            self._flush()
+        width = self.size.width
+        if not self.is_mounted:
+            return
+        if width <= 0:
+            self._request_layout()  # not laid out yet: the layout measures it
+            return
+        if self._live and "\n" not in chunk:
+            tail = self._tail + cell_len(chunk)
+            if tail <= width:
+                self._tail = tail
+                self.refresh(Region(0, self.line_count - 1, width, 1))
+                return
+        self._flush()
 
     def _take_pending(self) -> None:
         """Split the text streamed so far into the finished part and the live paragraph."""
@@ -208,6 +235,7 @@ class Prose(Widget):
         if self._live_stale:
             self._live = self._wrap(self._live_text, width)
             self._live_stale = False
+            self._tail = self._live[-1].cell_length if self._live else 0
 
     def _wrap(self, text: str, width: int) -> list[Strip]:
         if not text.strip():
@@ -229,17 +257,26 @@ class Prose(Widget):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         if width <= 0:
             return 0
+        if self._pending:
+            self._take_pending()
         self._ensure_wrapped(width)
         return self._height()
 
     def _height(self) -> int:
         """Lines of text; while streaming, rounded up to the next step (at least one blank line below)."""
         if self._streaming:
-            return (self.line_count // STREAM_STEP + 1) * STREAM_STEP
+            step = stream_step(self.app.size.height)
+            return (self.line_count // step + 1) * step
         return self.line_count
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._ensure_wrapped(self.size.width)
+        width = self.size.width
+        self._ensure_wrapped(width)
+        if self._pending and width > 0:
+            self._take_pending()  # chunks that fit on the last line (see `append`)
+            self._rewrap(width)
+            if self._height() != self.size.height:  # not expected: lay out after this frame
+                self.call_later(self._request_layout)
         return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
