@@ -139,7 +139,7 @@ class Prose(Widget):
         if width <= 0:
             self._request_layout()  # not laid out yet: the layout measures it
             return
-        if self._live and "\n" not in chunk:
+        if self._live and "\n" not in chunk and "\t" not in chunk:
             tail = self._tail + cell_len(chunk)
             if tail <= width:
                 self._tail = tail
