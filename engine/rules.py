@@ -131,7 +131,7 @@ def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrativ
     if issues:
         return Verdict(turn, None, issues)
     try:
-        after = apply_patch(turn.patch_json(), before)
+        after = jsonpatch.JsonPatch(turn.patch_json()).apply(_copy_state(before), in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
         return Verdict(turn, None, (Issue("/state_patch", "patch.apply", f"The patch cannot be applied: {exc}."),))
     issues = tuple(_state_issues(after, pack))
@@ -139,61 +139,6 @@ def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrativ
         return Verdict(turn, None, issues)
     issues = tuple(issue for rule in WORLD_RULES for issue in rule(before, after, turn, pack))
     return Verdict(turn, None if issues else after, issues)
-
-
-def apply_patch(ops: list[dict[str, Any]], before: WorldState) -> WorldState:
-    """`jsonpatch` applied to a copy of the state, without its general machinery when it is not needed.
-
-    Every path has passed `_path_issues` (`/location` or `/<section>/<id>`), so each add, replace,
-    remove or test is one assignment, deletion or comparison on the copy, with RFC 6902's meaning;
-    building jsonpatch's pointer and operation objects cost as much as all the world rules
-    (verify re-judges every commit of a save). A patch that cannot be applied that simply
-    (a missing key, a failed test, an escaped path) is applied by jsonpatch itself, so every
-    failure is jsonpatch's, with its message. `tests/test_speed_patch.py` checks both agree.
-
-    Raises:
-        jsonpatch.JsonPatchException, jsonpointer.JsonPointerException: as `jsonpatch.JsonPatch.apply`.
-    """
-    after = _copy_state(before)
-    for op in ops:
-        if not _apply_leaf(op, after):
-            return jsonpatch.JsonPatch(ops).apply(_copy_state(before), in_place=True)
-    return after
-
-
-def _apply_leaf(op: dict[str, Any], state: WorldState) -> bool:
-    """Apply one operation on a leaf in place; False (state partly changed) when jsonpatch must."""
-    path, kind = op.get("path"), op.get("op")
-    if not isinstance(path, str) or "~" in path or (kind != "remove" and type(op.get("value", ...)) not in _SCALARS):
-        return False  # an escaped path, a missing value, or a list or object (jsonpatch copies and compares those)
-    parts = path.split("/")
-    if parts[0] or len(parts) not in (2, 3):
-        return False
-    target = state if len(parts) == 2 else state.get(parts[1])
-    key = parts[-1]
-    if not isinstance(target, dict):
-        return False
-    if kind == "add":
-        target[key] = op["value"]
-    elif kind == "replace" and key in target:
-        target[key] = op["value"]
-    elif kind == "remove" and key in target:
-        del target[key]
-    elif kind == "test" and key in target and type(target[key]) in _SCALARS:
-        return _same_scalar(target[key], op["value"])
-    else:
-        return False
-    return True
-
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _same_scalar(first: Any, second: Any) -> bool:
-    """RFC 6902 equality of two JSON scalars, as jsonpatch's test compares them: true is not 1."""
-    if isinstance(first, bool) or isinstance(second, bool):
-        return isinstance(first, bool) and isinstance(second, bool) and first == second
-    return first == second
 
 
 def _copy_state(state: WorldState) -> WorldState:
