@@ -68,7 +68,7 @@ from saves.errors import (
 
 FORMAT = "storyloom-save"
 VERSION = 1
-"""The format version this storyloom writes; see `migrate` and docs/readme-saves.md."""
+"""The format version this storyloom writes; see `migrate` and docs/saves.md."""
 GENESIS = "0" * 64
 """The `prev` of the header: there is no record before it."""
 SUFFIX = ".jsonl"

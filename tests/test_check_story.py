@@ -66,7 +66,7 @@ def test_hostile_text_in_a_pack_never_reaches_the_terminal_raw(capsys):
 
 
 def test_the_example_in_the_docs_is_the_example_pack_that_passes():
-    docs = (Path(__file__).parents[1] / "docs" / "readme-offline.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).parents[1] / "docs" / "playing.md").read_text(encoding="utf-8")
     block = docs.split("```toml\n", 1)[1].split("```", 1)[0]
     pack_text = (PACKS / "example.toml").read_text(encoding="utf-8")
     assert block.strip() == "\n".join(ln for ln in pack_text.splitlines() if not ln.startswith("#")).strip()

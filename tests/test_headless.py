@@ -74,7 +74,7 @@ def test_corrections_are_reported_on_stderr_and_stdout_stays_a_transcript(capsys
 
 
 def test_a_turn_that_fails_after_its_budget_exits_3_and_stops_there(commands_file, capsys):
-    # Seed 8 with faults 0.5: the very first "look" fails three times (documented in docs/readme-offline.md).
+    # Seed 8 with faults 0.5: the very first "look" fails three times (documented in docs/playing.md).
     code = headless("--commands", commands_file("look", "north"), "--seed", "8", "--faults", "0.5")
     captured = capsys.readouterr()
     assert code == 3

@@ -2,7 +2,7 @@
 corrections, played back through the game screen's widgets, with pause, step and divergence.
 
 The save comes from the real command line (`storyloom play --headless --faults 0.5 --seed 5`,
-the seed docs/readme-offline.md names for corrections: turn 2 keeps its prose, turn 3 is rewritten
+the seed docs/playing.md names for corrections: turn 2 keeps its prose, turn 3 is rewritten
 twice). Corrections are held at a gate where a test needs to look at one, so nothing depends on timing.
 """
 

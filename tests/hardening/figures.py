@@ -1,4 +1,4 @@
-"""Counting what the hardening suite tried, for the table in docs/readme-hardening.md.
+"""Counting what the hardening suite tried, for the table in docs/hardening.md.
 
 Each test calls `tally(class, inputs)` after its inputs went through without a crash,
 hang, invalid commit or leak (a failing assertion stops it before it is counted).
