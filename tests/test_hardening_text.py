@@ -173,8 +173,6 @@ def test_a_broken_pack_s_problems_print_inert_in_headless_play(tmp_path, capsys)
     tally("hostile text: broken pack problems in headless play")
 
 
-@pytest.mark.xfail(strict=True, reason="tui/app.py run_app prints a refused resume's error, its warnings and a "
-                                       "broken pack's problems without safe_text (reported to the TUI owner)")
 @pytest.mark.parametrize("case", ["doctored save", "broken pack"])
 def test_the_app_s_start_up_errors_print_inert(case, hostile_save, tmp_path, capsys):
     from tests.hardening.mutate import rechain

@@ -145,6 +145,7 @@ def run_app(args: argparse.Namespace) -> int:
         The exit code: 0, or 2 when the story, the settings or the save are wrong.
     """
     from engine.packs import PackError, load_pack
+    from engine.safety import safe_text
     from saves.errors import SaveError
     from saves.journal import list_saves
     from saves.resume import continued_settings, resume_with, start_new
@@ -156,19 +157,19 @@ def run_app(args: argparse.Namespace) -> int:
             resumed = resume_with(args.resume, lambda p, header: create_narrator(
                 continued_settings(settings, header), p, interactive=True), budget=getattr(args, "budget", None))
             for warning in resumed.warnings:
-                print(f"storyloom: warning: {warning}", file=sys.stderr)
+                print(f"storyloom: warning: {safe_text(warning)}", file=sys.stderr)
             pack, session, journal = resumed.pack, resumed.session, resumed.journal
         else:
             source = getattr(args, "story", None) or DEFAULT_STORY
             pack = load_pack(source)
             session, journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings,
                                          source=source, path=getattr(args, "save", None))
-    except PackError as exc:
+    except PackError as exc:  # a pack's and a save's text are untrusted: printed inert
         for problem in exc.problems:
-            print(problem, file=sys.stderr)
+            print(safe_text(str(problem)), file=sys.stderr)
         return 2
     except (SettingsError, SaveError) as exc:
-        print(f"storyloom: {exc}", file=sys.stderr)
+        print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
         return 2
 
     journals = [journal]
