@@ -146,3 +146,20 @@ async def test_a_partial_repaint_paints_what_textual_would_and_renders_only_its_
     assert "Grey water, black rocks." in ours
     assert ours == theirs
     assert rendered and max(rendered) == 1  # every widget rendered that one row, not its whole height
+
+
+async def test_text_selected_in_the_live_paragraph_is_that_paragraph_s_text():
+    from textual.geometry import Offset
+    from textual.selection import Selection
+
+    app = StreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+        message.show(ProseDelta(turn=1, text=" first line.\n\nSecond paragraph here"))
+        await pilot.pause()
+        prose = message.prose
+        live = prose.wrapped_lines[-1]
+        offsets = {segment.style.meta["offset"] for segment in live if segment.style and segment.style.meta}
+        assert {y for _, y in offsets} == {2}  # the third line of the prose: after "The first line." and a blank
+        selected = prose.get_selection(Selection(Offset(0, 2), Offset(6, 2)))
+        assert selected is not None and selected[0] == "Second"

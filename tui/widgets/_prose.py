@@ -233,14 +233,20 @@ class Prose(Widget):
                 self._frozen.append(self._blank(width))
             self._frozen_stale = False
         if self._live_stale:
-            self._live = self._wrap(self._live_text, width)
+            # numbered as the lines of the whole prose, so a mouse selection maps to the right text
+            first_line = self._frozen_text.count("\n") + 2 if self._frozen else 0
+            self._live = self._wrap(self._live_text, width, first_line)
             self._live_stale = False
             self._tail = self._live[-1].cell_length if self._live else 0
 
-    def _wrap(self, text: str, width: int) -> list[Strip]:
+    def _wrap(self, text: str, width: int, first_line: int = 0) -> list[Strip]:
+        """Wrapped lines of `text`, its source lines numbered from `first_line` (selection offsets)."""
         if not text.strip():
             return []
-        return Visual.to_strips(self, plain(text), width, None, self.visual_style)
+        content = plain(text)
+        if first_line:
+            content = Content("\n" * first_line) + content
+        return Visual.to_strips(self, content, width, None, self.visual_style)[first_line:]
 
     def _blank(self, width: int) -> Strip:
         return Strip.blank(width, self.visual_style.rich_style)
@@ -289,8 +295,10 @@ class Prose(Widget):
         return self._blank(self.size.width)
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
-        parts = [part for part in (self._frozen_text, self._live_text.strip("\n")) if part.strip()]
-        return selection.extract(safe_text("\n\n".join(parts))), "\n"
+        text = safe_text(self._live_text)
+        if self._frozen:
+            text = safe_text(self._frozen_text) + PARAGRAPH_BREAK + text
+        return selection.extract(text), "\n"
 
     def selection_updated(self, selection: Selection | None) -> None:
         self._wrapped_for = (-1, None)  # the selection is drawn into the wrapped lines
