@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.reactive import Reactive
@@ -47,6 +49,25 @@ def no_layout_virtual_size() -> Reactive[Size]:
     not two (relies on Textual 8.2.8 internals; the frame tests cover it).
     """
     return Reactive(Size(0, 0), layout=False, repaint=False)
+
+
+def _renumbered(strips: list[Strip], first_line: int) -> list[Strip]:
+    """Strips whose selection offsets (the `offset` meta Textual puts on each segment) start at `first_line`.
+
+    Cheaper than wrapping `first_line` empty lines in front of the text: plain prose
+    has one segment per line.
+    """
+    out = []
+    for strip in strips:
+        segments = []
+        for segment in strip:
+            style = segment.style
+            offset = style.meta.get("offset") if style is not None else None
+            if offset is not None:
+                style = style + RichStyle.from_meta({"offset": (offset[0], offset[1] + first_line)})
+            segments.append(Segment(segment.text, style, segment.control))
+        out.append(Strip(segments, strip.cell_length))
+    return out
 
 
 class Paragraph(Static):
@@ -243,10 +264,8 @@ class Prose(Widget):
         """Wrapped lines of `text`, its source lines numbered from `first_line` (selection offsets)."""
         if not text.strip():
             return []
-        content = plain(text)
-        if first_line:
-            content = Content("\n" * first_line) + content
-        return Visual.to_strips(self, content, width, None, self.visual_style)[first_line:]
+        strips = Visual.to_strips(self, plain(text), width, None, self.visual_style)
+        return _renumbered(strips, first_line) if first_line else strips
 
     def _blank(self, width: int) -> Strip:
         return Strip.blank(width, self.visual_style.rich_style)
