@@ -28,8 +28,9 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -58,6 +59,7 @@ from saves.errors import (
     CorruptRecord,
     MissingRecord,
     ReorderedRecords,
+    SaveError,
     SaveExists,
     SaveLocked,
     SaveUnreadable,
@@ -825,3 +827,37 @@ class Journal:
             with contextlib.suppress(OSError):
                 _lock_path(path).unlink()
         os.close(fd)
+
+
+def rescue_paths(failed: Path) -> list[Path]:
+    """Where a save that cannot be written is written instead: the saves folder, then the temp folder."""
+    name = f"{failed.stem}-rescued{SUFFIX}"
+    places = [saves_dir(), Path(tempfile.gettempdir())]
+    return [_fresh(folder / name) for folder in places if folder.resolve() != failed.parent.resolve()]
+
+
+def _fresh(path: Path) -> Path:
+    n = 2
+    candidate = path
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+        n += 1
+    return candidate
+
+
+def rescue_save(journal: Journal, on_refused: Callable[[Path, SaveError], None] | None = None) -> Path | None:
+    """Write a save that stopped taking writes to the first place in `rescue_paths` that takes it.
+
+    Returns:
+        The path the story is saved (and from now on written) to, or None when no place took it;
+        the records then stay in memory (`Journal.unsaved`).
+    """
+    for path in rescue_paths(journal.path):
+        try:
+            journal.save_as(path)
+        except SaveError as exc:
+            if on_refused is not None:
+                on_refused(path, exc)
+            continue
+        return path
+    return None

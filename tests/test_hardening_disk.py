@@ -193,3 +193,25 @@ def test_resuming_a_save_in_a_folder_that_became_read_only_goes_on_elsewhere(tmp
     rescued = next(saves_dir().glob("*-rescued.jsonl"))
     assert commits(rescued) == 2 and verify_save(rescued).sound
     tally("disk faults: resumed save turned read-only")
+
+
+async def test_the_app_saves_elsewhere_when_the_disk_fills_and_says_where(tmp_path, monkeypatch):
+    from tui.app import StoryloomApp, record_or_rescue
+    from tui.testing.pilot import until
+
+    pack = load_pack("lighthouse")
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "disk" / "game.jsonl")
+    fail_disk(monkeypatch, str(tmp_path / "disk"), errno.ENOSPC, after=1)
+    notes: list[str] = []
+    app = StoryloomApp(session, on_event=lambda event: record_or_rescue(journal, event, app), blink=False)
+    original_notify = app.notify
+    monkeypatch.setattr(app, "notify", lambda message, **kw: (notes.append(message), original_notify(message, **kw)))
+    with journal:
+        async with app.run_test(size=(100, 30)) as pilot:
+            for command in COMMANDS[:3]:
+                await pilot.press(*command, "enter")
+                await until(pilot, lambda: not session.busy and len(session.history) >= COMMANDS.index(command) + 1)
+    assert any("No space left on device" in n and "now saved to" in n for n in notes)
+    assert journal.path.parent != tmp_path / "disk" and journal.broken is None
+    assert commits(journal.path) == 3 and verify_save(journal.path).sound
+    tally("disk faults: the app's save fills up")

@@ -147,7 +147,7 @@ def run_app(args: argparse.Namespace) -> int:
     from engine.packs import PackError, load_pack
     from engine.safety import safe_text
     from saves.errors import SaveError
-    from saves.journal import list_saves
+    from saves.journal import list_saves, rescue_save
     from saves.resume import continued_settings, resume_with, start_new
     from tui.settings import DEFAULT_STORY, SettingsError, create_narrator, load_settings
 
@@ -176,7 +176,7 @@ def run_app(args: argparse.Namespace) -> int:
     story = {"pack": pack, "source": getattr(args, "story", None) or DEFAULT_STORY}
 
     def record(event: Event) -> None:
-        journals[-1].record(event)
+        record_or_rescue(journals[-1], event, app)
 
     def new_session() -> Session:
         close_journal(journals[-1])
@@ -201,9 +201,35 @@ def run_app(args: argparse.Namespace) -> int:
     try:
         result = app.run()
     finally:
-        journals[-1].close()
-    print(f"storyloom: saved to {journals[-1].path}", file=sys.stderr)
+        journal = journals[-1]
+        unsaved = journal.unsaved if journal.broken is not None and rescue_save(journal) is None else 0
+        journal.close()
+    if unsaved:
+        print(f"storyloom: {unsaved} record(s) of this session could not be saved anywhere "
+              f"(the last save written is {safe_text(str(journal.path))})", file=sys.stderr)
+        return 1
+    print(f"storyloom: saved to {safe_text(str(journal.path))}", file=sys.stderr)
     return result if isinstance(result, int) else 0
+
+
+def record_or_rescue(journal: Any, event: Event, app: App[Any]) -> None:
+    """Record an event; when the save stops taking writes, save the story elsewhere and say where.
+
+    Only when no place takes the save does the error reach the game screen, which says
+    once that play goes on in memory.
+    """
+    from engine.safety import safe_text
+    from saves.errors import SaveWriteError
+    from saves.journal import rescue_save
+
+    try:
+        journal.record(event)
+    except SaveWriteError as exc:
+        moved = rescue_save(journal)
+        if moved is None:
+            raise
+        app.notify(safe_text(f"{exc}\nThe story so far is now saved to {moved}; play goes on there."),
+                   title="Saved elsewhere", severity="warning", timeout=15, markup=False)
 
 
 def close_journal(journal: Any) -> None:

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, TextIO
@@ -35,7 +34,7 @@ from engine.lifecycle import Session
 from engine.packs import PackError, StoryPack, load_pack
 from engine.safety import safe_text
 from saves.errors import SaveError, SaveWriteError
-from saves.journal import SUFFIX, Journal, saves_dir
+from saves.journal import Journal, rescue_save
 from saves.resume import continued_settings, resume_with, start_new
 from tui.cli import EXIT_ERROR, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from tui.settings import DEFAULT_STORY, Settings, SettingsError, create_narrator, load_settings
@@ -128,7 +127,7 @@ class SaveKeeper:
     once, writes the whole story so far to another place, and lets play go on.
 
     Headless play cannot ask where to save, so it offers the places it tries itself
-    (`rescue_paths`), names the one that worked, and never exits 0 with turns unsaved.
+    (`saves.journal.rescue_paths`), names the one that worked, and never exits 0 with turns unsaved.
     """
 
     def __init__(self, journal: Journal, err: TextIO):
@@ -144,18 +143,16 @@ class SaveKeeper:
 
     def rescue(self) -> bool:
         """Write the story so far to the first place that takes it; True when it is saved again."""
-        for path in rescue_paths(self.journal.path):
-            try:
-                self.journal.save_as(path)
-            except SaveError as exc:
-                print(f"storyloom: cannot save to {safe_text(str(path))} either ({safe_text(exc.reason)})",
-                      file=self.err)
-                continue
-            print(f"storyloom: the story so far is saved to {safe_text(str(path))} instead; play goes on "
-                  f"there (resume it with --resume {safe_text(str(path))})", file=self.err)
-            return True
-        print("storyloom: play goes on in memory; nothing more can be saved until there is room", file=self.err)
-        return False
+        def refused(path: Path, exc: SaveError) -> None:
+            print(f"storyloom: cannot save to {safe_text(str(path))} either ({safe_text(exc.reason)})", file=self.err)
+
+        path = rescue_save(self.journal, refused)
+        if path is None:
+            print("storyloom: play goes on in memory; nothing more can be saved until there is room", file=self.err)
+            return False
+        print(f"storyloom: the story so far is saved to {safe_text(str(path))} instead; play goes on "
+              f"there (resume it with --resume {safe_text(str(path))})", file=self.err)
+        return True
 
     def finish(self, code: int) -> int:
         """The exit code, once every record is on disk; 1 (loudly) if some never could be."""
@@ -164,22 +161,6 @@ class SaveKeeper:
         print(f"storyloom: {self.journal.unsaved} record(s) of this session could not be saved anywhere "
               f"(the last save written is {safe_text(str(self.journal.path))})", file=self.err)
         return EXIT_ERROR
-
-
-def rescue_paths(failed: Path) -> list[Path]:
-    """Where a save that cannot be written is written instead: the saves folder, then the temp folder."""
-    name = f"{failed.stem}-rescued{SUFFIX}"
-    places = [saves_dir(), Path(tempfile.gettempdir())]
-    return [_fresh(folder / name) for folder in places if folder.resolve() != failed.parent.resolve()]
-
-
-def _fresh(path: Path) -> Path:
-    n = 2
-    candidate = path
-    while candidate.exists():
-        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
-        n += 1
-    return candidate
 
 
 def _both(first: EventHook, second: EventHook | None) -> EventHook:
