@@ -588,31 +588,19 @@ class Journal:
             SaveWriteError: the folder or file cannot be written.
         """
         path = Path(path)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        except OSError as exc:
-            raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        made: list[Journal] = []
+
+        def write_header(fd: int) -> None:
             journal = cls(path, fd, GENESIS, -1)
             journal._placed = False
+            made.append(journal)
             journal._append(HEADER, header.to_json())
-            os.link(temporary, path)
-            journal._placed = True
-        except FileExistsError:
-            os.close(fd)
-            raise SaveExists(path, "a file is already there; resume it with --resume, or choose another path") from None
-        except (OSError, SaveWriteError) as exc:
-            os.close(fd)
-            raise SaveWriteError(path, f"cannot create the save: {getattr(exc, 'strerror', None) or exc}") from None
-        finally:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+
+        _place_new_save(path, write_header, "a file is already there; resume it with --resume, or choose another path")
+        journal = made[0]
+        journal._placed = True
         with contextlib.suppress(OSError):
             _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
-        _fsync_dir(path.parent)
         return journal
 
     @classmethod
@@ -784,29 +772,14 @@ class Journal:
             SaveWriteError: `path` cannot be written either (the journal stays in memory).
         """
         path = Path(path)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        except OSError as exc:
-            raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+        def write_chain(fd: int) -> None:
             view = memoryview(b"".join(self._lines))
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
-            os.link(temporary, path)
-        except FileExistsError:
-            os.close(fd)
-            raise SaveExists(path, "a file is already there; choose another path") from None
-        except OSError as exc:
-            os.close(fd)
-            raise SaveWriteError(path, f"cannot write the save: {exc.strerror or exc}") from None
-        finally:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-        _fsync_dir(path.parent)
+
+        fd = _place_new_save(path, write_chain, "a file is already there; choose another path")
         old_fd, old_path = self._fd, self.path
         self._fd, self.path, self._broken, self.unsaved, self._truncate_to = fd, path, None, 0, None
         with contextlib.suppress(OSError):
@@ -827,6 +800,38 @@ class Journal:
             with contextlib.suppress(OSError):
                 _lock_path(path).unlink()
         os.close(fd)
+
+
+def _place_new_save(path: Path, write: Callable[[int], None], exists: str) -> int:
+    """Write a new save under a temporary name, locked, then link it into place; return its open fd.
+
+    A crash never leaves a half-written save at `path`, and an existing file is never overwritten.
+
+    Raises:
+        SaveExists: a file is already at `path` (`exists` says what to do).
+        SaveWriteError: the folder or the file cannot be written.
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+    except OSError as exc:
+        raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        write(fd)
+        os.link(temporary, path)
+    except FileExistsError:
+        os.close(fd)
+        raise SaveExists(path, exists) from None
+    except (OSError, SaveWriteError) as exc:
+        os.close(fd)
+        raise SaveWriteError(path, f"cannot write the save: {getattr(exc, 'strerror', None) or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    _fsync_dir(path.parent)
+    return fd
 
 
 def rescue_paths(failed: Path) -> list[Path]:
