@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -114,18 +113,9 @@ def export(args: argparse.Namespace) -> int:
             text = export_markdown(save, pack)
     except SaveError as exc:
         return _fail(exc)
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        return _reader_left()
+    sys.stdout.write(text)
+    sys.stdout.flush()
     return EXIT_OK
-
-
-def _reader_left() -> int:
-    """stdout was closed by its reader (`| head`): stop quietly, as other command line tools do."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return EXIT_NOT_SOUND
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -147,11 +137,8 @@ def replay(args: argparse.Namespace) -> int:
         else:
             return run_replay(args, plan)
     printer = _Printer(sys.stdout)
-    try:
-        result = asyncio.run(Replayer(plan).run(printer))
-        printer.end()
-    except BrokenPipeError:
-        return _reader_left()
+    result = asyncio.run(Replayer(plan).run(printer))
+    printer.end()
     if result.interrupted is not None:
         print(f"storyloom: note: the save stops while turn {result.interrupted} was in flight (never committed)",
               file=sys.stderr)

@@ -203,3 +203,14 @@ def test_a_pack_given_by_path_plays_exactly_as_the_built_in_one(tmp_path):
     assert headless("--story", str(story_file), "--commands", cmds, "--seed", "2",
                     "--events", str(tmp_path / "by-path")) == 0
     assert (tmp_path / "by-id").read_bytes() == (tmp_path / "by-path").read_bytes()
+
+
+def test_a_reader_that_leaves_early_stops_headless_play_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "XDG_DATA_HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    command = f"yes look | head -300 | {sys.executable} -m tui.cli play --headless --commands - | head -1"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.strip() == "The Lighthouse Keeper"
+    assert "Errno" not in done.stderr and "Traceback" not in done.stderr and "Exception ignored" not in done.stderr

@@ -7,6 +7,7 @@ turn failed after its correction budget (the save stays valid).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -97,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except KeyboardInterrupt:
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # stdout was closed by its reader (`| head`): stop quietly, as other command line tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
 
 

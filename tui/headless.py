@@ -87,6 +87,8 @@ def run_headless(args: argparse.Namespace) -> int:
         hook = _both(keeper.record, _event_writer(events_file) if events_file else None)
         code = asyncio.run(play_commands(session, commands, on_event=hook, out=sys.stdout, err=err))
         return keeper.finish(code)
+    except BrokenPipeError:
+        raise  # the reader of stdout left (`| head`): the command line stops quietly
     except (OSError, SaveError) as exc:
         print(f"storyloom: {safe_text(str(exc))}", file=err)
         return EXIT_ERROR
