@@ -88,6 +88,22 @@ async def test_a_chunk_that_adds_no_line_triggers_no_layout_and_repaints_only_th
         assert repaints and all(len(r) == 1 and r[0].y == 0 and r[0].height == 1 for r in repaints)
 
 
+async def test_chunks_arriving_within_one_frame_ask_for_one_repaint_and_all_show():
+    app = StreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+        repaints = record_repaints(message.prose)
+        for word in (" sea", " is", " wet"):  # no frame in between
+            message.show(ProseDelta(turn=1, text=word))
+        assert len(repaints) == 1
+        await pilot.pause()
+        await pilot.pause()
+        message.show(ProseDelta(turn=1, text=" and"))  # painted since: asks again
+        await pilot.pause()
+        assert len(repaints) == 2
+        assert message.prose.wrapped_lines[0].text.rstrip() == "The sea is wet and"
+
+
 async def test_new_lines_lay_out_once_per_step_not_once_per_line():
     app = StreamApp()
     async with app.run_test(size=(WIDTH, 30)) as pilot:
@@ -114,13 +130,13 @@ async def test_the_reserved_lines_are_given_back_when_the_turn_ends():
         assert message.size.height == 3  # the command, the prose, the status row
 
 
-async def test_a_partial_repaint_paints_what_textual_would_and_renders_only_its_rows():
+async def test_a_partial_repaint_paints_what_textual_would_and_renders_only_its_rows_of_the_front_widget():
     app = StoryloomApp(Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([])), blink=False)
     async with app.run_test(size=(120, 30)) as pilot:
         compositor = app.screen._compositor
         assert isinstance(compositor, RowCroppedCompositor)
-        intro = app.screen.query_one("#intro").region
-        crop = Region(intro.x, intro.y + 1, intro.width, 1)  # one line of the intro's prose
+        text = app.screen.query_one("#intro .-text").region
+        crop = Region(text.x, text.y, text.width, 1)  # one line of the intro's prose
 
         def line(renders: Any) -> str:
             compositor._get_renders = renders  # type: ignore[method-assign]
@@ -146,6 +162,7 @@ async def test_a_partial_repaint_paints_what_textual_would_and_renders_only_its_
     assert "Grey water, black rocks." in ours
     assert ours == theirs
     assert rendered and max(rendered) == 1  # every widget rendered that one row, not its whole height
+    assert len(rendered) == 1  # and only the one in front: the containers behind the text are not asked
 
 
 async def test_text_selected_in_the_live_paragraph_is_that_paragraph_s_text():

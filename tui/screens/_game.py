@@ -49,7 +49,9 @@ class RowCroppedCompositor(Compositor):
     the side panel, the transcript and its scroll bar all re-render (from their caches)
     every line they have, every frame: most of the cost of a frame. This asks them for
     the dirty rows only, and skips widgets that are wholly beside the dirty area
-    (the partial update writes only the dirty spans); what is painted is the same. Overrides a private method of
+    (the partial update writes only the dirty spans). Widgets come front to back, so once one
+    covers the whole dirty area (the streaming prose does) the ones behind it are not asked at all;
+    what is painted is the same. Overrides a private method of
     Textual 8.2.8 (pinned; the snapshot and frame tests paint through it).
     """
 
@@ -63,10 +65,13 @@ class RowCroppedCompositor(Compositor):
         for widget, (region, clip) in self.visible_widgets.items():
             if not crop_overlaps(intersection(region, clip)):
                 continue  # beside the repainted area (the side panel while prose streams): nothing to paint
+            visible = intersection(region, clip)
             clip = intersection(clip, rows)
             x, y, width, height = intersection(region, clip)
             if width and height:
                 yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
+            if visible.contains_region(crop):
+                return  # front to back: this widget covers the whole repaint, nothing below it shows
 UndoHook = Callable[[], TurnUndone | None]
 
 

@@ -51,11 +51,11 @@ def no_layout_virtual_size() -> Reactive[Size]:
     return Reactive(Size(0, 0), layout=False, repaint=False)
 
 
-def _renumbered(strips: list[Strip], first_line: int) -> list[Strip]:
-    """Strips whose selection offsets (the `offset` meta Textual puts on each segment) start at `first_line`.
+def _renumbered(strips: list[Strip], first_line: int, first_column: int = 0) -> list[Strip]:
+    """Strips whose selection offsets (the `offset` meta Textual puts on each segment) start at
+    (`first_column`, `first_line`).
 
-    Cheaper than wrapping `first_line` empty lines in front of the text: plain prose
-    has one segment per line.
+    Cheaper than wrapping the text in front of them again: plain prose has one segment per line.
     """
     out = []
     for strip in strips:
@@ -64,10 +64,21 @@ def _renumbered(strips: list[Strip], first_line: int) -> list[Strip]:
             style = segment.style
             offset = style.meta.get("offset") if style is not None else None
             if offset is not None:
-                style = style + RichStyle.from_meta({"offset": (offset[0], offset[1] + first_line)})
+                x, y = offset
+                moved = (x + first_column, y + first_line) if y == 0 else (x, y + first_line)
+                style = style + RichStyle.from_meta({"offset": moved})
             segments.append(Segment(segment.text, style, segment.control))
         out.append(Strip(segments, strip.cell_length))
     return out
+
+
+def _line_start(strip: Strip) -> tuple[int, int] | None:
+    """Where a wrapped line starts in its text: (column, source line), from Textual's `offset` meta."""
+    for segment in strip:
+        style = segment.style
+        if style is not None and (offset := style.meta.get("offset")) is not None:
+            return offset
+    return None
 
 
 class Paragraph(Static):
@@ -115,6 +126,8 @@ class Prose(Widget):
         self._frozen: list[Strip] = []
         """The finished part's lines, with the blank line that separates it from the live paragraph."""
         self._live: list[Strip] = []
+        self._live_source: tuple[object, str] = (None, "")
+        """(width, style, first line) and the sanitised live paragraph that `_live` was wrapped for."""
         self._wrapped_for: tuple[int, object] = (-1, None)
         """(width, style) the lines were wrapped for."""
         self._frozen_stale = False
@@ -123,6 +136,8 @@ class Prose(Widget):
         self._streaming = False
         self._tail = 0
         """Cells on the live paragraph's last line, counting chunks not wrapped yet."""
+        self._unpainted_row = -1
+        """The row a fitting chunk asked to repaint, until `render_lines` paints it."""
         self.layouts_requested = 0
         """Layouts this widget asked for (the speed tests count them)."""
 
@@ -145,8 +160,8 @@ class Prose(Widget):
         """Add streamed prose at the end.
 
         A chunk that surely fits on the live paragraph's last line (no new line, no
-        layout) is only noted, and that one row marked for repainting: the paragraph is
-        wrapped once by `render_lines` however many chunks arrived in the frame. Any
+        layout) is only noted, and that one row marked for repainting (once a frame): the
+        paragraph is wrapped once by `render_lines` however many chunks arrived in the frame. Any
         other chunk is wrapped now, and a layout asked for if the height must grow.
         """
         if not chunk:
@@ -164,7 +179,10 @@ class Prose(Widget):
             tail = self._tail + cell_len(chunk)
             if tail <= width:
                 self._tail = tail
-                self.refresh(Region(0, self.line_count - 1, width, 1))
+                row = self.line_count - 1
+                if self._unpainted_row != row:  # a second refresh of a row not painted yet adds nothing
+                    self._unpainted_row = row
+                    self.refresh(Region(0, row, width, 1))
                 return
         self._flush()
 
@@ -256,9 +274,39 @@ class Prose(Widget):
         if self._live_stale:
             # numbered as the lines of the whole prose, so a mouse selection maps to the right text
             first_line = self._frozen_text.count("\n") + 2 if self._frozen else 0
-            self._live = self._wrap(self._live_text, width, first_line)
+            source = safe_text(self._live_text)
+            self._live = self._wrap_live(source, width, first_line)
+            self._live_source = ((width, self.visual_style, first_line), source)
             self._live_stale = False
             self._tail = self._live[-1].cell_length if self._live else 0
+
+    def _wrap_live(self, source: str, width: int, first_line: int) -> list[Strip]:
+        """The live paragraph's lines, wrapping again only its last line when the text grew there.
+
+        Greedy word wrapping never moves an earlier break when text is added at the end
+        (the first word of the last line only grows, so it still does not fit above), so
+        the lines above are kept: a chunk costs the same late in a long paragraph as early.
+        Most chunks still fit on the last line, which then only gets longer.
+        Anything else (a new source line, a tab, a selection, text that did not just grow)
+        wraps the whole paragraph.
+        """
+        lines, (wrapped_for, old) = self._live, self._live_source
+        if (lines and wrapped_for == (width, self.visual_style, first_line) and self.text_selection is None
+                and source.startswith(old) and "\t" not in source):
+            start = _line_start(lines[-1])
+            if start is not None:
+                column, line = start
+                at = old.rfind("\n") + 1 + column
+                grown = source[at:]
+                if line - first_line == old.count("\n") and "\n" not in grown:
+                    last = lines[-1]
+                    if len(last) == 1 and (cells := cell_len(grown)) <= width and last.text == old[at:]:
+                        # it still fits on one line: the same segment, longer (what wrapping it would give)
+                        (segment,) = last
+                        return [*lines[:-1], Strip([Segment(grown, segment.style)], cells)]
+                    strips = Visual.to_strips(self, Content(grown), width, None, self.visual_style)
+                    return lines[:-1] + _renumbered(strips, line, column)
+        return self._wrap(source, width, first_line)
 
     def _wrap(self, text: str, width: int, first_line: int = 0) -> list[Strip]:
         """Wrapped lines of `text`, its source lines numbered from `first_line` (selection offsets)."""
@@ -295,6 +343,7 @@ class Prose(Widget):
         return self.line_count
 
     def render_lines(self, crop: Region) -> list[Strip]:
+        self._unpainted_row = -1
         width = self.size.width
         self._ensure_wrapped(width)
         if self._pending and width > 0:
