@@ -137,7 +137,8 @@ class Session:
         self._clock = clock
         self._sleep = sleep
         self.attempt_timeout = attempt_timeout
-        self._cancel: asyncio.Event | None = None
+        self._cancel: asyncio.Future[None] | None = None
+        """Done once the player cancels the turn in flight (a future, so waiting on it needs no task)."""
 
     @property
     def busy(self) -> bool:
@@ -163,8 +164,8 @@ class Session:
 
     def cancel(self) -> None:
         """Cancel the turn in flight, wherever it is; a no-op when idle."""
-        if self._cancel is not None:
-            self._cancel.set()
+        if self._cancel is not None and not self._cancel.done():
+            self._cancel.set_result(None)
 
     def undo(self) -> TurnUndone | None:
         """Restore the state before the last committed turn, or None if there is none."""
@@ -182,7 +183,7 @@ class Session:
     async def _run(self, turn: int, player_input: str, retry: int) -> AsyncIterator[Event]:
         if self._cancel is not None:
             raise RuntimeError("a turn is already in flight")
-        cancel = self._cancel = asyncio.Event()
+        cancel = self._cancel = asyncio.get_running_loop().create_future()
         before = self.state
         request = NarrationRequest(self.pack, before, self.history, player_input, turn)
         shown = ""
@@ -214,7 +215,7 @@ class Session:
                     else:
                         yield ProseReplaced(turn=turn, changed=True, text=narrative)
                     shown = narrative
-                if cancel.is_set():
+                if cancel.done():
                     raise _Cancelled
                 if verdict.ok:
                     assert verdict.turn is not None and verdict.after is not None
@@ -282,7 +283,7 @@ class Session:
         return events
 
     async def _attempt(
-        self, request: NarrationRequest, cancel: asyncio.Event, *, stream_prose: bool, shown: str
+        self, request: NarrationRequest, cancel: asyncio.Future[None], *, stream_prose: bool, shown: str
     ) -> AsyncIterator[Event | _Attempt]:
         """One model attempt, with transient faults retried; yields prose events, then the `_Attempt`."""
         for retry in range(MAX_TRANSIENT_RETRIES + 1):
@@ -408,25 +409,22 @@ class _ProseStream:
         return new
 
 
-async def _race(awaitable: Awaitable[T], cancel: asyncio.Event, *, deadline: float | None = None) -> T:
+async def _race(awaitable: Awaitable[T], cancel: asyncio.Future[None], *, deadline: float | None = None) -> T:
     """Await something unless the player cancels first (or the loop time passes `deadline`: `_Expired`)."""
-    if cancel.is_set():
+    if cancel.done():
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
         raise _Cancelled
     task = asyncio.ensure_future(awaitable)
-    waiter = asyncio.ensure_future(cancel.wait())
     timeout = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
     try:
-        done, _ = await asyncio.wait({task, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait({task, cancel}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:  # our own task was cancelled: leave nothing running behind
         task.cancel()
         raise
-    finally:
-        waiter.cancel()
     if task in done:
         return task.result()
     task.cancel()
     with suppress(BaseException):
         await task
-    raise _Cancelled if waiter in done or cancel.is_set() else _Expired
+    raise _Cancelled if cancel.done() else _Expired
