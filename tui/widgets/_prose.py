@@ -126,6 +126,8 @@ class Prose(Widget):
         self._frozen: list[Strip] = []
         """The finished part's lines, with the blank line that separates it from the live paragraph."""
         self._live: list[Strip] = []
+        self._frozen_source: tuple[object, str] = (None, "")
+        """(width, style) and the sanitised finished part that `_frozen` was wrapped for."""
         self._live_source: tuple[object, str] = (None, "")
         """(width, style, first line) and the sanitised live paragraph that `_live` was wrapped for."""
         self._wrapped_for: tuple[int, object] = (-1, None)
@@ -267,9 +269,7 @@ class Prose(Widget):
 
     def _rewrap(self, width: int) -> None:
         if self._frozen_stale:
-            self._frozen = self._wrap(self._frozen_text, width)
-            if self._frozen:
-                self._frozen.append(self._blank(width))
+            self._frozen = self._wrap_frozen(width)
             self._frozen_stale = False
         if self._live_stale:
             # numbered as the lines of the whole prose, so a mouse selection maps to the right text
@@ -279,6 +279,23 @@ class Prose(Widget):
             self._live_source = ((width, self.visual_style, first_line), source)
             self._live_stale = False
             self._tail = self._live[-1].cell_length if self._live else 0
+
+    def _wrap_frozen(self, width: int) -> list[Strip]:
+        """The finished part's lines, and the blank line below them.
+
+        A paragraph that has just finished keeps the lines it streamed in (they are what
+        wrapping it again would give), so a paragraph break costs no wrapping at all.
+        """
+        source = safe_text(self._frozen_text)
+        (old_key, old), (live_key, live) = self._frozen_source, self._live_source
+        self._frozen_source = ((width, self.visual_style), source)
+        if self._live and old_key == (width, self.visual_style) and (self._frozen or not old):
+            first_line = old.count("\n") + 2 if self._frozen else 0
+            if live_key == (width, self.visual_style, first_line) and source == (
+                    old + PARAGRAPH_BREAK + live if old else live):
+                return [*self._frozen, *self._live, self._blank(width)]
+        lines = self._wrap(self._frozen_text, width)
+        return [*lines, self._blank(width)] if lines else lines
 
     def _wrap_live(self, source: str, width: int, first_line: int) -> list[Strip]:
         """The live paragraph's lines, wrapping again only its last line when the text grew there.
