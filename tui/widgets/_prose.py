@@ -283,39 +283,48 @@ class Prose(Widget):
     def _wrap_frozen(self, width: int) -> list[Strip]:
         """The finished part's lines, and the blank line below them.
 
-        A paragraph that has just finished keeps the lines it streamed in (they are what
-        wrapping it again would give), so a paragraph break costs no wrapping at all.
+        The paragraphs finished before keep their lines, and one that has just finished
+        keeps the lines it streamed in (`_wrap_grown`), so a paragraph break wraps at
+        most the live paragraph's last line, not the whole story so far.
         """
         source = safe_text(self._frozen_text)
+        key = (width, self.visual_style)
         (old_key, old), (live_key, live) = self._frozen_source, self._live_source
-        self._frozen_source = ((width, self.visual_style), source)
-        if self._live and old_key == (width, self.visual_style) and (self._frozen or not old):
-            first_line = old.count("\n") + 2 if self._frozen else 0
-            if live_key == (width, self.visual_style, first_line) and source == (
-                    old + PARAGRAPH_BREAK + live if old else live):
-                return [*self._frozen, *self._live, self._blank(width)]
+        self._frozen_source = (key, source)
+        head = old + PARAGRAPH_BREAK if old else ""
+        if old_key == key and (self._frozen or not old) and source.startswith(head) and source[len(head):].strip():
+            first_line = head.count("\n")
+            streamed = live_key == (*key, first_line)
+            lines = self._wrap_grown(self._live if streamed else [], live if streamed else "",
+                                     source[len(head):], width, first_line)
+            return [*self._frozen, *lines, self._blank(width)]
         lines = self._wrap(self._frozen_text, width)
         return [*lines, self._blank(width)] if lines else lines
 
     def _wrap_live(self, source: str, width: int, first_line: int) -> list[Strip]:
-        """The live paragraph's lines, wrapping again only its last line when the text grew there.
+        """The live paragraph's lines (its lines so far kept, when it just grew)."""
+        wrapped_for, old = self._live_source
+        streamed = wrapped_for == (width, self.visual_style, first_line)
+        return self._wrap_grown(self._live if streamed else [], old if streamed else "", source, width, first_line)
+
+    def _wrap_grown(self, lines: list[Strip], old: str, source: str, width: int, first_line: int) -> list[Strip]:
+        """The lines of `source`, given the `lines` wrapped for `old`: only the last one wrapped again if it grew.
 
         Greedy word wrapping never moves an earlier break when text is added at the end
         (the first word of the last line only grows, so it still does not fit above), so
         the lines above are kept: a chunk costs the same late in a long paragraph as early.
         Most chunks still fit on the last line, which then only gets longer.
-        Anything else (a new source line, a tab, a selection, text that did not just grow)
-        wraps the whole paragraph.
+        Anything else (a last line that starts inside a word folded across lines, a new
+        source line, a tab, a selection, text that did not just grow) wraps it all again.
         """
-        lines, (wrapped_for, old) = self._live, self._live_source
-        if (lines and wrapped_for == (width, self.visual_style, first_line) and self.text_selection is None
-                and source.startswith(old) and "\t" not in source):
+        if lines and self.text_selection is None and source.startswith(old) and "\t" not in source:
             start = _line_start(lines[-1])
             if start is not None:
                 column, line = start
                 at = old.rfind("\n") + 1 + column
                 grown = source[at:]
-                if line - first_line == old.count("\n") and "\n" not in grown:
+                word_start = old[at:at + 1].strip() and (at == 0 or old[at - 1].isspace())
+                if word_start and line - first_line == old.count("\n") and "\n" not in grown:
                     last = lines[-1]
                     if len(last) == 1 and (cells := cell_len(grown)) <= width and last.text == old[at:]:
                         # it still fits on one line: the same segment, longer (what wrapping it would give)
