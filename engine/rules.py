@@ -121,6 +121,13 @@ def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrativ
     data, issues = parse_output(raw)
     if data is None:
         return Verdict(None, None, issues)
+    return judge_data(data, before, pack, kept_narrative=kept_narrative)
+
+
+def judge_data(data: dict[str, Any], before: WorldState, pack: StoryPack, *,
+               kept_narrative: str | None = None) -> Verdict:
+    """`judge` over output already parsed into a JSON object: a save's recorded commit is judged
+    as read, without spelling it as JSON again to parse it back."""
     if "narrative" not in data and kept_narrative is not None:
         data = {**data, "narrative": kept_narrative}
     try:

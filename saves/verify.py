@@ -21,8 +21,8 @@ from engine.events import (
 from engine.lifecycle import PendingTurn
 from engine.narrators.base import Exchange
 from engine.packs import PackError, StoryPack, load_pack
-from engine.rules import judge
-from engine.state import WorldState, canonical_json, initial_state, state_hash
+from engine.rules import judge_data
+from engine.state import WorldState, initial_state, state_hash
 from saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
 from saves.journal import Save, SaveHeader, gc_paused, load_save
 
@@ -130,9 +130,8 @@ def _commit(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, ev
     if started is None:
         raise InvalidCommit(save.path, f"record {seq} commits turn {event.turn}, which was never started",
                             line=line, seq=seq)
-    raw = canonical_json({"narrative": event.narrative, "state_patch": list(event.state_patch),
-                          "suggestions": list(event.suggestions)})
-    verdict = judge(raw, built.state, pack)
+    turn = {"narrative": event.narrative, "state_patch": list(event.state_patch), "suggestions": list(event.suggestions)}
+    verdict = judge_data(turn, built.state, pack)
     if not verdict.ok:
         problems = "; ".join(f"{i.rule}: {i.message}" for i in verdict.issues)
         raise InvalidCommit(save.path, f"record {seq}: the commit of turn {event.turn} does not pass the rules "
