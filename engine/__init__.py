@@ -1,17 +1,42 @@
 """storyloom's engine: story packs, world state, turns, rules and the turn lifecycle.
 
 The engine never imports Textual; every consumer reads the same events.
+
+The names below load on first use (PEP 562): importing a light module such as
+`engine.safety` must not build every pydantic model, so the game can paint its
+first frame before the engine is loaded.
 """
 
-from engine.events import Event, event_from_json
-from engine.lifecycle import DEFAULT_BUDGET, Session
-from engine.packs import PackError, StoryPack, builtin_pack_ids, load_pack, parse_pack
-from engine.rules import RULES, Verdict, judge
-from engine.state import WorldState, initial_state, state_hash
-from engine.turns import Issue, Turn
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_BUDGET", "RULES", "Event", "Issue", "PackError", "Session", "StoryPack", "Turn", "Verdict",
-    "WorldState", "builtin_pack_ids", "event_from_json", "initial_state", "judge", "load_pack", "parse_pack",
-    "state_hash",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Event": "engine.events", "event_from_json": "engine.events",
+    "DEFAULT_BUDGET": "engine.lifecycle", "Session": "engine.lifecycle",
+    "PackError": "engine.packs", "StoryPack": "engine.packs", "builtin_pack_ids": "engine.packs",
+    "load_pack": "engine.packs", "parse_pack": "engine.packs",
+    "RULES": "engine.rules", "Verdict": "engine.rules", "judge": "engine.rules",
+    "WorldState": "engine.state", "initial_state": "engine.state", "state_hash": "engine.state",
+    "Issue": "engine.turns", "Turn": "engine.turns",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from engine.events import Event, event_from_json
+    from engine.lifecycle import DEFAULT_BUDGET, Session
+    from engine.packs import PackError, StoryPack, builtin_pack_ids, load_pack, parse_pack
+    from engine.rules import RULES, Verdict, judge
+    from engine.state import WorldState, initial_state, state_hash
+    from engine.turns import Issue, Turn
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

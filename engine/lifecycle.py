@@ -37,6 +37,7 @@ from engine.events import (
     TurnUndone,
     ValidationFailed,
 )
+from engine.limits import DEFAULT_BUDGET
 from engine.narrators.base import (
     Exchange,
     Finish,
@@ -53,7 +54,6 @@ from engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
 from engine.state import WorldState, initial_state, state_hash
 from engine.turns import Issue, Turn
 
-DEFAULT_BUDGET = 2
 MAX_TRANSIENT_RETRIES = 4
 ATTEMPT_MAX_SECONDS = 600.0
 """An attempt still writing after this long fails the turn: a stream that drips forever must end.

@@ -12,11 +12,12 @@ import re
 import tomllib
 from dataclasses import dataclass
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.builtin import builtin_pack_ids, builtin_pack_text
 
 PLAYER = "player"
 NOWHERE = "nowhere"
@@ -168,12 +169,6 @@ class PackError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-def builtin_pack_ids() -> list[str]:
-    """The ids of the packs that ship with storyloom."""
-    folder = resources.files("engine") / "stories"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
-
-
 def load_pack(ref: str | Path) -> StoryPack:
     """Load a built-in pack by id, or a pack file by path.
 
@@ -182,8 +177,7 @@ def load_pack(ref: str | Path) -> StoryPack:
     """
     ref_text = str(ref)
     if isinstance(ref, str) and ref in builtin_pack_ids():
-        resource = resources.files("engine") / "stories" / f"{ref}.toml"
-        return parse_pack(resource.read_text(encoding="utf-8"), f"{ref}.toml")
+        return parse_pack(builtin_pack_text(ref), f"{ref}.toml")
     path = Path(ref)
     if not path.is_file():
         known = ", ".join(builtin_pack_ids())

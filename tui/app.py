@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,23 +15,39 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from engine import Event, Session
-from tui.screens import GameScreen, OpenSaveScreen
-from tui.screens._game import EventHook, UndoHook
+from tui.screens import OpeningScreen
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
+    from engine import Event, Session
     from saves.replay import Replayer, ReplayPlan
+    from tui.screens import GameScreen
+    from tui.screens._game import EventHook, UndoHook
     from tui.screens._replay import ReplayScreen
 
 NARROW_BELOW = 90
 """Terminals narrower than this hide the side panel, so prose keeps a readable width."""
 
 
+@dataclass(frozen=True)
+class Opening:
+    """A story to show at once and load behind the first frame.
+
+    `load` runs in a thread after the opening screen is painted and returns the
+    ready session (it imports the engine, builds the narrator, creates the save);
+    when it raises, the app ends with exit code 2 and the error as its message.
+    """
+
+    title: str
+    intro: str
+    load: Callable[[], Session]
+
+
 class StoryloomApp(App[int]):
     """The terminal UI for one story session.
 
     Args:
-        session: a ready `Session` (tests build one with a scripted narrator).
+        session: a ready `Session` (tests build one with a scripted narrator), or an
+            `Opening` to paint first and load in a worker (`storyloom` on a built-in story).
         on_event: called with every engine event before it is rendered (the save journal).
         on_undo: performs an undo through the journal; see `GameScreen`.
         new_session: builds a fresh session for the palette's "New game" (absent: not offered).
@@ -44,13 +62,18 @@ class StoryloomApp(App[int]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
 
-    def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
+    def __init__(self, session: Session | Opening, *, on_event: EventHook | None = None,
+                 on_undo: UndoHook | None = None,
                  new_session: Callable[[], Session] | None = None, blink: bool = True,
                  theme: str | None = None, tune_gc: bool = False,
                  list_saves: Callable[[], list[Path]] | None = None,
                  open_save: Callable[[Path], Session] | None = None) -> None:
         super().__init__()
-        self.session = session
+        self._opening = session if isinstance(session, Opening) else None
+        self.session: Session | None = None if isinstance(session, Opening) else session
+        """The story being played; None until an `Opening` has loaded."""
+        self.failure = ""
+        """Why the story could not be loaded behind the opening screen (the app then exits with 2)."""
         self._on_event = on_event
         self._on_undo = on_undo
         self._new_session = new_session
@@ -66,13 +89,54 @@ class StoryloomApp(App[int]):
     @property
     def game(self) -> GameScreen:
         """The game screen (under any modal that is open)."""
+        from tui.screens import GameScreen
+
         return next(s for s in reversed(self.screen_stack) if isinstance(s, GameScreen))
 
     def get_default_screen(self) -> Screen:
+        if self._opening is not None:
+            return OpeningScreen(self._opening.title, self._opening.intro, blink=self._blink)
+        return self._game_screen()
+
+    def _game_screen(self) -> GameScreen:
+        from tui.screens import GameScreen
+
+        assert self.session is not None
         return GameScreen(self.session, on_event=self._on_event, on_undo=self._on_undo, blink=self._blink,
                           tune_gc=self._tune_gc)
 
+    def on_mount(self) -> None:
+        if self._opening is not None:
+            self.call_after_refresh(self.run_worker, self._load_opening, thread=True, group="opening")
+
+    def _load_opening(self) -> None:
+        """Load the story behind the opening screen, then show the game in its place (a thread worker)."""
+        assert self._opening is not None
+        try:
+            session = self._opening.load()
+        except Exception as exc:  # settings, narrator or save: the message says what to fix
+            self.call_from_thread(self._opening_failed, str(exc))
+            return
+        self.call_from_thread(self._opening_loaded, session)
+
+    async def _opening_loaded(self, session: Session) -> None:
+        opening = self.screen
+        typed = opening.typed if isinstance(opening, OpeningScreen) else ""
+        self.session, self._opening = session, None
+        game = self._game_screen()
+        await self.push_screen(game)  # over the opening screen, which stays below, unseen
+        if typed:
+            game.command_input.value = typed
+            game.command_input.cursor_position = len(typed)
+
+    def _opening_failed(self, message: str) -> None:
+        self.failure = message
+        self.exit(return_code=2)
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        if self.session is None:  # still loading: only Textual's own commands
+            yield from super().get_system_commands(screen)
+            return
         if self._new_session is not None:
             yield SystemCommand("New game", "Start the story again from the beginning", self.action_new_game)
         if self._list_saves is not None and self._open_save is not None:
@@ -108,6 +172,8 @@ class StoryloomApp(App[int]):
         except OSError as exc:
             self.notify(f"Cannot list the saves: {exc}", title="Open save", severity="error", markup=False)
             return
+        from tui.screens import OpenSaveScreen
+
         self.push_screen(OpenSaveScreen(saves), self._continue_save)
 
     def _continue_save(self, path: Path | None) -> None:
@@ -141,44 +207,77 @@ def run_app(args: argparse.Namespace) -> int:
     or the save named by `--resume`. The journal sees each event before the screen
     shows it, so a commit is on disk before it shows as committed.
 
+    A new game of a built-in story on the offline narrator (plain `storyloom`) paints
+    the story's intro first and loads the rest behind it (`Opening`); anything else
+    (a pack file, a resumed save, a model narrator that may need its key) is loaded
+    and checked before the app starts, so its errors are printed before any frame.
+
     Returns:
         The exit code: 0, or 2 when the story, the settings or the save are wrong.
     """
-    from engine.packs import PackError, load_pack
+    from engine.builtin import builtin_opening, builtin_pack_ids
     from engine.safety import safe_text
-    from saves.errors import SaveError
-    from saves.journal import list_saves, rescue_save
-    from saves.resume import continued_settings, resume_with, start_new
-    from tui.settings import DEFAULT_STORY, SettingsError, create_narrator, load_settings
+    from tui.settings import DEFAULT_STORY, SettingsError, load_settings
 
     try:
         settings = load_settings(args)
+    except SettingsError as exc:
+        print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
+        return 2
+    source = getattr(args, "story", None) or DEFAULT_STORY
+    journals: list[Any] = []
+    story: dict[str, Any] = {"source": source}
+    ended = threading.Event()
+
+    def load() -> Session:
+        """The story, narrator and save (a resumed one, or a new one); raises what is wrong with them."""
+        from engine.packs import load_pack
+        from saves.errors import SaveError
+        from saves.resume import continued_settings, resume_with, start_new
+        from tui.settings import create_narrator
+
         if getattr(args, "resume", None):
             resumed = resume_with(args.resume, lambda p, header: create_narrator(
                 continued_settings(settings, header), p, interactive=True), budget=getattr(args, "budget", None))
             for warning in resumed.warnings:
                 print(f"storyloom: warning: {safe_text(warning)}", file=sys.stderr)
-            pack, session, journal = resumed.pack, resumed.session, resumed.journal
-        else:
-            source = getattr(args, "story", None) or DEFAULT_STORY
-            pack = load_pack(source)
-            session, journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings,
-                                         source=source, path=getattr(args, "save", None))
-    except PackError as exc:  # a pack's and a save's text are untrusted: printed inert
-        for problem in exc.problems:
-            print(safe_text(str(problem)), file=sys.stderr)
-        return 2
-    except (SettingsError, SaveError) as exc:
-        print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
-        return 2
+            story["pack"] = resumed.pack
+            journals.append(resumed.journal)
+            return resumed.session
+        story["pack"] = pack = load_pack(source)
+        session, journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings,
+                                     source=source, path=getattr(args, "save", None))
+        if ended.is_set():  # the player quit while it loaded: leave no empty save behind
+            close_journal(journal)
+            raise SaveError(journal.path, "the player quit before the story had loaded")
+        journals.append(journal)
+        return session
 
-    journals = [journal]
-    story = {"pack": pack, "source": getattr(args, "story", None) or DEFAULT_STORY}
+    quick = not getattr(args, "resume", None) and settings.narrator == "offline" and source in builtin_pack_ids()
+    if quick:
+        title, intro = builtin_opening(source)
+        first: Session | Opening = Opening(title, intro, load)
+    else:
+        from engine.packs import PackError
+        from saves.errors import SaveError
+
+        try:
+            first = load()
+        except PackError as exc:  # a pack's and a save's text are untrusted: printed inert
+            for problem in exc.problems:
+                print(safe_text(str(problem)), file=sys.stderr)
+            return 2
+        except (SettingsError, SaveError) as exc:
+            print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
+            return 2
 
     def record(event: Event) -> None:
         record_or_rescue(journals[-1], event, app)
 
     def new_session() -> Session:
+        from saves.resume import start_new
+        from tui.settings import create_narrator
+
         close_journal(journals[-1])
         fresh, fresh_journal = start_new(story["pack"], create_narrator(settings, story["pack"], interactive=True),
                                          settings, source=story["source"])
@@ -186,6 +285,9 @@ def run_app(args: argparse.Namespace) -> int:
         return fresh
 
     def open_save(path: Path) -> Session:
+        from saves.resume import continued_settings, resume_with
+        from tui.settings import create_narrator
+
         if path.resolve() == journals[-1].path.resolve():
             raise ValueError(f"{path.name} is the story you are playing now")
         resumed = resume_with(path, lambda p, header: create_narrator(
@@ -195,15 +297,29 @@ def run_app(args: argparse.Namespace) -> int:
         story["pack"], story["source"] = resumed.pack, resumed.save.header.story_source or resumed.pack.id
         return resumed.session
 
-    app = StoryloomApp(session, on_event=record, new_session=new_session, theme=settings.theme, tune_gc=True,
-                       list_saves=lambda: [p for p in list_saves() if p.resolve() != journals[-1].path.resolve()],
-                       open_save=open_save)
+    def other_saves() -> list[Path]:
+        from saves.journal import list_saves
+
+        return [p for p in list_saves() if p.resolve() != journals[-1].path.resolve()]
+
+    app = StoryloomApp(first, on_event=record, new_session=new_session, theme=settings.theme, tune_gc=True,
+                       list_saves=other_saves, open_save=open_save)
     try:
         result = app.run()
     finally:
-        journal = journals[-1]
-        unsaved = journal.unsaved if journal.broken is not None and rescue_save(journal) is None else 0
-        journal.close()
+        ended.set()
+        unsaved = 0
+        if journals:
+            from saves.journal import rescue_save
+
+            journal = journals[-1]
+            unsaved = journal.unsaved if journal.broken is not None and rescue_save(journal) is None else 0
+            journal.close()
+    if app.failure:
+        print(f"storyloom: {safe_text(app.failure)}", file=sys.stderr)
+        return 2
+    if not journals:  # quit before the story had loaded
+        return 0
     if unsaved:
         print(f"storyloom: {unsaved} record(s) of this session could not be saved anywhere "
               f"(the last save written is {safe_text(str(journal.path))})", file=sys.stderr)

@@ -27,20 +27,21 @@ API keys are never read from or written to the file: they come from
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
-from engine.lifecycle import DEFAULT_BUDGET
-from engine.narrators.base import Narrator, NarratorError
-from engine.packs import StoryPack
+from engine.limits import DEFAULT_BUDGET
+
+if TYPE_CHECKING:  # the engine loads after the first frame; settings are read before it
+    from engine.narrators.base import Narrator
+    from engine.packs import StoryPack
 
 DEFAULT_STORY = "lighthouse"
 UI_PACE = 0.03
@@ -243,6 +244,8 @@ def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -
 
         pace = settings.pace if settings.pace is not None else (UI_PACE if interactive else 0.0)
         return OfflineNarrator(pack, seed=settings.seed, faults=settings.faults, pace=pace)
+    from engine.narrators.base import NarratorError
+
     try:
         if settings.narrator == "anthropic":
             from engine.narrators.anthropic import AnthropicNarrator
@@ -274,6 +277,8 @@ def default_model(narrator: str) -> str | None:
 
 def print_config(args: argparse.Namespace) -> int:
     """`storyloom config`: the effective settings, secrets masked, each with where it came from."""
+    import json  # only here: settings are read before the first frame, which waits for every import
+
     path = config_path()
     try:
         settings, origins = _resolve(None, None, path)

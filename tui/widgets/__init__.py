@@ -1,13 +1,38 @@
-"""The widgets of storyloom's terminal UI (one per module)."""
+"""The widgets of storyloom's terminal UI (one per module).
 
-from tui.widgets._archived_turns import ArchivedTurns, TurnRecord
-from tui.widgets._command_input import CommandInput
-from tui.widgets._prose import Prose, plain
-from tui.widgets._side_panel import SidePanel
-from tui.widgets._status_row import StatusRow
-from tui.widgets._story_text import StoryText
-from tui.widgets._transcript import FollowHint, Transcript
-from tui.widgets._turn_message import TurnMessage
+Loaded on first use (PEP 562), like `engine`: the opening screen imports a few
+light widgets without loading the ones that need the engine.
+"""
 
-__all__ = ["ArchivedTurns", "CommandInput", "FollowHint", "Prose", "SidePanel", "StatusRow", "StoryText", "Transcript",
-           "TurnMessage", "TurnRecord", "plain"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ArchivedTurns": "_archived_turns", "TurnRecord": "_archived_turns", "CommandInput": "_command_input",
+    "Prose": "_prose", "plain": "_prose", "SidePanel": "_side_panel", "StatusRow": "_status_row",
+    "StoryText": "_story_text", "FollowHint": "_transcript", "Transcript": "_transcript",
+    "TurnMessage": "_turn_message",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from tui.widgets._archived_turns import ArchivedTurns, TurnRecord
+    from tui.widgets._command_input import CommandInput
+    from tui.widgets._prose import Prose, plain
+    from tui.widgets._side_panel import SidePanel
+    from tui.widgets._status_row import StatusRow
+    from tui.widgets._story_text import StoryText
+    from tui.widgets._transcript import FollowHint, Transcript
+    from tui.widgets._turn_message import TurnMessage
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tui.widgets' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"tui.widgets.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,90 @@
+"""`storyloom` paints the story's intro first and loads the engine, narrator and save behind it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+from textual.widgets import Static
+
+from engine import Session, parse_pack
+from saves.errors import SaveError
+from tests.conftest import SHORE_PACK
+from tui.app import Opening, StoryloomApp
+from tui.screens import GameScreen, OpeningScreen
+from tui.testing.narrators import GatedNarrator
+from tui.testing.pilot import until
+
+INTRO = "Grey water, black rocks."
+
+
+def shore_session() -> Session:
+    return Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]))
+
+
+async def test_the_intro_shows_while_the_story_loads_then_the_game_takes_its_place_without_moving_it():
+    loaded = threading.Event()
+
+    def load() -> Session:
+        loaded.wait(10)
+        return shore_session()
+
+    app = StoryloomApp(Opening("The Shore", INTRO, load), blink=False)
+    async with app.run_test(size=(110, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, OpeningScreen) and app.session is None
+        intro = app.screen.query_one("#intro")
+        assert INTRO in str(intro.query_one(".-text", Static).render())
+        where = intro.region
+        await pilot.press(*"loo")  # typed before the story is ready
+        loaded.set()
+        await until(pilot, lambda: isinstance(app.screen, GameScreen))
+        await pilot.pause()
+        game = app.game
+        assert game.session is app.session
+        assert game.query_one("#intro").region == where  # the text the player is reading stays put
+        assert game.command_input.value == "loo"  # and what they typed is kept
+        assert "Rocky Shore" in str(game.side_panel.render())  # the panel fills in once the story is loaded
+
+
+async def test_a_story_that_fails_to_load_behind_the_intro_ends_the_app_with_its_message():
+    def load() -> Session:
+        raise SaveError("/nowhere/shore.jsonl", "cannot create the save: read-only file system")
+
+    app = StoryloomApp(Opening("The Shore", INTRO, load), blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 2
+    assert "read-only file system" in app.failure
+
+
+CHILD = """
+import json, os, sys
+from textual.app import App
+
+_display = App._display
+def display(self, screen, renderable):
+    _display(self, screen, renderable)
+    if renderable is not None:
+        print(json.dumps({"screen": type(screen).__name__,
+                          "engine_loaded": "pydantic" in sys.modules or "engine.lifecycle" in sys.modules}))
+        sys.stdout.flush()
+        os._exit(0)
+App._display = display
+_run = App.run
+App.run = lambda self, *a, **k: _run(self, *a, **{**k, "headless": True, "size": (100, 30)})
+from tui.cli import main
+main(["play"])
+"""
+
+
+def test_plain_storyloom_paints_its_first_frame_before_loading_the_engine(tmp_path):
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path)}
+    for name in ("ANTHROPIC_API_KEY", "STORYLOOM_NARRATOR", "OPENAI_API_KEY"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=60)
+    first = json.loads(done.stdout.strip().splitlines()[-1])
+    assert first == {"screen": "OpeningScreen", "engine_loaded": False}, done.stderr[-2000:]

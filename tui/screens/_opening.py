@@ -1,0 +1,60 @@
+"""The first frame: the story's intro, painted before the engine has loaded."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from engine.safety import safe_text
+from tui.widgets._command_input import CommandInput
+from tui.widgets._story_text import StoryText
+from tui.widgets._transcript import Transcript
+
+
+class OpeningScreen(Screen[None]):
+    """What the game screen will show first, drawn from the story's title and intro alone.
+
+    Loading the engine (its pydantic models), the narrator and the save takes longer
+    than a player should wait for a first frame, so `storyloom` paints this at once
+    and loads them in a worker (`StoryloomApp`); the game screen then takes its
+    place, laid out the same, with the side panel filled in. What the player typed
+    meanwhile is carried over.
+    """
+
+    DEFAULT_CSS = """
+    OpeningScreen #side-panel {
+        width: 28;
+        height: 1fr;
+        padding: 0 1;
+        border-left: vkey $foreground 20%;
+    }
+    """
+    """The side panel's box (as `SidePanel` draws it), empty until the story is loaded."""
+
+    def __init__(self, title: str, intro: str, *, blink: bool = True) -> None:
+        super().__init__()
+        self._title = title
+        self._intro = intro
+        self._blink = blink
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="≡")
+        with Horizontal(id="body"):
+            with Vertical(id="main"):
+                with Transcript(id="transcript"):
+                    yield StoryText(self._title, self._intro, id="intro")
+                yield CommandInput(blink=self._blink, id="command")
+            yield Static("", id="side-panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = safe_text(self._title)
+        self.sub_title = "loading…"
+        self.query_one(CommandInput).focus()
+
+    @property
+    def typed(self) -> str:
+        """What the player has typed so far (the game screen's input takes it over)."""
+        return self.query_one(CommandInput).value
