@@ -1,6 +1,7 @@
 """Figure 4: time from process start to the first painted frame, against a bare Textual app.
 
-Both run as fresh interpreters in the same run, alternately, headless at 120x40.
+Both run as fresh interpreters in the same run, alternately, headless at 120x40,
+with their modules byte-compiled as `pip install` leaves them (see `first_paint`).
 The clock starts in the parent just before the child is spawned, and stops when
 the child reports its first paint (the first call of the app's display step that
 carries a frame) on stdout. storyloom's child runs the `storyloom` command itself
@@ -53,6 +54,10 @@ else:
 def first_paint(which: str, home: str) -> float:
     """Seconds from spawning a child to its first painted frame."""
     env = {**os.environ, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home, "TEXTUAL": ""}
+    # As installed: pip byte-compiles a package's modules, so no player's start compiles them. An
+    # editable checkout run with PYTHONDONTWRITEBYTECODE (this workplace sets it) would compile every
+    # storyloom module on every start (about 10 ms), a cost the bare app (all in site-packages) never has.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", CHILD, which], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)
