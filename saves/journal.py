@@ -20,6 +20,7 @@ never touching the file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import functools
@@ -35,10 +36,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 import platformdirs
 import pydantic_core
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 from engine.events import (
     AttemptFinished,
@@ -159,28 +162,30 @@ class SaveHeader:
 
 @dataclass(frozen=True)
 class Record:
-    """One line of a save, as loaded."""
+    """One line of a save, as loaded.
+
+    Attributes:
+        event: the engine event it holds (read and type-checked once, on loading), or None
+            for the journal's own records (header, resumed) and kinds this storyloom does not know.
+        written: its `data` as loaded, or the bytes of that JSON object in the line, read into
+            `data` only when asked (verify and resume need only the events).
+    """
 
     seq: int
     time: str
     kind: str
-    data: dict[str, Any]
     prev: str
     hash: str
     line: int
+    event: Event | None
+    written: dict[str, Any] | bytes = field(repr=False, compare=False)
 
     @functools.cached_property
-    def event(self) -> Event | None:
-        """The engine event this record holds, or None for the journal's own records.
-
-        Read (and type-checked) once: loading checks every record this way, and verify and
-        resume walk the same events again."""
-        if self.kind in (HEADER, RESUMED):
-            return None
-        try:
-            return event_from_json({**self.data, "event": self.kind})
-        except ValueError:
-            return None
+    def data(self) -> dict[str, Any]:
+        """The record's `data` (an attempt's `raw` and `text` put back, see `_expand`)."""
+        if isinstance(self.written, bytes):  # already read once as valid JSON (no NaN, no lone surrogate)
+            return _expand(self.kind, pydantic_core.from_json(self.written, allow_inf_nan=False))
+        return self.written
 
 
 @dataclass(frozen=True)
@@ -298,20 +303,158 @@ def parse_save(path: Path, blob: bytes) -> Save:
     if not lines:
         raise SaveUnreadable(path, "the file is empty: it is not a storyloom save (or its first record was never "
                                    "completely written)")
+    read = _read_as_written(path, lines) or _read_carefully(path, lines)
+    header_raw, header, records = read
+    last_hash, last_seq = (records[-1].hash, records[-1].seq) if records else (header_raw["hash"], header_raw["seq"])
+    return Save(path=path, header=header, records=records, warnings=tuple(warnings), size=len(blob),
+                good_size=good_size, last_hash=last_hash, last_seq=last_seq, header_time=str(header_raw["time"]))
+
+
+_Read = tuple[dict[str, Any], SaveHeader, tuple["Record", ...]]
+
+
+def _read_carefully(path: Path, lines: list[bytes]) -> _Read:
+    """Read every line as generic JSON, check the header and chain, migrate, then check each event.
+
+    Any save can be read this way; it is the one that names what is wrong with a damaged save."""
     parsed = [_parse_line(path, raw, number) for number, raw in enumerate(lines, 1)]
     header_raw = parsed[0]
     header_data = _check_header(path, header_raw)
     _check_chain(path, parsed, lines)
     version = int(header_data["version"])
     migrated_header, migrated = migrate(version, header_data, [dict(r) for r in parsed[1:]])
+    header = _header(path, migrated_header)
+    records = tuple(_record(path, raw, number) for number, raw in enumerate(migrated, 2))
+    return header_raw, header, records
+
+
+def _header(path: Path, data: dict[str, Any]) -> SaveHeader:
     try:
-        header = SaveHeader.from_json(migrated_header)
+        return SaveHeader.from_json(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptRecord(path, f"the header record is malformed ({exc})", line=1, seq=0) from None
-    records = tuple(_record(path, raw, number) for number, raw in enumerate(migrated, 2))
-    last = parsed[-1]
-    return Save(path=path, header=header, records=records, warnings=tuple(warnings), size=len(blob),
-                good_size=good_size, last_hash=last["hash"], last_seq=last["seq"], header_time=str(header_raw["time"]))
+
+
+_TAIL = re.compile(rb',"hash":"([0-9a-f]{64})","kind":"([a-z_]{1,64})","prev":"([0-9a-f]{64})",'
+                   rb'"seq":(0|[1-9][0-9]{0,17}),"time":"([ !#-\[\]-~]*)"}')
+"""The end of a line as the journal writes it: the record's own members after `data`, in canonical
+JSON (sorted keys, no spaces), spelled in plain ASCII that needs no escape."""
+_MEMBER = len(',"hash":"",') + 64
+"""Bytes of the `"hash":"…",` member (with the comma before it) cut out to hash a line."""
+
+
+def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
+    """Read a current-format save whose lines are as the journal writes them, or None.
+
+    The careful reading parses each line into generic JSON, checks each event's fields and
+    joins an attempt's deltas from the generic lists. Here each line's tail (hash, kind, prev,
+    seq, time) is matched in place, its hash taken over the line as written, and its `data`
+    read straight into the event's fields by one strict pydantic call per record. Whatever this
+    reading does not accept exactly as the careful one would (a line in another shape, an older
+    version, any damage) returns None, and the careful reading runs from the start and names
+    the first fault, so the two always agree (tests/test_journal.py checks it).
+    """
+    try:
+        header_raw = _parse_line(path, lines[0], 1)
+        header_data = _check_header(path, header_raw)
+        if (header_data["version"] != VERSION or header_raw["prev"] != GENESIS
+                or not _hashed_as_written(lines[0], header_raw)):
+            return None
+        header = _header(path, header_data)
+    except SaveError:
+        return None
+    readers = _data_readers()
+    records: list[Record] = []
+    previous = header_raw["hash"].encode()
+    for number, line in enumerate(lines[1:], 2):
+        at = line.rfind(b',"hash":"')
+        tail = _TAIL.fullmatch(line, at) if at > 8 else None
+        if tail is None or not line.startswith(b'{"data":{') or line.count(b'"hash":') != 1:
+            return None
+        digest, kind, prev, seq, written_at = tail.groups()
+        if prev != previous or int(seq) != number - 1:
+            return None
+        view = memoryview(line)
+        hashed = hashlib.sha256(view[:at])
+        hashed.update(b",")
+        hashed.update(view[at + _MEMBER:])
+        if hashed.hexdigest().encode() != digest:
+            return None
+        kind_name = kind.decode()
+        record = _record_as_written(line[8:at], kind_name, readers.get(kind_name))
+        if record is None:
+            return None
+        event, written = record
+        records.append(Record(seq=number - 1, time=written_at.decode(), kind=kind_name, prev=prev.decode(),
+                              hash=digest.decode(), line=number, event=event, written=written))
+        previous = digest
+    return header_raw, header, tuple(records)
+
+
+def _record_as_written(written: bytes, kind: str, reader: _Reader | None
+                       ) -> tuple[Event | None, dict[str, Any] | bytes] | None:
+    """A record's event and data from its `data` bytes, or None when the careful reading must judge it."""
+    if reader is not None:
+        cls, validator, may_hold_constants = reader
+        if may_hold_constants and (b"NaN" in written or b"Infinity" in written):
+            return None  # pydantic reads these into an `Any`; the careful reading refuses them
+        try:
+            fields = validator.validate_json(written, strict=True)
+        except ValidationError:
+            return None
+        if cls is AttemptFinished:
+            _fill_joined(fields)
+        try:
+            return cls(**fields), written
+        except TypeError:  # a required field is missing
+            return None
+    try:
+        data = _expand(kind, pydantic_core.from_json(written, allow_inf_nan=False))
+    except ValueError:
+        return None
+    event = _event_of(kind, data)
+    if event is None and _is_engine_kind(kind):
+        return None
+    return event, data
+
+
+_Reader = tuple[type[Event], pydantic_core.SchemaValidator, bool]
+
+
+@functools.cache
+def _data_readers() -> dict[str, _Reader]:
+    """Per event kind: its class, a strict validator of its fields read from JSON into a dict of the
+    fields present (as `event_from_json` checks them: the same annotations, strict, other keys
+    ignored), and whether a value may be `Any` JSON (where pydantic would read NaN).
+
+    Kinds with a float field are left to the careful reading: pydantic reads JSON `1` there as
+    `1.0`, `event_from_json` keeps `1`."""
+    from engine.events import EVENT_TYPES
+
+    readers: dict[str, _Reader] = {}
+    for kind, cls in EVENT_TYPES.items():
+        hints = {f.name: get_type_hints(cls)[f.name] for f in dataclasses.fields(cls)}
+        if any(_mentions(hint, float) for hint in hints.values()):
+            continue
+        fields = TypedDict(f"{cls.__name__}Data", hints, total=False)  # type: ignore[misc]
+        fields.__pydantic_config__ = ConfigDict(strict=True)  # type: ignore[attr-defined]
+        readers[kind] = (cls, TypeAdapter(fields).validator, any(_mentions(hint, Any) for hint in hints.values()))
+    return readers
+
+
+def _mentions(hint: Any, wanted: Any) -> bool:
+    """Whether a type annotation is `wanted` or holds it anywhere (`tuple[dict[str, Any], ...]` holds Any)."""
+    return hint is wanted or any(_mentions(arg, wanted) for arg in get_args(hint))
+
+
+def _fill_joined(fields: dict[str, Any]) -> None:
+    """An attempt's `raw` and `text` when they were left out as its deltas joined (see `_compact`)."""
+    deltas = fields.get("deltas", ())
+    if "raw" not in fields:
+        structured = [chunk for _, kind, chunk in deltas if kind == "s"]
+        fields["raw"] = "".join(structured) if structured else None
+    if "text" not in fields:
+        fields["text"] = "".join([chunk for _, kind, chunk in deltas if kind == "t"])
 
 
 def _parse_json(text: str) -> Any:
@@ -449,12 +592,23 @@ def _expand(kind: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
-    record = Record(seq=raw["seq"], time=raw["time"], kind=raw["kind"], data=_expand(raw["kind"], raw["data"]),
-                    prev=raw["prev"], hash=raw["hash"], line=number)
-    if record.kind not in (HEADER, RESUMED) and record.event is None and _is_engine_kind(record.kind):
-        raise CorruptRecord(path, f"record {record.seq} is not a valid {record.kind} event", line=number,
-                            seq=record.seq)
-    return record
+    kind = raw["kind"]
+    data = _expand(kind, raw["data"])
+    event = _event_of(kind, data)
+    if kind not in (HEADER, RESUMED) and event is None and _is_engine_kind(kind):
+        raise CorruptRecord(path, f"record {raw['seq']} is not a valid {kind} event", line=number, seq=raw["seq"])
+    return Record(seq=raw["seq"], time=raw["time"], kind=kind, prev=raw["prev"], hash=raw["hash"], line=number,
+                  event=event, written=data)
+
+
+def _event_of(kind: str, data: dict[str, Any]) -> Event | None:
+    """The engine event a record's data holds, or None (the journal's own records, or not a valid event)."""
+    if kind in (HEADER, RESUMED):
+        return None
+    try:
+        return event_from_json({**data, "event": kind})
+    except ValueError:
+        return None
 
 
 def _is_engine_kind(kind: str) -> bool:

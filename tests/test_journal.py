@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.events import ProseDelta, TurnCommitted
+from engine.events import NarratorRetrying, ProseDelta, TurnCommitted
 from saves.errors import SaveExists, SaveLocked
 from saves.journal import VERSION, Journal, SaveHeader, load_save, record_hash
 from tests.conftest import ScriptedNarrator, structured
@@ -170,3 +170,71 @@ def test_an_attempt_s_output_is_stored_once_and_read_back_whole(tmp_path: Path, 
     assert lines[1]["raw"] == '{"narrative": "other"}'
     events = [e for _, e in load_save(tmp_path / "s.jsonl").events]
     assert events == [usual, odd]
+
+
+def _both_readings(path: Path):
+    """A save read line by line as written (how `load_save` reads a sound save) and read carefully
+    (generic JSON, then each event checked: how it names damage)."""
+    from saves.journal import _read_as_written, _read_carefully
+
+    lines = path.read_bytes().split(b"\n")[:-1]
+    return _read_as_written(path, lines), _read_carefully(path, lines)
+
+
+def test_a_sound_save_reads_the_same_record_for_record_as_the_careful_reading(tmp_path: Path) -> None:
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope", "/undo", "/cancel north", "/retry", "north",
+                                                    "up", "west", "take key"], faults=0.6, seed=3)
+    with Journal.open_for_append(path) as journal:
+        journal.note_resumed(ScriptedNarrator([]))
+        journal.record(NarratorRetrying(turn=99, attempt=1, delay=1, reason="overloaded"))  # an int delay stays an int
+        journal.record_interrupted(99)
+    fast, careful = _both_readings(path)
+    assert fast is not None, "a save as the journal writes it was not read as written"
+    assert {"resumed", "turn_undone", "turn_cancelled", "attempt_finished", "validation_failed", "correction_started",
+            "narrator_retrying", "prose_replaced"} <= set(kinds(path))
+    assert fast[:2] == careful[:2] and len(fast[2]) == len(careful[2])
+    for quick, slow in zip(fast[2], careful[2], strict=True):
+        assert quick == slow and repr(quick.event) == repr(slow.event) and quick.data == slow.data
+
+
+def _resigned_line(record: dict[str, object], seq: int, prev: str) -> tuple[bytes, str]:
+    """A record re-signed over its JSON as spelled, NaN and all (a forgery the journal itself never writes)."""
+    import hashlib
+
+    body = {**record, "seq": seq, "prev": prev}
+    body.pop("hash", None)
+    spell = lambda value: json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # noqa: E731
+    digest = hashlib.sha256(spell(body).encode()).hexdigest()
+    return (spell({**body, "hash": digest}) + "\n").encode(), digest
+
+
+def test_a_record_holding_nan_is_refused_as_not_json_even_re_signed(tmp_path: Path) -> None:
+    from saves.errors import CorruptRecord
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    commit = next(r for r in records if r["kind"] == "turn_committed")
+    commit["data"]["state_patch"][0]["value"] = float("nan")
+    lines, prev = [], "0" * 64
+    for seq, record in enumerate(records):
+        line, prev = _resigned_line(record, seq, prev)
+        lines.append(line)
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(CorruptRecord, match="not valid JSON") as raised:
+        load_save(path)
+    assert raised.value.seq is None and raised.value.line == records.index(commit) + 1
+
+
+def test_an_event_field_of_the_wrong_type_is_named_even_re_signed(tmp_path: Path) -> None:
+    from saves.errors import CorruptRecord
+    from tests.test_saves_kit import rewrite_records
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
+
+    def stringly(records):
+        next(r for r in records if r["kind"] == "attempt_finished")["data"]["attempt"] = "1"
+        return records
+
+    rewrite_records(path, stringly)
+    with pytest.raises(CorruptRecord, match="record 2 is not a valid attempt_finished event"):
+        load_save(path)
