@@ -365,7 +365,7 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
         return None
     readers = _data_readers()
     records: list[Record] = []
-    previous = header_raw["hash"].encode()
+    previous, previous_text = header_raw["hash"].encode(), header_raw["hash"]
     for number, line in enumerate(lines[1:], 2):
         at = line.rfind(b',"hash":"')
         tail = _TAIL.fullmatch(line, at) if at > 8 else None
@@ -378,16 +378,15 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
         hashed = hashlib.sha256(view[:at])
         hashed.update(b",")
         hashed.update(view[at + _MEMBER:])
-        if hashed.hexdigest().encode() != digest:
+        digest_text = hashed.hexdigest()
+        if digest_text.encode() != digest:
             return None
         kind_name = kind.decode()
         record = _record_as_written(line[8:at], kind_name, readers.get(kind_name))
         if record is None:
             return None
-        event, written = record
-        records.append(Record(seq=number - 1, time=written_at.decode(), kind=kind_name, prev=prev.decode(),
-                              hash=digest.decode(), line=number, event=event, written=written))
-        previous = digest
+        records.append(Record(number - 1, written_at.decode(), kind_name, previous_text, digest_text, number, *record))
+        previous, previous_text = digest, digest_text
     return header_raw, header, tuple(records)
 
 
