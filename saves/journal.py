@@ -14,7 +14,9 @@ fsynced before `Journal.record` returns, so the UI may show it as committed.
 
 Loading (`load_save`) drops a torn last line (a crash mid-write) with a
 warning and refuses any other damage with a specific `saves.errors` exception,
-never touching the file.
+never touching the file. A sound current-format save is read line by line as
+written (`_read_as_written`); anything else, damage included, is read the
+careful way (`_read_carefully`), which names the first fault.
 """
 
 from __future__ import annotations
@@ -165,10 +167,11 @@ class Record:
     """One line of a save, as loaded.
 
     Attributes:
-        event: the engine event it holds (read and type-checked once, on loading), or None
-            for the journal's own records (header, resumed) and kinds this storyloom does not know.
         written: its `data` as loaded, or the bytes of that JSON object in the line, read into
             `data` only when asked (verify and resume need only the events).
+        checked: its engine event, checked on loading; for a record read as written, the event's
+            checked fields, made into the event only when asked (a rebuild has no use for an
+            attempt's, the bulk of a save). None for the journal's own records and unknown kinds.
     """
 
     seq: int
@@ -177,8 +180,8 @@ class Record:
     prev: str
     hash: str
     line: int
-    event: Event | None
     written: dict[str, Any] | bytes = field(repr=False, compare=False)
+    checked: Event | dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
     def data(self) -> dict[str, Any]:
@@ -186,6 +189,20 @@ class Record:
         if isinstance(self.written, bytes):  # already read once as valid JSON (no NaN, no lone surrogate)
             return _expand(self.kind, pydantic_core.from_json(self.written, allow_inf_nan=False))
         return self.written
+
+    @functools.cached_property
+    def event(self) -> Event | None:
+        """The engine event this record holds, or None for the journal's own records (header, resumed)."""
+        if isinstance(self.checked, dict):
+            return _event_from_fields(self.kind, self.checked)
+        return self.checked
+
+    @property
+    def turn(self) -> int | None:
+        """The turn of its event, without making the event."""
+        if isinstance(self.checked, dict):
+            return int(self.checked["turn"])
+        return None if self.checked is None else self.checked.turn
 
 
 @dataclass(frozen=True)
@@ -385,28 +402,28 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
         record = _record_as_written(line[8:at], kind_name, readers.get(kind_name))
         if record is None:
             return None
-        records.append(Record(number - 1, written_at.decode(), kind_name, previous_text, digest_text, number, *record))
+        written, checked = record
+        records.append(Record(number - 1, written_at.decode(), kind_name, previous_text, digest_text, number, written,
+                              checked))
         previous, previous_text = digest, digest_text
     return header_raw, header, tuple(records)
 
 
 def _record_as_written(written: bytes, kind: str, reader: _Reader | None
-                       ) -> tuple[Event | None, dict[str, Any] | bytes] | None:
-    """A record's event and data from its `data` bytes, or None when the careful reading must judge it."""
+                       ) -> tuple[dict[str, Any] | bytes, Event | dict[str, Any] | None] | None:
+    """A record's data and checked event (or event fields) from its `data` bytes, or None when the
+    careful reading must judge it."""
     if reader is not None:
-        cls, validator, may_hold_constants = reader
+        required, validator, may_hold_constants = reader
         if may_hold_constants and (b"NaN" in written or b"Infinity" in written):
             return None  # pydantic reads these into an `Any`; the careful reading refuses them
         try:
             fields = validator.validate_json(written, strict=True)
         except ValidationError:
             return None
-        if cls is AttemptFinished:
-            _fill_joined(fields)
-        try:
-            return cls(**fields), written
-        except TypeError:  # a required field is missing
-            return None
+        if not required <= fields.keys():
+            return None  # the event could not be made
+        return written, fields
     try:
         data = _expand(kind, pydantic_core.from_json(written, allow_inf_nan=False))
     except ValueError:
@@ -414,17 +431,28 @@ def _record_as_written(written: bytes, kind: str, reader: _Reader | None
     event = _event_of(kind, data)
     if event is None and _is_engine_kind(kind):
         return None
-    return event, data
+    return data, event
 
 
-_Reader = tuple[type[Event], pydantic_core.SchemaValidator, bool]
+def _event_from_fields(kind: str, fields: dict[str, Any]) -> Event:
+    """The event of a record read as written, from its checked fields (see `_data_readers`)."""
+    from engine.events import EVENT_TYPES
+
+    cls = EVENT_TYPES[kind]
+    if cls is AttemptFinished and not ("raw" in fields and "text" in fields):
+        fields = _with_joined(fields)
+    return cls(**fields)
+
+
+_Reader = tuple[frozenset[str], pydantic_core.SchemaValidator, bool]
 
 
 @functools.cache
 def _data_readers() -> dict[str, _Reader]:
-    """Per event kind: its class, a strict validator of its fields read from JSON into a dict of the
-    fields present (as `event_from_json` checks them: the same annotations, strict, other keys
-    ignored), and whether a value may be `Any` JSON (where pydantic would read NaN).
+    """Per event kind: the fields it must have (an attempt's `raw` can be joined from its deltas),
+    a strict validator of its fields read from JSON into a dict of the fields present (as
+    `event_from_json` checks them: the same annotations, strict, other keys ignored), and
+    whether a value may be `Any` JSON (where pydantic would read NaN).
 
     Kinds with a float field are left to the careful reading: pydantic reads JSON `1` there as
     `1.0`, `event_from_json` keeps `1`."""
@@ -432,12 +460,15 @@ def _data_readers() -> dict[str, _Reader]:
 
     readers: dict[str, _Reader] = {}
     for kind, cls in EVENT_TYPES.items():
-        hints = {f.name: get_type_hints(cls)[f.name] for f in dataclasses.fields(cls)}
+        declared = dataclasses.fields(cls)
+        hints = {f.name: get_type_hints(cls)[f.name] for f in declared}
         if any(_mentions(hint, float) for hint in hints.values()):
             continue
+        required = frozenset(f.name for f in declared if f.default is dataclasses.MISSING
+                             and f.default_factory is dataclasses.MISSING) - ({"raw"} if cls is AttemptFinished else set())
         fields = TypedDict(f"{cls.__name__}Data", hints, total=False)  # type: ignore[misc]
         fields.__pydantic_config__ = ConfigDict(strict=True)  # type: ignore[attr-defined]
-        readers[kind] = (cls, TypeAdapter(fields).validator, any(_mentions(hint, Any) for hint in hints.values()))
+        readers[kind] = (required, TypeAdapter(fields).validator, any(_mentions(hint, Any) for hint in hints.values()))
     return readers
 
 
@@ -446,14 +477,17 @@ def _mentions(hint: Any, wanted: Any) -> bool:
     return hint is wanted or any(_mentions(arg, wanted) for arg in get_args(hint))
 
 
-def _fill_joined(fields: dict[str, Any]) -> None:
-    """An attempt's `raw` and `text` when they were left out as its deltas joined (see `_compact`)."""
+def _with_joined(fields: dict[str, Any]) -> dict[str, Any]:
+    """An attempt's fields with `raw` and `text` put back where they were left out as its deltas joined
+    (see `_compact`)."""
     deltas = fields.get("deltas", ())
-    if "raw" not in fields:
+    joined = dict(fields)
+    if "raw" not in joined:
         structured = [chunk for _, kind, chunk in deltas if kind == "s"]
-        fields["raw"] = "".join(structured) if structured else None
-    if "text" not in fields:
-        fields["text"] = "".join([chunk for _, kind, chunk in deltas if kind == "t"])
+        joined["raw"] = "".join(structured) if structured else None
+    if "text" not in joined:
+        joined["text"] = "".join([chunk for _, kind, chunk in deltas if kind == "t"])
+    return joined
 
 
 def _parse_json(text: str) -> Any:
@@ -597,7 +631,7 @@ def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
     if kind not in (HEADER, RESUMED) and event is None and _is_engine_kind(kind):
         raise CorruptRecord(path, f"record {raw['seq']} is not a valid {kind} event", line=number, seq=raw["seq"])
     return Record(seq=raw["seq"], time=raw["time"], kind=kind, prev=raw["prev"], hash=raw["hash"], line=number,
-                  event=event, written=data)
+                  written=data, checked=event)
 
 
 def _event_of(kind: str, data: dict[str, Any]) -> Event | None:

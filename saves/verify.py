@@ -96,7 +96,13 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     inputs: dict[int, TurnStarted] = {}
     in_flight: TurnStarted | None = None
     last_turn = 0
-    for record, event in save.events:
+    for record in save.records:
+        if record.kind == "attempt_finished":  # its output plays no part in the committed story
+            last_turn = max(last_turn, record.turn or 0)
+            continue
+        event = record.event
+        if event is None:
+            continue
         last_turn = max(last_turn, event.turn)
         if isinstance(event, TurnStarted):
             inputs[event.turn] = event

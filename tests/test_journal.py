@@ -194,7 +194,8 @@ def test_a_sound_save_reads_the_same_record_for_record_as_the_careful_reading(tm
             "narrator_retrying", "prose_replaced"} <= set(kinds(path))
     assert fast[:2] == careful[:2] and len(fast[2]) == len(careful[2])
     for quick, slow in zip(fast[2], careful[2], strict=True):
-        assert quick == slow and repr(quick.event) == repr(slow.event) and quick.data == slow.data
+        assert quick == slow and quick.turn == slow.turn
+        assert repr(quick.event) == repr(slow.event) and quick.data == slow.data
 
 
 def _resigned_line(record: dict[str, object], seq: int, prev: str) -> tuple[bytes, str]:
@@ -225,16 +226,18 @@ def test_a_record_holding_nan_is_refused_as_not_json_even_re_signed(tmp_path: Pa
     assert raised.value.seq is None and raised.value.line == records.index(commit) + 1
 
 
-def test_an_event_field_of_the_wrong_type_is_named_even_re_signed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("forge", [lambda data: data.update(attempt="1"), lambda data: data.pop("attempt")],
+                         ids=["wrong type", "left out"])
+def test_an_attempt_with_a_bad_field_is_refused_on_loading_even_re_signed(tmp_path: Path, forge) -> None:
     from saves.errors import CorruptRecord
     from tests.test_saves_kit import rewrite_records
 
     path, _, _ = played_save(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
 
-    def stringly(records):
-        next(r for r in records if r["kind"] == "attempt_finished")["data"]["attempt"] = "1"
+    def forged(records):
+        forge(next(r for r in records if r["kind"] == "attempt_finished")["data"])
         return records
 
-    rewrite_records(path, stringly)
+    rewrite_records(path, forged)
     with pytest.raises(CorruptRecord, match="record 2 is not a valid attempt_finished event"):
         load_save(path)
