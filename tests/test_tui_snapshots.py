@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
+from textual.events import Mount
 
 from engine import Session, parse_pack
 from tests.conftest import SHORE_PACK
-from tui.app import StoryloomApp
+import tui.app
+from tui.app import Opening, StoryloomApp
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tui.testing.pilot import until
 from tui.widgets import CommandInput
@@ -82,6 +84,22 @@ def test_intro_80x24(snap_compare):
 
 def test_intro_160x50_with_side_panel(snap_compare):
     assert snap_compare(scene(), terminal_size=(160, 50))
+
+
+class _StillLoading(StoryloomApp):
+    """The app as it is before its worker has loaded the story (the worker is never started)."""
+
+    CSS_PATH = Path(tui.app.__file__).with_name("app.tcss")  # a subclass's CSS path is read beside its own module
+
+    def on_mount(self, event: Mount) -> None:
+        event.prevent_default()
+
+
+def test_opening_before_the_story_has_loaded_100x30(snap_compare):
+    """Plain `storyloom`'s first frame: the intro and the input where the game will have them."""
+    pack = parse_pack(SHORE_PACK, "shore.toml")
+    app = _StillLoading(Opening(pack.title, pack.intro, load=lambda: scene().session), blink=False)
+    assert snap_compare(app, terminal_size=(100, 30))
 
 
 def test_mid_stream(snap_compare):

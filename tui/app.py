@@ -115,9 +115,11 @@ class StoryloomApp(App[int]):
         try:
             session = self._opening.load()
         except Exception as exc:  # settings, narrator or save: the message says what to fix
-            self.call_from_thread(self._opening_failed, str(exc))
+            if self.return_code is None:
+                self.call_from_thread(self._opening_failed, str(exc))
             return
-        self.call_from_thread(self._opening_loaded, session)
+        if self.return_code is None:  # not if the player quit while it loaded
+            self.call_from_thread(self._opening_loaded, session)
 
     async def _opening_loaded(self, session: Session) -> None:
         opening = self.screen
