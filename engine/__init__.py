@@ -9,8 +9,9 @@ first frame before the engine is loaded.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.lazy import lazy_names
 
 _EXPORTS = {
     "Event": "engine.events", "event_from_json": "engine.events",
@@ -32,11 +33,4 @@ if TYPE_CHECKING:
     from engine.state import WorldState, initial_state, state_hash
     from engine.turns import Issue, Turn
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)

@@ -6,8 +6,9 @@ game screen (and the engine it needs) is imported.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.lazy import lazy_names
 
 _EXPORTS = {
     "GameScreen": "_game", "IssueDetailsScreen": "_issue_details", "attempts_of": "_issue_details",
@@ -22,11 +23,4 @@ if TYPE_CHECKING:
     from tui.screens._open_save import OpenSaveScreen
     from tui.screens._opening import OpeningScreen
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tui.screens' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"tui.screens.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, {name: f"tui.screens.{module}" for name, module in _EXPORTS.items()})

@@ -11,16 +11,16 @@ from textual import on, work
 from textual._compositor import Compositor
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Input
 
 from engine import Event, Session
 from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
 from engine.safety import safe_text
 from tui.screens._issue_details import IssueDetailsScreen
+from tui.screens._opening import game_layout
 from tui.widgets import (
     ArchivedTurns,
     CommandInput,
@@ -145,14 +145,8 @@ class GameScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         pack = self.session.pack
-        yield Header(icon="≡")
-        with Horizontal(id="body"):
-            with Vertical(id="main"):
-                with Transcript(id="transcript"):
-                    yield StoryText(pack.title, pack.intro, id="intro")
-                yield CommandInput(blink=self._blink, id="command")
-            yield SidePanel(pack, self.session.state, id="side-panel")
-        yield Footer()
+        yield from game_layout(pack.title, pack.intro, SidePanel(pack, self.session.state, id="side-panel"),
+                               blink=self._blink)
 
     def on_mount(self) -> None:
         self.title = safe_text(self.session.pack.title)

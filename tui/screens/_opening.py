@@ -5,12 +5,29 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Static
 
 from engine.safety import safe_text
 from tui.widgets._command_input import CommandInput
 from tui.widgets._story_text import StoryText
 from tui.widgets._transcript import Transcript
+
+
+def game_layout(title: str, intro: str, side_panel: Widget, *, blink: bool) -> ComposeResult:
+    """The game's layout: header, transcript opening with the intro, input line, side panel, footer.
+
+    The opening screen and the game screen both compose it, so when the game takes the
+    opening's place nothing the player is reading moves.
+    """
+    yield Header(icon="≡")
+    with Horizontal(id="body"):
+        with Vertical(id="main"):
+            with Transcript(id="transcript"):
+                yield StoryText(title, intro, id="intro")
+            yield CommandInput(blink=blink, id="command")
+        yield side_panel
+    yield Footer()
 
 
 class OpeningScreen(Screen[None]):
@@ -40,14 +57,7 @@ class OpeningScreen(Screen[None]):
         self._blink = blink
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="≡")
-        with Horizontal(id="body"):
-            with Vertical(id="main"):
-                with Transcript(id="transcript"):
-                    yield StoryText(self._title, self._intro, id="intro")
-                yield CommandInput(blink=self._blink, id="command")
-            yield Static("", id="side-panel")
-        yield Footer()
+        yield from game_layout(self._title, self._intro, Static("", id="side-panel"), blink=self._blink)
 
     def on_mount(self) -> None:
         self.title = safe_text(self._title)

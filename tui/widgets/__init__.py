@@ -6,8 +6,9 @@ light widgets without loading the ones that need the engine.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.lazy import lazy_names
 
 _EXPORTS = {
     "ArchivedTurns": "_archived_turns", "TurnRecord": "_archived_turns", "CommandInput": "_command_input",
@@ -28,11 +29,4 @@ if TYPE_CHECKING:
     from tui.widgets._transcript import FollowHint, Transcript
     from tui.widgets._turn_message import TurnMessage
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tui.widgets' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"tui.widgets.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, {name: f"tui.widgets.{module}" for name, module in _EXPORTS.items()})
