@@ -367,6 +367,36 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
         assert painted(unfolded) == after
 
 
+async def test_a_folded_turn_that_was_corrected_still_shows_its_details_when_clicked(monkeypatch):
+    import tui.screens._game as game_module
+
+    monkeypatch.setattr(game_module, "KEEP_LIVE", 2)
+    replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
+               for i in range(1, 5)]
+    replies[1:2] = [GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP))]  # corrected
+    app = make_app(*replies)
+    async with app.run_test(size=(100, 50)) as pilot:
+        for i in range(1, 5):
+            await send(pilot, f"wait {i}")
+            await finished(pilot, app)
+        await pilot.pause()
+        assert [block.turns for block in app.game.transcript.query(ArchivedTurns)] == [[1, 2]]
+        rows = painted(app).splitlines()
+
+        def row_of(text: str) -> int:
+            return next(y for y, row in enumerate(rows) if text in row)
+
+        await pilot.click(offset=(10, row_of("A second paragraph for turn 1")))  # a clean turn: nothing to show
+        await pilot.pause()
+        assert not isinstance(app.screen, IssueDetailsScreen)
+        await pilot.click(offset=(10, row_of("You lift the brass lamp")))  # the corrected one, folded
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        details = painted(app)
+        assert "wait 2" in details and "First attempt — rejected" in details and "boulder" in details
+        assert "Correction 1 — accepted" in details
+
+
 async def test_resizing_to_a_tiny_terminal_during_a_correction_and_back_keeps_the_message_whole():
     gate = asyncio.Event()
     app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate))

@@ -355,6 +355,12 @@ class GameScreen(Screen[None]):
     def _open_details(self, message: TurnMessage) -> None:
         self.app.push_screen(IssueDetailsScreen(message.turn, message.player_input, message.events))
 
+    @on(ArchivedTurns.DetailsRequested)
+    def _folded_details(self, event: ArchivedTurns.DetailsRequested) -> None:
+        """A turn folded into a block keeps its details: a click on it shows them."""
+        record = event.record
+        self.app.push_screen(IssueDetailsScreen(record.turn, record.player_input, list(record.details)))
+
     def action_undo(self) -> None:
         """ctrl+z: take back the last committed turn (through the journal when there is one)."""
         if self.running:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from bisect import bisect_right
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+from textual import events
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
 from engine.safety import safe_text
@@ -22,6 +26,8 @@ class TurnRecord:
     """"committed", "failed", "cancelled" or "undone"."""
     status: str
     """The status row's text ("" for a committed turn)."""
+    details: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    """The engine events of a turn that had issues, for its details screen (none for a clean turn)."""
 
 
 class ArchivedTurns(Static):
@@ -43,11 +49,32 @@ class ArchivedTurns(Static):
     }
     """
 
+    class DetailsRequested(Message):
+        """The player clicked a folded turn that had issues: show its details."""
+
+        def __init__(self, record: TurnRecord) -> None:
+            super().__init__()
+            self.record = record
+
     def __init__(self, records: list[TurnRecord]) -> None:
         super().__init__("", markup=False)
         self.records = list(records)
         """The turns in this block, oldest first."""
+        self._first_lines: list[int] = []
+        """The text line each record starts on (the `offset` Textual puts on each drawn segment)."""
         self.update(self._render_records())
+
+    def record_at(self, line: int) -> TurnRecord | None:
+        """The turn drawn from this line of the block's text."""
+        index = bisect_right(self._first_lines, line) - 1
+        return self.records[index] if 0 <= index < len(self.records) else None
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.style.meta.get("offset") if event.style else None
+        record = self.record_at(offset[1]) if offset is not None else None
+        if record is not None and record.details:
+            event.stop()
+            self.post_message(self.DetailsRequested(record))
 
     @property
     def turns(self) -> list[int]:
@@ -65,12 +92,18 @@ class ArchivedTurns(Static):
 
     def _render_records(self) -> Content:
         parts: list[Content] = []
+        self._first_lines = []
+        line = 0
         for record in self.records:
+            self._first_lines.append(line)
             muted = record.outcome in ("failed", "cancelled", "undone")
-            parts.append(Content.styled(safe_text(f"› {record.player_input}"), "bold $text-muted"))
+            command, status = safe_text(f"› {record.player_input}"), safe_text(record.status)
             paragraphs = [p.strip("\n") for p in record.prose.split("\n\n") if p.strip()]
             prose = safe_text("\n\n".join(paragraphs))
+            parts.append(Content.styled(command, "bold $text-muted"))
             if prose:
                 parts.append(Content.styled(prose, "$text-muted") if muted else Content(prose))
-            parts.append(Content.styled(safe_text(record.status), "$text-muted"))
+            parts.append(Content.styled(status, "$text-muted"))
+            drawn = (command, prose, status) if prose else (command, status)
+            line += sum(text.count("\n") + 1 for text in drawn)
         return Content("\n").join(parts)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -10,6 +12,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from engine.events import (
+    AttemptFinished,
     CorrectionStarted,
     Event,
     NarratorRetrying,
@@ -165,7 +168,8 @@ class TurnMessage(Vertical, can_focus=True):
 
     def record(self) -> TurnRecord:
         """This turn as it is shown now, for folding it into an `ArchivedTurns` block."""
-        return TurnRecord(self.turn, self.player_input, self.prose.text, self.outcome, self.status.plain_text)
+        return TurnRecord(self.turn, self.player_input, self.prose.text, self.outcome, self.status.plain_text,
+                          details=_for_details(self.events) if self.has_details else ())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "retry":
@@ -193,3 +197,17 @@ class TurnMessage(Vertical, can_focus=True):
             event.stop()
             event.prevent_default()
             self.post_message(self.TypedAway(self, event.character))
+
+
+def _for_details(events: list[Event]) -> tuple[Event, ...]:
+    """A folded turn's events as its details screen reads them: the streamed prose as one delta, no chunk timing.
+
+    A turn streams one event per chunk and records every chunk's timing; kept for every folded
+    turn with issues, that would cost far more memory than the details ever show.
+    """
+    streamed = "".join(e.text for e in events if isinstance(e, ProseDelta))
+    kept = [replace(e, deltas=()) if isinstance(e, AttemptFinished) else e
+            for e in events if not isinstance(e, ProseDelta)]
+    if streamed:
+        kept.append(ProseDelta(turn=events[0].turn, text=streamed))
+    return tuple(kept)
