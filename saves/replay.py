@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.events import Event, ProseDelta
-from engine.lifecycle import Session
+from engine.lifecycle import ATTEMPT_MAX_SECONDS, Session
 from engine.narrators.base import Finish
 from engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from engine.packs import StoryPack
@@ -245,7 +245,11 @@ class Replayer:
             if math.isfinite(speed):
                 await (sleep or asyncio.sleep)(delay / speed)
 
-        self.session = Session(plan.pack, plan.narrator, budget=plan.save.header.budget, sleep=scaled)
+        # Replayed at `speed`, an attempt takes 1/speed of its recorded time, and so may its limit: an
+        # attempt that finished in time when played finishes in time when replayed slower.
+        limit = ATTEMPT_MAX_SECONDS / speed if math.isfinite(speed) else ATTEMPT_MAX_SECONDS
+        self.session = Session(plan.pack, plan.narrator, budget=plan.save.header.budget, sleep=scaled,
+                               attempt_timeout=limit)
         plan.narrator.on_cancel = self.session.cancel
         plan.narrator.on_exhausted = self.session.cancel
         self.result = ReplayResult(expected_final_hash=plan.final_hash)

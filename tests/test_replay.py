@@ -13,13 +13,13 @@ import pytest
 
 from engine import Session, load_pack, state_hash
 from engine.events import Event
-from engine.narrators.base import NarrationRequest
+from engine.narrators.base import Finish, NarrationRequest, StructuredDelta
 from engine.narrators.offline import OfflineNarrator
 from engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from saves import commands
 from saves.journal import Journal, SaveHeader, load_save
 from saves.replay import Replayer, replay_plan
-from tests.conftest import Reply, ScriptedNarrator, structured
+from tests.conftest import Reply, ScriptedNarrator, structured, turn_json
 from tests.test_saves_kit import LIGHTHOUSE_WALK, play, played_save, played_save_async, rewrite_records
 
 
@@ -79,6 +79,33 @@ async def test_at_max_speed_the_replay_narrator_never_waits() -> None:
     narrator = ReplayNarrator([answer], speed=math.inf, sleep=no_sleep)
     request = NarrationRequest(load_pack("lighthouse"), {}, (), "look", 1)
     assert len([c async for c in narrator.narrate(request)]) == 3
+
+
+class _RecordedSlowly:
+    """One turn whose chunks the narrator reports 300 ms apart (its own clock; nothing waits while recording)."""
+
+    name, model = "slow", "slow-1"
+
+    async def narrate(self, request: NarrationRequest):
+        text = turn_json("You look around the black rocks.", [])
+        third = len(text) // 3
+        for index, at in enumerate((0, 300, 600)):
+            yield StructuredDelta(text[index * third:(index + 1) * third if index < 2 else None], at_ms=at)
+        yield Finish("end")
+
+
+async def test_a_replay_slower_than_recorded_gives_an_attempt_time_in_proportion(tmp_path: Path, pack,
+                                                                                 monkeypatch) -> None:
+    import saves.replay
+
+    monkeypatch.setattr(saves.replay, "ATTEMPT_MAX_SECONDS", 1.0)  # an attempt recorded in 0.6 s fits
+    narrator = _RecordedSlowly()
+    path = tmp_path / "slow.jsonl"
+    with Journal.create(path, SaveHeader.for_session(pack, narrator)) as journal:
+        await play(Session(pack, narrator), journal, ["look"])
+    result = await _replay(path, pack=pack, speed=0.5)  # 1.2 s at half speed: over 1 s, within 2 s
+    assert result.divergence is None
+    assert [e.event for e in result.events if e.event == "turn_committed"] == ["turn_committed"]
 
 
 async def test_a_cancelled_turn_and_its_retry_replay_as_they_happened(tmp_path: Path, pack) -> None:
