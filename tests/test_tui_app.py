@@ -503,7 +503,9 @@ async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
         opened.append(path)
         if path == second:
             raise ValueError("b.storyloom.jsonl: record 3 is damaged [bold]x[/]")
-        session = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]), next_turn=2)
+        narrator = GatedNarrator([])
+        narrator.name, narrator.model = "anthropic", "claude-sonnet-5-5"  # saved on another narrator
+        session = Session(parse_pack(SHORE_PACK, "shore.toml"), narrator, next_turn=2)
         session.restore(session.state, (Exchange("look", Turn(narrative="Saved prose.")),), [])
         return session
 
@@ -524,6 +526,7 @@ async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
         await until(pilot, lambda: "Saved prose." in painted(app))
         assert opened == [second, first]
         assert app.game.session is app.session and app.session.next_turn == 2
+        assert "anthropic narrator · claude-sonnet-5-5" in painted(app).splitlines()[0]  # the header follows
 
 
 

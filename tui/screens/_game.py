@@ -75,6 +75,13 @@ class RowCroppedCompositor(Compositor):
 UndoHook = Callable[[], TurnUndone | None]
 
 
+def narrator_label(narrator: object) -> str:
+    """Who is telling the story, for the header: "anthropic narrator · claude-sonnet-5-5"."""
+    name, model = str(getattr(narrator, "name", "") or ""), str(getattr(narrator, "model", "") or "")
+    label = f"{name} narrator" if name else "narrator"
+    return safe_text(f"{label} · {model}" if model else label)
+
+
 class GameScreen(Screen[None]):
     """Plays a `Session`: sends commands, renders each event, never touches the state itself.
 
@@ -150,8 +157,7 @@ class GameScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.title = safe_text(self.session.pack.title)
-        narrator = self.session.narrator
-        self.sub_title = safe_text(f"{getattr(narrator, 'name', '')} {getattr(narrator, 'model', '')}".strip())
+        self.sub_title = narrator_label(self.session.narrator)
         self.command_input.focus()
         self._show_history()
         if self._tune_gc:
@@ -411,6 +417,7 @@ class GameScreen(Screen[None]):
             self._show_history()
         self.side_panel.show_story(session.pack, session.state)
         self.title = safe_text(session.pack.title)
+        self.sub_title = narrator_label(session.narrator)  # an opened save may be on another narrator
         self.command_input.suggest(())
         self.command_input.focus()
         self.refresh_bindings()
