@@ -395,6 +395,13 @@ async def test_a_folded_turn_that_was_corrected_still_shows_its_details_when_cli
         details = painted(app)
         assert "wait 2" in details and "First attempt — rejected" in details and "boulder" in details
         assert "Correction 1 — accepted" in details
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
+        # and by keyboard: the command palette offers the folded turns that had issues
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert "Details of turn 2" in commands and "Details of turn 1" not in commands
+        commands["Details of turn 2"].callback()
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
 
 
 async def test_resizing_to_a_tiny_terminal_during_a_correction_and_back_keeps_the_message_whole():

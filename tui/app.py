@@ -8,6 +8,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +148,10 @@ class StoryloomApp(App[int]):
                             self.action_export)
         yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats",
                             self.action_toggle_panel)
+        game = self.game
+        for record in game.folded_with_details():  # reachable by a click too, and this way by keyboard
+            yield SystemCommand(f"Details of turn {record.turn}", "An earlier turn that had issues",
+                                partial(game.show_details_of, record))
         yield from super().get_system_commands(screen)
 
     def action_toggle_panel(self) -> None:

@@ -364,7 +364,15 @@ class GameScreen(Screen[None]):
     @on(ArchivedTurns.DetailsRequested)
     def _folded_details(self, event: ArchivedTurns.DetailsRequested) -> None:
         """A turn folded into a block keeps its details: a click on it shows them."""
-        record = event.record
+        self.show_details_of(event.record)
+
+    def folded_with_details(self) -> list[TurnRecord]:
+        """Folded turns that had issues, newest first (the palette offers their details)."""
+        blocks = dict.fromkeys(self._archived.values())
+        return sorted((r for block in blocks for r in block.records if r.details), key=lambda r: -r.turn)
+
+    def show_details_of(self, record: TurnRecord) -> None:
+        """Open the details of a folded turn."""
         self.app.push_screen(IssueDetailsScreen(record.turn, record.player_input, list(record.details)))
 
     def action_undo(self) -> None:
