@@ -395,6 +395,7 @@ async def test_a_folded_turn_that_was_corrected_still_shows_its_details_when_cli
         details = painted(app)
         assert "wait 2" in details and "First attempt — rejected" in details and "boulder" in details
         assert "Correction 1 — accepted" in details
+        assert "Outcome: committed" in details, details  # what the live message's details said
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
         # and by keyboard: the command palette offers the folded turns that had issues

@@ -206,8 +206,12 @@ def _for_details(events: list[Event]) -> tuple[Event, ...]:
     turn with issues, that would cost far more memory than the details ever show.
     """
     streamed = "".join(e.text for e in events if isinstance(e, ProseDelta))
-    kept = [replace(e, deltas=()) if isinstance(e, AttemptFinished) else e
-            for e in events if not isinstance(e, ProseDelta)]
-    if streamed:
-        kept.append(ProseDelta(turn=events[0].turn, text=streamed))
+    kept: list[Event] = []
+    for event in events:
+        if isinstance(event, ProseDelta):
+            if streamed:  # in the place of the first delta: the screen reads the events in order
+                kept.append(ProseDelta(turn=event.turn, text=streamed))
+                streamed = ""
+        else:
+            kept.append(replace(event, deltas=()) if isinstance(event, AttemptFinished) else event)
     return tuple(kept)
