@@ -14,9 +14,10 @@ from engine import Session
 from engine.narrators.base import Chunk, NarrationRequest
 from saves.journal import Journal, SaveHeader, load_save
 from saves.replay import replay_plan
+from tests.test_frames import transcript_height
 from tests.test_saves_kit import shore_pack_file
 from tui.app import StoryloomApp
-from tui.testing.frames import FrameRecorder
+from tui.testing.frames import FrameRecorder, assert_no_shift
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tui.testing.pilot import until
 
@@ -56,15 +57,17 @@ async def _play(frame_recorder: Any, session: Session, gate: asyncio.Event,
 
     app = StoryloomApp(session, on_event=on_event, blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        holder.append(frame_recorder(app, regions=REGIONS, texts=TEXTS))
+        holder.append(frame_recorder(app, regions=REGIONS, screen=True,
+                                     texts={**TEXTS, "content": transcript_height}))
+        holder[0].mark("key")
         await pilot.press(*"take lamp", "enter")
         await until(pilot, lambda: "correction_started" in holder[0].all_marks())
         await pilot.pause()
         await pilot.pause()
         gate.set()
         await until(pilot, lambda: not app.game.running)
-        await pilot.pause()
-        await pilot.pause()
+        await pilot.pause(1.0)  # a second after the turn ends: nothing may move late either
+        holder[0].stop()
     return holder[0]
 
 
@@ -87,6 +90,10 @@ async def test_a_replayed_correction_paints_the_same_frames_as_the_live_one(
     live_window = live.sequences(live.between("correction_started"))
     replay_window = replayed.sequences(replayed.between("correction_started"))
     assert replay_window == live_window
+    for recording in (live, replayed):  # the whole turn, from the key press on, live and replayed
+        assert_no_shift(recording.since("key"), ["Grey water", "› take lamp", "You lift the brass lamp", "correcting ("],
+                        content="content", swap="prose", fixed=("input", "side"),
+                        settled=lambda frame: (frame.texts["status"] or "").startswith("correcting"))
     assert live_window["texts.status"] == ["correcting (1/2)…", ""]
     assert len(live_window["regions.message"]) == 1  # the message never moved while it was corrected
     assert replayed.all_marks() == live.all_marks()

@@ -82,9 +82,10 @@ async def test_one_widget_lives_through_correct_fail_retry_and_commit():
         assert message.status.plain_text == "couldn't make this turn consistent · r retry · d details"
         await pilot.press("ctrl+r")
         await until(pilot, lambda: message.outcome == "streaming")
-        assert message.status.plain_text == ""
+        assert message.status.plain_text == "writing…"  # no prose yet: a sign of life, in words
         gate.set()
         await finished(pilot, app)
+        assert message.status.plain_text == ""
         assert app.game.latest_message() is message
         assert message.id == "turn-1"
         assert len(app.game.transcript.query(TurnMessage)) == 1

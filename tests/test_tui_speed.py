@@ -117,13 +117,20 @@ async def test_new_lines_lay_out_once_per_step_not_once_per_line():
         assert layouts[0] <= lines // step + 1, (layouts[0], lines)
 
 
-async def test_the_reserved_lines_are_given_back_when_the_turn_ends():
+async def test_the_reserved_lines_stay_when_the_turn_ends_and_are_handed_on_once():
+    """Giving the reserve back at the end would move every line above down (the transcript is
+    anchored to the bottom): it stays until what is shown next takes it."""
     app = StreamApp()
     async with app.run_test(size=(WIDTH, 20)) as pilot:
         message = await started(pilot)
         await pilot.pause()
         assert message.prose.size.height == stream_step(20) == 4  # room to grow while streaming
         message.show(TurnCommitted(turn=1, state_hash="x", narrative="The"))
+        await pilot.pause()
+        await pilot.pause()
+        assert message.prose.size.height == 4
+        assert message.release_reserve() == 3
+        assert message.release_reserve() == 0  # handed on once
         await pilot.pause()
         await pilot.pause()
         assert message.prose.size.height == 1

@@ -104,6 +104,7 @@ class GameScreen(Screen[None]):
         Binding("ctrl+z", "undo", "Undo", priority=True),
         Binding("pageup", "page_transcript(-1)", "Scroll up", show=False),
         Binding("pagedown", "page_transcript(1)", "Scroll down", show=False),
+        Binding("end", "follow", "Follow", show=False, priority=True),
     ]
 
     def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
@@ -186,8 +187,7 @@ class GameScreen(Screen[None]):
         if not text:
             return
         if self.running:
-            self.notify("A turn is still being written. Esc cancels it; your command stays in the line.",
-                        title="Busy", severity="warning")
+            self.command_input.say_busy()
             return
         event.input.clear()
         self._start(self.session.play(text))
@@ -212,6 +212,7 @@ class GameScreen(Screen[None]):
                         title="Error", severity="error", timeout=15, markup=False)
         finally:
             self.running = False
+            self.command_input.say_busy(False)
             self._update_retry_offer()
             self.refresh_bindings()
 
@@ -277,9 +278,10 @@ class GameScreen(Screen[None]):
         if isinstance(event, TurnStarted):
             message = self.message(event.turn)
             if message is None:
-                message = TurnMessage(event.turn, event.player_input)
-                self._messages[event.turn] = message
-                await self.transcript.mount(message)
+                with self.app.batch_update():
+                    message = TurnMessage(event.turn, event.player_input, reserve=self._release_reserve())
+                    self._messages[event.turn] = message
+                    await self.transcript.mount(message)
             message.show(event)
             return
         if isinstance(event, TurnUndone):
@@ -287,7 +289,10 @@ class GameScreen(Screen[None]):
             return
         if isinstance(event, StoryEnded):
             self.ended = True
-            await self.transcript.mount(StoryText(f"The end: {event.title}", event.text, classes="-ending"))
+            with self.app.batch_update():
+                ending = StoryText(f"The end: {event.title}", event.text, classes="-ending")
+                ending.styles.min_height = self._release_reserve()
+                await self.transcript.mount(ending)
             return
         message = self.message(event.turn)
         if message is not None:
@@ -296,6 +301,15 @@ class GameScreen(Screen[None]):
             self._committed.append(event.turn)
             self.side_panel.show_state(event.state)
             self.command_input.suggest(event.suggestions)
+
+    def _release_reserve(self) -> int:
+        """The blank rows at the foot of the newest message, given back for what is mounted below it.
+
+        The transcript is anchored to the bottom: what is mounted next must take these rows in the
+        same frame (call this inside `batch_update`), or every line above would move down.
+        """
+        latest = self.latest_message()
+        return latest.release_reserve() if latest is not None else 0
 
     def _update_retry_offer(self) -> None:
         """Only the session's pending turn offers a retry; older failures stop offering it."""
@@ -317,14 +331,17 @@ class GameScreen(Screen[None]):
             return latest is not None and latest.has_details
         if action == "undo":
             return not self.running and bool(self._committed)
+        if action == "follow":  # otherwise End goes on to the input line (the end of what is typed)
+            return not self.transcript.following
         return True
 
     def action_page_transcript(self, direction: int) -> None:
         """Page up / page down scroll the story while the input keeps focus (typing still types)."""
-        if direction < 0:
-            self.transcript.scroll_page_up(animate=False)
-        else:
-            self.transcript.scroll_page_down(animate=False)
+        self.transcript.page(direction)
+
+    def action_follow(self) -> None:
+        """End, while the story is scrolled up: back to the newest text (as the follow hint says)."""
+        self.transcript.follow()
 
     def action_cancel(self) -> None:
         """Esc: cancel the turn in flight (the engine then reports turn_cancelled)."""

@@ -14,7 +14,10 @@ It is a pytest plugin (entry point `frame_geometry`), providing:
   returns a started `FrameRecorder` (call it inside `app.run_test()`);
 * `--frames-update` (or `FRAMES_UPDATE=1`): rewrite the JSON baselines
   instead of comparing with them;
-* the ini option `frame_baselines` (default `snapshots/frames`), relative to the rootdir.
+* the ini option `frame_baselines` (default `snapshots/frames`), relative to the rootdir;
+* `assert_no_shift(frames, lines, ...)`: the rules "no line already painted moves down; a line moves
+  up only as far as text was added below it; once settled, nothing moves" checked on every frame
+  (record with `screen=True`), for any app whose view must not jump.
 
 Leans on Textual internals (`App._display`, `Screen._compositor`); pinned to
 Textual 8.2.8 and covered by this project's frame tests.
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +56,8 @@ class Frame:
         regions: name -> (x, y, width, height) on screen, or None when the widget was absent.
         texts: name -> the text painted inside that widget's visible region (lines joined by
             newlines, trailing spaces removed), or what a callable returned.
+        screen: every row of the screen as painted (trailing spaces removed), when recorded
+            with `screen=True`; else empty.
     """
 
     index: int
@@ -60,6 +65,17 @@ class Frame:
     marks: tuple[str, ...]
     regions: dict[str, RegionTuple | None]
     texts: dict[str, str | None]
+    screen: tuple[str, ...] = ()
+
+    def row_of(self, text: str) -> int | None:
+        """The screen row showing `text`, if exactly one row shows it (else None: absent, or not a name)."""
+        found = None
+        for y, row in enumerate(self.screen):
+            if text in row:
+                if found is not None:
+                    return None
+                found = y
+        return found
 
 
 @dataclass
@@ -71,11 +87,13 @@ class FrameRecorder:
         regions: name -> target whose region is recorded per frame.
         texts: name -> target whose painted text is recorded per frame (a callable
             target may return any string it likes, e.g. a widget's state).
+        screen: also record every painted row of the screen (for `Frame.row_of` and `assert_no_shift`).
     """
 
     app: App[Any]
     regions: Mapping[str, Target] = field(default_factory=dict)
     texts: Mapping[str, Target] = field(default_factory=dict)
+    screen: bool = False
     frames: list[Frame] = field(default_factory=list)
     _phase: str = ""
     _pending_marks: list[str] = field(default_factory=list)
@@ -131,7 +149,10 @@ class FrameRecorder:
             if strips is None:
                 strips = compositor.render_strips()
             texts[name] = _painted_text(strips, visible[0].intersection(visible[1]))
-        self.frames.append(Frame(len(self.frames), self._phase, tuple(self._pending_marks), regions, texts))
+        rows: tuple[str, ...] = ()
+        if self.screen:
+            rows = tuple(strip.text.rstrip() for strip in (strips or compositor.render_strips()))
+        self.frames.append(Frame(len(self.frames), self._phase, tuple(self._pending_marks), regions, texts, rows))
         self._pending_marks.clear()
 
     @staticmethod
@@ -160,6 +181,11 @@ class FrameRecorder:
         if not started:
             raise AssertionError(f"no frame was painted after the mark {start!r}; marks seen: {self.all_marks()}")
         return frames
+
+    def since(self, mark: str) -> list[Frame]:
+        """Every frame painted after `mark` was set, to the end of the recording (the mark set before
+        the key press: the whole life of what the key started)."""
+        return self.between(mark, include_end=True)
 
     def all_marks(self) -> list[str]:
         """Every mark, in the order the frames saw them."""
@@ -192,6 +218,78 @@ class FrameRecorder:
                         seq.append(value)
                 out[f"{kind}.{name}"] = seq
         return out
+
+
+def assert_no_shift(
+    frames: Sequence[Frame],
+    lines: Iterable[str],
+    *,
+    content: str | None = None,
+    settled: Callable[[Frame], bool] | None = None,
+    swap: str | None = None,
+    fixed: Iterable[str] = (),
+) -> None:
+    """Assert on every pair of consecutive frames that nothing already painted jumped.
+
+    The rules, checked on the rows of the named `lines` (recorded with `screen=True`):
+
+    1. no line moves down;
+    2. lines move up only together, all by the same rows, and (with `content`) by exactly as many
+       rows as the scrolled content grew in that frame: text was added below them;
+    3. from the first frame where `settled(frame)` holds to the end, no line moves at all, except in
+       a frame where the text named `swap` changed and rule 2 holds (a swap to a longer text);
+    4. the regions named in `fixed` never change.
+
+    A line is found by its text: the one row of the screen that contains it (a line not on screen,
+    or on more than one row, is not followed in that frame). Give lines that only one row shows.
+
+    Args:
+        frames: the frames, from before the key press to well after things settle.
+        lines: texts that each name one line (e.g. the start of a paragraph, a command echo).
+        content: name of a recorded text holding the height of the scrolled content (an int).
+        settled: from the first frame this holds for, nothing may move (e.g. a status is shown).
+        swap: name of a recorded text whose change in a frame allows that frame's move up after `settled`.
+        fixed: names of recorded regions that must stay the same in every frame.
+
+    Raises:
+        AssertionError: listing each frame that broke a rule: its index, phase, and what moved where.
+    """
+    names = list(lines)
+    problems: list[str] = []
+    for name in fixed:
+        seen = {frame.regions.get(name) for frame in frames}
+        if len(seen) > 1:
+            problems.append(f"region {name!r} changed: {sorted(map(repr, seen))}")
+    settled_at = next((f.index for f in frames if settled is not None and settled(f)), None)
+    for before, after in zip(frames, frames[1:]):
+        moves: dict[str, tuple[int, int]] = {}
+        for name in names:
+            a, b = before.row_of(name), after.row_of(name)
+            if a is not None and b is not None and a != b:
+                moves[name] = (a, b)
+        if not moves:
+            continue
+        where = f"frame {after.index} (after {after.phase or 'the start'!r})"
+        shown = ", ".join(f"{name!r} {a}->{b}" for name, (a, b) in moves.items())
+        down = {name for name, (a, b) in moves.items() if b > a}
+        if down:
+            problems.append(f"{where}: moved down: {shown}")
+            continue
+        shifts = {b - a for a, b in moves.values()}
+        if len(shifts) > 1:
+            problems.append(f"{where}: lines moved up by different amounts: {shown}")
+            continue
+        rows = -shifts.pop()
+        if content is not None:
+            grown = int(after.texts[content] or 0) - int(before.texts[content] or 0)
+            if grown != rows:
+                problems.append(f"{where}: moved up {rows} rows while the content grew {grown}: {shown}")
+                continue
+        if settled_at is not None and after.index >= settled_at:
+            if swap is None or after.texts.get(swap) == before.texts.get(swap):
+                problems.append(f"{where}: moved after things settled (frame {settled_at}): {shown}")
+    if problems:
+        raise AssertionError(f"{len(problems)} frame(s) broke the no-shift rules:\n  " + "\n  ".join(problems))
 
 
 def _painted_text(strips: list[Any], region: Region) -> str:
@@ -269,15 +367,15 @@ def frame_baselines(request: pytest.FixtureRequest) -> FrameBaselines:
 
 @pytest.fixture
 def frame_recorder() -> Iterator[Callable[..., FrameRecorder]]:
-    """A factory: `frame_recorder(app, regions={...}, texts={...})` starts recording that app's frames.
+    """A factory: `frame_recorder(app, regions={...}, texts={...}, screen=False)` starts recording that app's frames.
 
     Call it inside `async with app.run_test()`; recording stops at the end of the test.
     """
     recorders: list[FrameRecorder] = []
 
     def make(app: App[Any], *, regions: Mapping[str, Target] | None = None,
-             texts: Mapping[str, Target] | None = None) -> FrameRecorder:
-        recorder = FrameRecorder(app, dict(regions or {}), dict(texts or {})).start()
+             texts: Mapping[str, Target] | None = None, screen: bool = False) -> FrameRecorder:
+        recorder = FrameRecorder(app, dict(regions or {}), dict(texts or {}), screen=screen).start()
         recorders.append(recorder)
         return recorder
 

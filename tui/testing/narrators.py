@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.narrators.base import Chunk, Finish, NarrationRequest, StructuredDelta
+from engine.narrators.base import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
 
 
 def turn_text(narrative: str | None, patch: list[dict[str, Any]] | None = None,
@@ -39,6 +39,8 @@ class GatedReply:
         pause_at: with `pause`, how many characters to stream before waiting.
         pause: if set, the reply waits for it after `pause_at` characters.
         error: raised once the text is written (e.g. a transient narrator fault).
+        plain: write the text as plain text, not as the structured output (a model that
+            answered without calling the tool: `output.missing`).
     """
 
     text: str
@@ -46,16 +48,19 @@ class GatedReply:
     pause_at: int = 0
     pause: asyncio.Event | None = None
     error: BaseException | None = None
+    plain: bool = False
     waiting: bool = False
     """True while the reply is held by one of its gates (tests wait for this)."""
 
 
 @dataclass
 class GatedNarrator:
-    """Plays back `GatedReply`s in order, in chunks of `chunk` characters."""
+    """Plays back `GatedReply`s in order, in chunks of `chunk` characters, `delay` seconds apart
+    (0: only yielding to the event loop; a few milliseconds lets frames paint mid-stream)."""
 
     replies: list[GatedReply]
     chunk: int = 8
+    delay: float = 0.0
     name: str = "scripted"
     model: str = "gated-1"
     requests: list[NarrationRequest] = field(default_factory=list)
@@ -68,8 +73,9 @@ class GatedNarrator:
         for start in range(0, len(reply.text), self.chunk):
             if reply.pause is not None and start >= reply.pause_at and not reply.pause.is_set():
                 await _hold(reply, reply.pause)
-            yield StructuredDelta(reply.text[start:start + self.chunk])
-            await asyncio.sleep(0)
+            piece = reply.text[start:start + self.chunk]
+            yield TextDelta(piece) if reply.plain else StructuredDelta(piece)
+            await asyncio.sleep(self.delay)
         if reply.error is not None:
             raise reply.error
         yield Finish("end", {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0})

@@ -27,3 +27,7 @@ class CommandInput(Input):
             self.placeholder = safe_text("try: " + " · ".join(s.replace("\n", " ") for s in suggestions))
         else:
             self.placeholder = self.DEFAULT_PLACEHOLDER
+
+    def say_busy(self, busy: bool = True) -> None:
+        """Say on the line's own border that a turn is still being written (a toast would cover the prose)."""
+        self.border_subtitle = "a turn is still being written · esc cancels it · your command waits here" if busy else ""

@@ -102,7 +102,11 @@ class Prose(Widget):
     - while streaming, its height grows several lines at a time (`stream_step`; blank lines
       wait below the text), so a new line usually fills reserved space: no layout and
       no scroll of the anchored transcript (which repaints the whole view).
-      `settle()` gives the reserve back when the stream ends.
+
+    Its height never shrinks while it is the newest prose: the transcript is anchored to
+    the bottom, so a shorter prose would move every line above it down. The reserve (and
+    the rows a shorter swapped prose leaves) stays as blank rows at its foot until
+    `release()` hands it to whatever the transcript shows next, in the same frame.
 
     It draws exactly what a `Static` of the same text would (same wrapping and
     style, `Visual.to_strips`), with one blank line between the finished part
@@ -117,8 +121,12 @@ class Prose(Widget):
     }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, reserve: int = 0, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        self._kept = reserve
+        """Rows this prose holds whatever its text: the most it was laid out at, until `release()`."""
+        self._kept_width = 0
+        """The width `_kept` was measured at: a new width wraps anew and keeps nothing."""
         self._text = ""
         self._frozen_len = 0
         self._frozen_text = ""
@@ -213,13 +221,22 @@ class Prose(Widget):
         self._flush(full=True)
 
     def settle(self) -> None:
-        """The stream ended: paint what is pending and give back the reserved lines."""
+        """The stream ended: paint what is pending. The reserved lines stay (see `release`)."""
         if self._pending:
             self._flush()
-        if self._streaming:
-            self._streaming = False
-            if self.line_count != self.size.height:
-                self._request_layout()
+        self._streaming = False
+
+    def release(self) -> int:
+        """Give back the blank rows below the text; returns how many.
+
+        Only for the moment something new is shown below this prose, which takes the
+        rows in the same frame (`TurnMessage(reserve=...)`), so nothing above moves.
+        """
+        spare = max(0, self._kept - self.line_count) if self._kept_width == self.size.width else 0
+        self._kept = 0
+        if spare:
+            self._request_layout()
+        return spare
 
     def on_mount(self) -> None:
         if self._pending:
@@ -255,7 +272,7 @@ class Prose(Widget):
         old = self._frozen + self._live
         self._rewrap(width)
         new = self._frozen + self._live
-        if self._height() != self.size.height:
+        if self._height(width) != self.size.height:
             self._request_layout()
             return
         if full:
@@ -359,14 +376,23 @@ class Prose(Widget):
         if self._pending:
             self._take_pending()
         self._ensure_wrapped(width)
-        return self._height()
+        return self._height(width)
 
-    def _height(self) -> int:
-        """Lines of text; while streaming, rounded up to the next step (at least one blank line below)."""
+    def _height(self, width: int) -> int:
+        """Lines of text; while streaming, rounded up to the next step (at least one blank line below).
+
+        Never less than it was before, at this width, until `release()`.
+        """
+        height = self.line_count
         if self._streaming:
             step = stream_step(self.app.size.height)
-            return (self.line_count // step + 1) * step
-        return self.line_count
+            height = (height // step + 1) * step
+        if self._kept_width != width:
+            self._kept_width = width
+            if self.line_count or self._text:  # a resize: wrap anew, keep nothing of the old width
+                self._kept = 0
+        self._kept = max(self._kept, height)
+        return self._kept
 
     def render_lines(self, crop: Region) -> list[Strip]:
         self._unpainted_row = -1
@@ -375,7 +401,7 @@ class Prose(Widget):
         if self._pending and width > 0:
             self._take_pending()  # chunks that fit on the last line (see `append`)
             self._rewrap(width)
-            if self._height() != self.size.height:  # not expected: lay out after this frame
+            if self._height(width) != self.size.height:  # not expected: lay out after this frame
                 self.call_later(self._request_layout)
         return super().render_lines(crop)
 

@@ -32,7 +32,7 @@ class StatusRow(Static):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__("", markup=False, id=id, classes=classes)
         self.kind = ""
-        """What the row says now: "", "correcting", "retrying", "failed", "cancelled", "undone"."""
+        """What the row says now: "", "writing", "correcting", "retrying", "failed", "cancelled", "undone"."""
         self.plain_text = ""
         """The row's text without styling (for tests and the frame harness)."""
 
@@ -44,6 +44,10 @@ class StatusRow(Static):
     def clear(self) -> None:
         """Nothing to say: the turn is streaming or committed."""
         self._set("", Content(""))
+
+    def writing(self) -> None:
+        """The turn has started and no prose has arrived yet: a sign of life, in words."""
+        self._set("writing", Content.styled("writing…", "dim italic"))
 
     def correcting(self, correction: int, budget: int) -> None:
         """The engine is asking the narrator to correct this turn."""

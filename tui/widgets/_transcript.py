@@ -53,8 +53,6 @@ class Transcript(VerticalScroll, can_focus=False):
     }
     """
 
-    BINDINGS = [("end", "follow", "Follow")]
-
     def compose(self) -> ComposeResult:
         yield FollowHint()
 
@@ -84,13 +82,17 @@ class Transcript(VerticalScroll, can_focus=False):
         self.anchor()
         self._update_hint()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "follow":
-            return not self.following
-        return True
+    def page(self, direction: int) -> None:
+        """Scroll a page up (-1) or down (1), so that paging shows every line exactly once.
 
-    def action_follow(self) -> None:
-        self.follow()
+        Away from the newest text the follow hint covers the view's last row, so a page is
+        one row less than the view: the row under the hint shows at the top of the next page down,
+        and the top row of a page up is the one the hint covered.
+        """
+        step = max(1, self.scrollable_content_region.height - 1)
+        self.scroll_to(y=max(0, self.scroll_y + direction * step), animate=False, immediate=True)
+        if direction > 0 and self.scroll_y >= self.max_scroll_y:
+            self.follow()
 
     def on_follow_hint_pressed(self, event: FollowHint.Pressed) -> None:
         event.stop()

@@ -89,7 +89,13 @@ class TurnMessage(Vertical, can_focus=True):
         def control(self) -> TurnMessage:
             return self.message
 
-    def __init__(self, turn: int, player_input: str) -> None:
+    def __init__(self, turn: int, player_input: str, *, reserve: int = 0) -> None:
+        """Args:
+            turn: the engine's turn number.
+            player_input: the command this turn answers.
+            reserve: blank rows the message above gave back (`release_reserve`): the prose starts
+                that tall, so taking them moves nothing on screen.
+        """
         super().__init__(id=f"turn-{turn}")
         self.turn = turn
         """The engine's turn number (never reused)."""
@@ -100,7 +106,7 @@ class TurnMessage(Vertical, can_focus=True):
         """"streaming", "correcting", "committed", "failed", "cancelled" or "undone"."""
         self.can_retry = False
         """True while the engine would retry this turn (it is the session's pending turn)."""
-        self.prose = Prose()
+        self.prose = Prose(reserve=reserve)
         self.status = StatusRow()
 
     def compose(self) -> ComposeResult:
@@ -124,10 +130,12 @@ class TurnMessage(Vertical, can_focus=True):
             self.remove_class("-undone", "-failed", "-cancelled")
             if event.retry:
                 self.prose.set_text("")
-            self.status.clear()
+            self.status.writing()
             return
         self.events.append(event)
         if isinstance(event, ProseDelta):
+            if self.status.kind in ("writing", "retrying"):  # the words arrived, or the retried request answers
+                self.status.clear()
             self.prose.append(event.text)
             return
         self.prose.settle()  # the stream is over: paint what is pending, give back the reserved lines
@@ -159,6 +167,10 @@ class TurnMessage(Vertical, can_focus=True):
         elif self.outcome == "cancelled":
             self.status.cancelled(can_retry=can_retry)
         self.refresh_bindings()
+
+    def release_reserve(self) -> int:
+        """Give back the blank rows at the foot of the prose, for what is shown next to take (see `Prose.release`)."""
+        return self.prose.release()
 
     def mark_undone(self) -> None:
         """This committed turn was undone: keep it on screen, say it no longer counts."""
