@@ -329,3 +329,45 @@ def test_the_wait_a_server_asks_for_is_read_from_its_headers(headers, wait):
     from engine.narrators._shared import retry_after
 
     assert retry_after(headers, now=1767225600.0) == wait
+
+
+async def test_old_llama_cpp_error_field_before_done_is_retried_then_named(pack, server):
+    # llama.cpp builds of 2025 reported a mid-stream failure as a non-standard `error:` field
+    # and then sent `data: [DONE]`; the half-written turn must not be judged.
+    failing = [*sse.tool_stream(GOOD)[:6],
+               b'error: {"code":500,"message":"context shift is disabled","type":"server_error"}\n\n', sse.DONE]
+    server.script(*[Stream(failing)] * 5)
+    sleeps: list[float] = []
+    events = await play(session_for(pack, server, sleeps=sleeps))
+    assert "validation_failed" not in event_names(events)
+    assert event_names(events).count("narrator_retrying") == 4 and sleeps == [1.0, 2.0, 4.0, 8.0]
+    assert all("context shift is disabled" in e.reason for e in events if e.event == "narrator_retrying")
+    failed = events[-1]
+    assert failed.event == "turn_failed" and failed.issues[0].rule == "narrator.unavailable"
+    assert "context shift is disabled" in failed.issues[0].message
+    assert len(server.requests) == 5
+
+
+async def test_done_without_a_finish_reason_is_a_broken_stream_not_a_turn(pack, server):
+    cut = [*sse.tool_stream(GOOD)[:6], sse.DONE]
+    server.script(Stream(cut), Stream(sse.tool_stream(GOOD)))
+    events = await play(session_for(pack, server, sleeps=[], budget=0))
+    assert "before it was complete" in next(e for e in events if e.event == "narrator_retrying").reason
+    assert "validation_failed" not in event_names(events)
+    assert event_names(events)[-1] == "turn_committed" and prose_on_screen(events) == LAMP_PROSE
+
+
+async def test_calls_without_an_index_are_told_apart_by_their_ids(pack, server):
+    # Gemini's OpenAI-compatible endpoint: no `index`, each call whole and with its own `id`.
+    second = turn_json("You leave the lamp where it is.")
+
+    def call(call_id: str, arguments: str) -> bytes:
+        return sse.chunk({"role": "assistant", "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "report_turn", "arguments": arguments}}]})
+
+    server.script(Stream([call("function-call-1", GOOD), call("function-call-2", second),
+                          sse.chunk({}, "stop"), sse.usage_chunk(), sse.DONE]))
+    session = session_for(pack, server, budget=0)
+    events = await play(session)
+    assert event_names(events)[-1] == "turn_committed"
+    assert prose_on_screen(events) == LAMP_PROSE and session.state["items"]["lamp"] == "player"
