@@ -255,8 +255,8 @@ class _Answer:
             self.finish_reason = choice["finish_reason"]
         delta = choice.get("delta") or {}
         chunks: list[Chunk] = []
-        content = delta.get("content")
-        if isinstance(content, str) and content:
+        content = _content_text(delta.get("content"))
+        if content:
             chunks.append(StructuredDelta(content) if self.json_mode else TextDelta(content))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
@@ -342,8 +342,10 @@ async def _events(response: httpx.Response) -> AsyncIterator[_Event]:
 
     httpx-sse drops fields the standard does not name, and with them old llama.cpp's
     `error: {...}` line, the only place that server said why it stopped; so the lines are
-    read here and an `error` field is kept. As the standard says (and httpx-sse does), an
-    event still open when the body ends is dropped: a cut-off chunk is never half-read.
+    read here and an `error` field is kept. An event still open when the body ends is
+    dispatched too (the standard drops it, as a browser's long-lived EventSource must): a
+    finished HTTP body whose last chunk lacks its blank line, as some servers' logs show,
+    still reports its finish reason; a chunk cut mid-line fails to parse, a transient fault.
     """
     data: list[str] = []
     error: list[str] = []
@@ -361,6 +363,8 @@ async def _events(response: httpx.Response) -> AsyncIterator[_Event]:
             data.append(value)
         elif name == "error":
             error.append(value)
+    if data or error:
+        yield _Event("\n".join(data), "\n".join(error) if error else None)
 
 
 def _require_event_stream(response: httpx.Response, base_url: str) -> None:
@@ -369,6 +373,17 @@ def _require_event_stream(response: httpx.Response, base_url: str) -> None:
     if "text/event-stream" not in content_type:
         raise NarratorError(f"{base_url} did not answer with an event stream (content type "
                             f"{content_type or 'none'!r}); check --base-url (it should end in /v1).")
+
+
+def _content_text(content: Any) -> str:
+    """The text a delta's `content` carries: a string, or (Mistral's thinking models) a list of
+    parts whose `text` parts are the answer and whose `thinking` parts are not."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(part["text"] for part in content
+                   if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
 
 
 def _is_json_object(raw: str) -> bool:
