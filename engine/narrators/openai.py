@@ -106,8 +106,7 @@ class OpenAINarrator:
                 async for event in _events(source.response):
                     if event.error is not None:  # old llama.cpp: `error: {...}` then `data: [DONE]`
                         raise self._stream_fault(event.error)
-                    if event.data.strip() == "[DONE]":
-                        answer.done = True
+                    if event.data.strip() == "[DONE]":  # the end, but only a finish reason says the answer is whole
                         break
                     if not event.data.strip():
                         continue
@@ -233,8 +232,6 @@ class _Answer:
 
     def __init__(self, *, json_mode: bool):
         self.json_mode = json_mode
-        self.done = False
-        """The server sent `data: [DONE]`."""
         self.finish_reason: str | None = None
         self.refusal: list[str] = []
         self.usage = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
