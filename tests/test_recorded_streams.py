@@ -86,6 +86,7 @@ EXPECTED: dict[str, Expect] = {
     "xai_reasoning_content_then_whole_call": Expect("openai", usage=tokens(307, 26, 306)),
     "azure_prompt_filter_results_first": Expect("openai", output="json", usage=tokens(15, 5)),
     "mistral_content_as_a_list_of_parts": Expect("openai", output="json", usage=tokens(28, 139)),
+    "openai_tool_call_finished_with_stop": Expect("openai", usage=tokens(44, 16)),
 }
 
 
