@@ -87,6 +87,8 @@ EXPECTED: dict[str, Expect] = {
     "azure_prompt_filter_results_first": Expect("openai", output="json", usage=tokens(15, 5)),
     "mistral_content_as_a_list_of_parts": Expect("openai", output="json", usage=tokens(28, 139)),
     "openai_tool_call_finished_with_stop": Expect("openai", usage=tokens(44, 16)),
+    "openrouter_reasoning_then_error_chunk": Expect("openai", output="json", ends="turn_failed", rule="narrator.error",
+                                                  says="Token limit reached"),
 }
 
 
