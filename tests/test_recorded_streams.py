@@ -89,6 +89,8 @@ EXPECTED: dict[str, Expect] = {
     "openai_tool_call_finished_with_stop": Expect("openai", usage=tokens(44, 16)),
     "openrouter_reasoning_then_error_chunk": Expect("openai", output="json", ends="turn_failed", rule="narrator.error",
                                                   says="Token limit reached"),
+    "llama_cpp_data_error_after_call_pieces": Expect("openai", retries=1, says="Failed to parse input",
+                                                   usage=SYNTHETIC_USAGE_OPENAI),
 }
 
 
