@@ -91,6 +91,7 @@ EXPECTED: dict[str, Expect] = {
                                                   says="Token limit reached"),
     "llama_cpp_data_error_after_call_pieces": Expect("openai", retries=1, says="Failed to parse input",
                                                    usage=SYNTHETIC_USAGE_OPENAI),
+    "openrouter_reasoning_details_then_content": Expect("openai", output="json", usage=tokens(43, 36)),
 }
 
 
