@@ -92,6 +92,8 @@ EXPECTED: dict[str, Expect] = {
     "llama_cpp_data_error_after_call_pieces": Expect("openai", retries=1, says="Failed to parse input",
                                                    usage=SYNTHETIC_USAGE_OPENAI),
     "openrouter_reasoning_details_then_content": Expect("openai", output="json", usage=tokens(43, 36)),
+    "groq_reasoning_then_tool_use_failed_error_event": Expect("openai", retries=1, says="Tool call validation failed",
+                                                            usage=SYNTHETIC_USAGE_OPENAI),
 }
 
 
