@@ -94,6 +94,7 @@ EXPECTED: dict[str, Expect] = {
     "openrouter_reasoning_details_then_content": Expect("openai", output="json", usage=tokens(43, 36)),
     "groq_reasoning_then_tool_use_failed_error_event": Expect("openai", retries=1, says="Tool call validation failed",
                                                             usage=SYNTHETIC_USAGE_OPENAI),
+    "gemini_whole_call_without_index": Expect("openai", usage=tokens(108, 19)),
 }
 
 
