@@ -68,9 +68,7 @@ def parse_output(raw: str | None) -> tuple[dict[str, Any] | None, tuple[Issue, .
     try:
         data = json.loads(raw, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        where = "it ends before the JSON is complete" if _is_truncated(raw) else f"at character {exc.pos}: {exc.msg}"
-        return None, (Issue("", "output.json", f"The output is not valid JSON ({where}). "
-                                                "Send the whole turn as one complete JSON object."),)
+        return None, (Issue("", "output.json", _json_fault(raw, exc)),)
     except (ValueError, RecursionError) as exc:
         reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return None, (Issue("", "output.json", f"The output is not acceptable JSON: {reason}."),)
@@ -83,8 +81,30 @@ def parse_output(raw: str | None) -> tuple[dict[str, Any] | None, tuple[Issue, .
     return data, ()
 
 
+def _json_fault(raw: str, exc: json.JSONDecodeError) -> str:
+    """What is wrong with output that does not parse, in words that tell the model what to change.
+
+    Two objects back to back (`{…}{…}`, a server that ran two tool calls together) are whole
+    JSON with more after it, not a cut-off answer: asking for "the rest" of them would mislead.
+    """
+    if _has_extra_data(raw, exc):
+        return (f"The output is one complete JSON value followed by more text from character {exc.pos} "
+                f"(two objects back to back?). Send exactly one JSON object for the turn and nothing after it.")
+    where = "it ends before the JSON is complete" if _is_truncated(raw) else f"at character {exc.pos}: {exc.msg}"
+    return f"The output is not valid JSON ({where}). Send the whole turn as one complete JSON object."
+
+
+def _has_extra_data(raw: str, exc: json.JSONDecodeError) -> bool:
+    """Whether a complete JSON value ends before the text does (the parser's "Extra data")."""
+    return exc.msg == "Extra data" and bool(raw[exc.pos:].strip())
+
+
 def _is_truncated(raw: str) -> bool:
-    """Whether the text is a valid start of JSON that simply stops (a cut-off stream)."""
+    """Whether the text is a valid start of JSON that simply stops (a cut-off stream).
+
+    Ask only once `_has_extra_data` said no: a complete value followed by more text also
+    passes here, because the partial parser stops after the first value.
+    """
     try:
         pydantic_core.from_json(raw, allow_partial=True)
     except ValueError:

@@ -189,3 +189,15 @@ def test_state_hash_is_stable_under_key_order(pack):
                 "location": state["location"]}
     assert state_hash(state) == state_hash(shuffled)
     assert state_hash(state) != state_hash({**state, "location": "path"})
+
+
+@pytest.mark.parametrize("raw", [
+    '{"narrative": "You look.", "state_patch": []}{"narrative": "You look again.", "state_patch": []}',
+    '{"narrative": "You look.", "state_patch": []}\n\nDone!',
+])
+def test_a_complete_object_with_more_after_it_is_not_called_cut_off(pack, raw):
+    verdict = judge(raw, initial_state(pack), pack)
+    assert rules_of(verdict) == {"output.json"}
+    message = verdict.issues[0].message
+    assert "ends before the JSON is complete" not in message
+    assert "followed by more text" in message and "exactly one JSON object" in message

@@ -2,13 +2,13 @@
 
 Every test drives a real `Session` with the real SDK client; the server records the
 request bodies, so each test checks both what the player sees and what went on the wire.
+Faults of the wire itself (resets, stalls, silence, cancels, cut-off streams) are tested for
+both narrators at once in `test_narrator_wire_faults.py`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 
 import pytest
 
@@ -18,7 +18,7 @@ from engine.narrators.anthropic import AnthropicNarrator
 from engine.narrators.base import NarratorError
 from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import anthropic_sse as sse
-from tests.wire.server import Reset, Silent, Status, Stream, WireServer
+from tests.wire.server import Status, Stream, WireServer
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 LAMP_PROSE = "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry."
@@ -207,43 +207,6 @@ async def test_a_529_overloaded_answer_is_retried(pack, server):
     assert event_names(events)[-1] == "turn_committed"
 
 
-@pytest.mark.parametrize("fault", [Reset(), Stream([sse.message_start(), *sse.tool_block(0, GOOD)[:6]], then="reset")],
-                         ids=["before-answer", "mid-stream"])
-async def test_a_reset_connection_is_retried_and_nothing_broken_is_committed(pack, server, fault):
-    server.script(fault, Stream(sse.turn_stream(GOOD)))
-    session = session_for(pack, server, sleeps=[])
-    events = await play(session)
-    assert "lost the connection" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert [e.event for e in events if e.event in ("attempt_finished", "turn_committed")] == \
-        ["attempt_finished", "turn_committed"]
-    assert session.state["items"]["lamp"] == "player"
-
-
-async def test_a_stalled_stream_is_retried_after_the_read_timeout(pack, server):
-    server.script(Stream([sse.message_start(), *sse.tool_block(0, GOOD)[:6]], then="stall"),
-                  Stream(sse.turn_stream(GOOD)))
-    session = session_for(pack, server, sleeps=[], timeouts=Timeouts(read=0.3))
-    events = await play(session)
-    assert "stopped sending" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert event_names(events)[-1] == "turn_committed"
-
-
-async def test_cancel_closes_the_http_stream_within_200_ms(pack, server):
-    server.script(Stream(sse.turn_stream(GOOD)[:12], delay=0.01, then="stall"))
-    session = session_for(pack, server)
-    events, cancelled_at = [], None
-    async for event in session.play("take lamp"):
-        events.append(event)
-        if event.event == "prose_delta" and cancelled_at is None and event_names(events).count("prose_delta") == 2:
-            cancelled_at = time.monotonic()
-            session.cancel()
-    closed_at = server.wait_closed()
-    assert event_names(events)[-1] == "turn_cancelled"
-    assert cancelled_at is not None and closed_at is not None
-    assert closed_at - cancelled_at < 0.2
-    assert session.state["items"]["lamp"] == "shore" and session.history == ()
-
-
 async def test_a_correction_carries_only_the_last_rejection_and_stays_the_same_size(pack, server):
     wrong_room = turn_json("You hurl the brass lamp far out to sea.", [{"op": "replace", "path": "/items/lamp", "value": "sea"}])
     wrong_item = turn_json("You grab the brass sword from the rock.", [{"op": "replace", "path": "/items/sword", "value": "player"}])
@@ -354,50 +317,6 @@ def test_headless_play_with_the_anthropic_narrator_end_to_end(server, story_file
     assert [e["event"] for e in events].count("turn_committed") == 2
     assert [len(r.body["messages"]) for r in server.requests] == [1, 3, 5]
     assert server.requests[2].body["messages"][-1]["content"][-1]["text"] == MISSING_WORDS
-
-
-async def test_an_unreachable_endpoint_is_retried_with_backoff_then_fails_saying_where(pack):
-    with WireServer() as stopped:
-        url = stopped.url
-    sleeps: list[float] = []
-
-    async def record(seconds: float) -> None:
-        sleeps.append(seconds)
-
-    narrator = AnthropicNarrator(api_key="sk-ant-test-key", base_url=url, timeouts=Timeouts(connect=0.5))
-    events = await play(Session(pack, narrator, sleep=record))
-    assert event_names(events)[-1] == "turn_failed"
-    assert f"cannot connect to Anthropic at {url}" in events[-1].issues[0].message
-    assert sleeps == [1.0, 2.0, 4.0, 8.0]
-
-
-async def test_a_server_that_never_answers_is_retried_after_the_read_timeout(pack, server):
-    server.script(Silent(), Stream(sse.turn_stream(GOOD)))
-    events = await play(session_for(pack, server, sleeps=[], timeouts=Timeouts(read=0.3)))
-    assert "stopped sending" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert event_names(events)[-1] == "turn_committed"
-
-
-async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection_within_200_ms(pack, server):
-    server.script(Silent())
-    session = session_for(pack, server)
-    playing = asyncio.ensure_future(play(session))
-    while not server.requests:
-        await asyncio.sleep(0.005)
-    cancelled_at = time.monotonic()
-    session.cancel()
-    events = await playing
-    closed_at = server.wait_closed()
-    assert event_names(events)[-1] == "turn_cancelled"
-    assert closed_at is not None and closed_at - cancelled_at < 0.2
-
-
-async def test_a_stream_that_ends_before_message_delta_is_retried_not_judged(pack, server):
-    server.script(Stream([sse.message_start(), *sse.tool_block(0, GOOD)]), Stream(sse.turn_stream(GOOD)))
-    events = await play(session_for(pack, server, sleeps=[], budget=0))
-    assert "stopped before it was complete" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert event_names(events).count("attempt_finished") == 1
-    assert event_names(events)[-1] == "turn_committed"
 
 
 async def test_with_thinking_on_history_is_sent_as_text_so_no_thinking_block_is_demanded(pack, server):

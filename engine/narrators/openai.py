@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -101,21 +102,20 @@ class OpenAINarrator:
                 if source.response.status_code >= 400:
                     await source.response.aread()
                     raise self._status_fault(source.response)
-                async for sse in source.aiter_sse():
-                    if sse.data.strip() == "[DONE]":
-                        answer.done = True
+                _require_event_stream(source.response, self.base_url)
+                async for event in _events(source.response):
+                    if event.error is not None:  # old llama.cpp: `error: {...}` then `data: [DONE]`
+                        raise self._stream_fault(event.error)
+                    if event.data.strip() == "[DONE]":  # the end, but only a finish reason says the answer is whole
                         break
-                    if not sse.data.strip():
+                    if not event.data.strip():
                         continue
                     try:
-                        chunks = answer.feed(self._parse(sse.data))
+                        chunks = answer.feed(self._parse(event.data))
                     except (AttributeError, KeyError, TypeError, ValueError):  # JSON, but not a chunk's shape
                         raise TransientNarratorError(f"{self.base_url} sent a malformed stream event") from None
                     for chunk in chunks:
                         yield chunk
-        except httpx_sse.SSEError as exc:
-            raise NarratorError(f"{self.base_url} did not answer with an event stream ({exc}); "
-                                f"check --base-url (it should end in /v1).") from None
         except httpx.ConnectError as exc:
             raise TransientNarratorError(f"cannot connect to {self.base_url} ({exc or type(exc).__name__}); "
                                          f"is the model server running?") from None
@@ -123,7 +123,7 @@ class OpenAINarrator:
             raise stall_fault(self.base_url, self.timeouts.read) from None
         except httpx.TransportError as exc:
             raise connection_fault("the model server", self.base_url, exc) from None
-        if not answer.done and answer.finish_reason is None:  # the body ended mid-answer: a broken stream
+        if answer.finish_reason is None:  # `[DONE]` or the body's end, mid-answer: a broken stream
             raise TransientNarratorError(f"{self.base_url} stopped the answer before it was complete")
         if answer.refusal:
             raise NarratorRefusal(f"The model declined to write this turn ({answer.refusal_text()}). "
@@ -141,12 +141,26 @@ class OpenAINarrator:
         if not isinstance(payload, dict):
             raise TransientNarratorError(f"{self.base_url} sent a malformed stream event")
         if payload.get("error"):
-            kind, message = error_fields(payload)
-            code = payload["error"].get("code") if isinstance(payload["error"], dict) else None
-            status = code if isinstance(code, int) else 500
-            raise status_fault(self.base_url, status, kind, message, None,
-                               key_var=KEY_VAR, model=self.model, secret=self._secret)
+            raise self._stream_fault(payload)
         return payload
+
+    def _stream_fault(self, body: Any) -> NarratorError:
+        """The fault for an error the server reported inside a 200 stream, named in the server's words.
+
+        `body` is `{"error": {...}}` (OpenAI, OpenRouter, current llama.cpp), the error object
+        itself (old llama.cpp's `error:` field), or text that is not JSON at all.
+        """
+        if isinstance(body, str):
+            try:
+                body = json.loads(body)
+            except (ValueError, RecursionError):
+                pass
+        kind, message = error_fields(body)
+        error = body.get("error", body) if isinstance(body, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        status = code if isinstance(code, int) and not isinstance(code, bool) else 500
+        return status_fault(self.base_url, status, kind, message, None,
+                            key_var=KEY_VAR, model=self.model, secret=self._secret)
 
     def _status_fault(self, response: httpx.Response) -> NarratorError:
         kind, message = error_fields(response.content)
@@ -218,12 +232,13 @@ class _Answer:
 
     def __init__(self, *, json_mode: bool):
         self.json_mode = json_mode
-        self.done = False
-        """The server sent `data: [DONE]`."""
         self.finish_reason: str | None = None
         self.refusal: list[str] = []
         self.usage = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
-        self._call_index: int | None = None
+        self._call: _Call | None = None
+        """The call the latest tool-call delta belonged to."""
+        self._turn_call: _Call | None = None
+        """The call whose arguments are the turn: the first call of the turn tool."""
 
     def feed(self, payload: dict[str, Any]) -> list[Chunk]:
         usage = payload.get("usage")
@@ -237,8 +252,8 @@ class _Answer:
             self.finish_reason = choice["finish_reason"]
         delta = choice.get("delta") or {}
         chunks: list[Chunk] = []
-        content = delta.get("content")
-        if isinstance(content, str) and content:
+        content = _content_text(delta.get("content"))
+        if content:
             chunks.append(StructuredDelta(content) if self.json_mode else TextDelta(content))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
@@ -247,19 +262,41 @@ class _Answer:
             chunks.extend(self._tool_call(call))
         return chunks
 
-    def _tool_call(self, call: Any) -> list[Chunk]:
-        """Argument pieces of the first function call; any further calls are ignored."""
-        if not isinstance(call, dict):
+    def _tool_call(self, delta: Any) -> list[Chunk]:
+        """Argument pieces of the first call of the turn tool; any other call is ignored."""
+        if not isinstance(delta, dict):
             return []
-        index = call.get("index", 0)
-        if self._call_index is None:
-            self._call_index = index
-        if index != self._call_index:
+        function = delta.get("function") or {}
+        call = self._call = self._call_of(delta)
+        name = function.get("name")
+        if call.name is None and isinstance(name, str) and name:
+            call.name = name
+        if self._turn_call is None and call.name in (None, TOOL_NAME):
+            self._turn_call = call
+        if call is not self._turn_call:
             return []
-        arguments = (call.get("function") or {}).get("arguments")
+        arguments = function.get("arguments")
         if isinstance(arguments, dict):  # a few servers send the object itself, not its JSON text
             arguments = json.dumps(arguments, ensure_ascii=False)
         return [StructuredDelta(arguments)] if isinstance(arguments, str) and arguments else []
+
+    def _call_of(self, delta: dict[str, Any]) -> _Call:
+        """The call a tool-call delta continues, or a new one.
+
+        OpenAI numbers calls with `index` and names each call's `id` in its first delta only.
+        Gemini's endpoint sends no `index` and a whole call per delta, each with its own `id`.
+        So a delta starts a new call when its `index` or its `id` differs from the current
+        call's; one with neither continues the current call.
+        """
+        index = delta.get("index")
+        call_id = delta.get("id") if isinstance(delta.get("id"), str) and delta.get("id") else None
+        current = self._call
+        if (current is None or (index is not None and index != current.index)
+                or (call_id is not None and current.id is not None and call_id != current.id)):
+            return _Call(index=index, id=call_id)
+        if current.id is None:
+            current.id = call_id
+        return current
 
     def _read_usage(self, usage: dict[str, Any]) -> None:
         details = usage.get("prompt_tokens_details") or {}
@@ -278,6 +315,72 @@ class _Answer:
     def refusal_text(self) -> str:
         text = "".join(ch if ch.isprintable() else " " for ch in "".join(self.refusal)).strip()
         return text[:300] or "no reason given"
+
+
+@dataclass
+class _Call:
+    """One tool call as its deltas arrive: how the server numbers it, and its function's name."""
+
+    index: Any = None
+    id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class _Event:
+    """One server-sent event: its data, and the text of an `error` field if the server sent one."""
+
+    data: str
+    error: str | None
+
+
+async def _events(response: httpx.Response) -> AsyncIterator[_Event]:
+    """The response's server-sent events (WHATWG rules: comments skipped, `data` lines joined).
+
+    httpx-sse drops fields the standard does not name, and with them old llama.cpp's
+    `error: {...}` line, the only place that server said why it stopped; so the lines are
+    read here and an `error` field is kept. An event still open when the body ends is
+    dispatched too (the standard drops it, as a browser's long-lived EventSource must): a
+    finished HTTP body whose last chunk lacks its blank line, as some servers' logs show,
+    still reports its finish reason; a chunk cut mid-line fails to parse, a transient fault.
+    """
+    data: list[str] = []
+    error: list[str] = []
+    async for line in response.aiter_lines():
+        if not line:
+            if data or error:
+                yield _Event("\n".join(data), "\n".join(error) if error else None)
+            data, error = [], []
+            continue
+        if line.startswith(":"):  # a comment: keep-alives, ": OPENROUTER PROCESSING"
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            data.append(value)
+        elif name == "error":
+            error.append(value)
+    if data or error:
+        yield _Event("\n".join(data), "\n".join(error) if error else None)
+
+
+def _require_event_stream(response: httpx.Response, base_url: str) -> None:
+    """A 200 answer that is not an event stream means --base-url points at something else."""
+    content_type = response.headers.get("content-type", "").partition(";")[0].strip()
+    if "text/event-stream" not in content_type:
+        raise NarratorError(f"{base_url} did not answer with an event stream (content type "
+                            f"{content_type or 'none'!r}); check --base-url (it should end in /v1).")
+
+
+def _content_text(content: Any) -> str:
+    """The text a delta's `content` carries: a string, or (Mistral's thinking models) a list of
+    parts whose `text` parts are the answer and whose `thinking` parts are not."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(part["text"] for part in content
+                   if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
 
 
 def _is_json_object(raw: str) -> bool:

@@ -1,0 +1,152 @@
+"""Real servers' streams, played through the real narrators over a loopback socket.
+
+Each recording in `tests/wire/recorded/` is the first answer to "take lamp"; what the
+player must see is written beside it here: how the turn ends, how many corrections and
+"narrator busy" retries it took, and the usage recorded for the first judged attempt.
+Any request after the first is answered by a well-formed stream, so a recording that
+needs a correction or a retry is seen to recover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from engine import Session
+from engine.narrators._shared import Timeouts
+from engine.narrators.anthropic import AnthropicNarrator
+from engine.narrators.openai import OpenAINarrator
+from tests.conftest import event_names, prose_on_screen, turn_json
+from tests.wire import anthropic_sse, openai_sse, recordings
+from tests.wire.server import Stream, WireServer
+
+PROSE = "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry."
+GOOD = turn_json(PROSE, [{"op": "replace", "path": "/items/lamp", "value": "player"}])
+
+
+def tokens(inp: int = 0, out: int = 0, cached: int = 0) -> dict[str, int]:
+    return {"input_tokens": inp, "output_tokens": out, "cached_tokens": cached}
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a player sees when the recording is the first answer to a turn."""
+
+    narrator: str
+    """"openai" or "anthropic"."""
+    output: str = "tools"
+    """The openai narrator's --output the recording answers."""
+    ends: str = "turn_committed"
+    rule: str | None = None
+    """The rule of the failure, or of the issue that made the first attempt be corrected."""
+    says: str = ""
+    """Words the failure (or the retry notice) must contain: the server's or the model's own."""
+    corrections: int = 0
+    retries: int = 0
+    usage: dict[str, int] | None = field(default=None)
+    """Usage of the first judged attempt, as the recording reports it."""
+
+
+SYNTHETIC_USAGE_OPENAI = tokens(1500, 160)
+SYNTHETIC_USAGE_ANTHROPIC = tokens(2100, 180)
+
+EXPECTED: dict[str, Expect] = {
+    "openai_tool_call_id_and_name_first": Expect("openai", usage=tokens(44, 16)),
+    "openai_json_cut_at_length": Expect("openai", output="json", rule="output.truncated", corrections=1,
+                                        usage=tokens(79, 1)),
+    "openai_refusal": Expect("openai", output="json", ends="turn_failed", rule="narrator.refusal",
+                             says="I'm sorry, I can't assist with that request."),
+    "openai_text_instead_of_call": Expect("openai", rule="output.missing", corrections=1, usage=tokens(14, 47)),
+    "openai_two_parallel_calls": Expect("openai", usage=tokens(149, 60)),
+    "anthropic_tool_use_after_text_and_ping": Expect("anthropic", usage=tokens(377, 65)),
+    "anthropic_cut_at_max_tokens": Expect("anthropic", rule="output.truncated", corrections=1, usage=tokens(450, 124)),
+    "anthropic_thinking_signature_refusal": Expect("anthropic", ends="turn_failed", rule="narrator.refusal",
+                                                   says="declined to write this turn"),
+    "anthropic_refusal_with_explanation": Expect("anthropic", ends="turn_failed", rule="narrator.refusal",
+                                                 says="This request was refused due to policy."),
+    "anthropic_text_only_end_turn": Expect("anthropic", rule="output.missing", corrections=1, usage=tokens(11, 6)),
+    "xai_grok_usage_in_every_chunk": Expect("openai", output="json", rule="output.truncated", corrections=1,
+                                            usage=tokens(38, 200)),
+    "mistral_usage_in_the_finish_chunk": Expect("openai", output="json", rule="output.truncated", corrections=1,
+                                                usage=tokens(34, 100)),
+    "deepinfra_spaced_json_and_estimated_cost": Expect("openai", output="json", usage=tokens(48, 189)),
+    "openai_usage_omitted": Expect("openai", output="json", usage=tokens()),
+    "ollama_whole_calls_in_one_chunk_each": Expect("openai", usage=tokens()),
+    "openrouter_processing_comments_then_cut": Expect("openai", output="json", retries=1,
+                                                      says="stopped the answer before it was complete",
+                                                      usage=SYNTHETIC_USAGE_OPENAI),
+    "llama_cpp_error_field_then_done": Expect("openai", ends="turn_failed", rule="narrator.error",
+                                              says="no longer fits"),
+    "anthropic_overloaded_error_event": Expect("anthropic", retries=1, says="overloaded",
+                                               usage=SYNTHETIC_USAGE_ANTHROPIC),
+    "anthropic_text_padded_lines": Expect("anthropic", rule="output.missing", corrections=1, usage=tokens(36, 265)),
+    "anthropic_compaction_block_then_text": Expect("anthropic", rule="output.missing", corrections=1,
+                                                   usage=tokens(30, 8)),
+    "xai_reasoning_content_then_whole_call": Expect("openai", usage=tokens(307, 26, 306)),
+    "azure_prompt_filter_results_first": Expect("openai", output="json", usage=tokens(15, 5)),
+    "mistral_content_as_a_list_of_parts": Expect("openai", output="json", usage=tokens(28, 139)),
+    "openai_tool_call_finished_with_stop": Expect("openai", usage=tokens(44, 16)),
+    "openrouter_reasoning_then_error_chunk": Expect("openai", output="json", ends="turn_failed", rule="narrator.error",
+                                                  says="Token limit reached"),
+    "llama_cpp_data_error_after_call_pieces": Expect("openai", retries=1, says="Failed to parse input",
+                                                   usage=SYNTHETIC_USAGE_OPENAI),
+    "openrouter_reasoning_details_then_content": Expect("openai", output="json", usage=tokens(43, 36)),
+    "groq_reasoning_then_tool_use_failed_error_event": Expect("openai", retries=1, says="Tool call validation failed",
+                                                            usage=SYNTHETIC_USAGE_OPENAI),
+    "gemini_whole_call_without_index": Expect("openai", usage=tokens(108, 19)),
+}
+
+
+def test_every_recording_has_its_expectation_and_cites_its_source():
+    assert sorted(EXPECTED) == recordings.names()
+    assert len(EXPECTED) >= 20
+    for name in recordings.names():
+        header = " ".join(recordings.header(name))
+        assert "source:" in header and "changed:" in header and "quirks:" in header, name
+
+
+def _narrator(expect: Expect, url: str):
+    timeouts = Timeouts(read=2.0)
+    if expect.narrator == "anthropic":
+        return AnthropicNarrator(api_key="sk-ant-recorded", base_url=url, timeouts=timeouts)
+    return OpenAINarrator(base_url=f"{url}/v1", output=expect.output, timeouts=timeouts)
+
+
+def _well_formed(expect: Expect) -> Stream:
+    if expect.narrator == "anthropic":
+        return Stream(anthropic_sse.turn_stream(GOOD))
+    return Stream(openai_sse.content_stream(GOOD) if expect.output == "json" else openai_sse.tool_stream(GOOD))
+
+
+@pytest.mark.parametrize("name", recordings.names())
+async def test_a_recorded_stream_plays_as_the_player_should_see_it(pack, name):
+    expect = EXPECTED[name]
+    with WireServer() as server:
+        server.script(Stream(recordings.events(name)), *[_well_formed(expect)] * (expect.corrections + expect.retries))
+
+        async def no_wait(_: float) -> None:
+            return None
+
+        session = Session(pack, _narrator(expect, server.url), sleep=no_wait)
+        events = [event async for event in session.play("take lamp")]
+    names = event_names(events)
+    assert names[-1] == expect.ends, [getattr(e, "issues", None) for e in events if e.event == "turn_failed"]
+    assert names.count("correction_started") == expect.corrections
+    assert names.count("narrator_retrying") == expect.retries
+    assert len(server.requests) == 1 + expect.corrections + expect.retries
+    if expect.corrections:
+        assert next(e for e in events if e.event == "validation_failed").issues[0].rule == expect.rule
+    retried = [e.reason for e in events if e.event == "narrator_retrying"]
+    if expect.ends == "turn_failed":
+        issue = events[-1].issues[0]
+        assert issue.rule == expect.rule and expect.says in issue.message
+        assert session.history == () and session.state["items"]["lamp"] == "shore"
+    else:
+        committed = events[-1]
+        assert committed.narrative == PROSE == prose_on_screen(events)
+        assert session.state["items"]["lamp"] == "player"
+        assert all(expect.says in reason for reason in retried)
+    judged = [e.usage for e in events if e.event == "attempt_finished"]
+    if expect.usage is not None:
+        assert judged[0] == expect.usage

@@ -1,0 +1,49 @@
+"""Recorded streams from real servers and SDK fixtures, kept in `tests/wire/recorded/`.
+
+Each file starts with `#` lines that cite where the bytes come from and say what was
+changed (only the content: the tool's name, the turn's text); everything after them is
+the body exactly as the source shows it, served as is by `tests.wire.server`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+RECORDED = Path(__file__).parent / "recorded"
+
+
+def names() -> list[str]:
+    """Every recording, by file name without the extension."""
+    return sorted(path.stem for path in RECORDED.glob("*.sse"))
+
+
+def header(name: str) -> list[str]:
+    """The recording's `#` lines: its source and what was changed."""
+    lines = (RECORDED / f"{name}.sse").read_text(encoding="utf-8").split("\n")
+    return [line for line in _header_lines(lines)]
+
+
+def events(name: str) -> list[bytes]:
+    """The body, cut after each blank line so the server sends one event per chunk, as a server would.
+
+    Nothing is added or dropped: joined again, the pieces are the body byte for byte.
+    """
+    raw = (RECORDED / f"{name}.sse").read_bytes()
+    lines = raw.split(b"\n")
+    skip = len(list(_header_lines([line.decode("utf-8", "replace") for line in lines])))
+    body = b"\n".join(lines[skip:])
+    pieces: list[bytes] = []
+    start = 0
+    while (end := body.find(b"\n\n", start)) != -1:
+        pieces.append(body[start:end + 2])
+        start = end + 2
+    if start < len(body):
+        pieces.append(body[start:])
+    return pieces
+
+
+def _header_lines(lines: list[str]):
+    for line in lines:
+        if not line.startswith("#"):
+            return
+        yield line
