@@ -220,10 +220,11 @@ def run(quick: bool = False) -> Figure:
         for which, prior in cases:
             measured[(which, prior)].append(_case(which, prior, count))
     results = {case: _median_run(found) for case, found in measured.items()}
-    for prior in (small, large):
+    for prior, limit in ((small, 0.4), (large, 0.25)):  # ratios: absolute CPU seconds differ between machines
         ours, theirs = results[("storyloom", prior)], results[("baseline", prior)]
+        ratio = ours["cpu_per_1000"] / theirs["cpu_per_1000"]
         figure.add(Row(f"CPU s per 1,000 tokens, {prior:,} turns", ours["cpu_per_1000"], theirs["cpu_per_1000"],
-                       target="< 0.6", met=ours["cpu_per_1000"] < 0.6))
+                       target=f"ratio <= {limit}", met=ratio <= limit))
         figure.add(Row(f"frames/s at 200 tokens/s, {prior:,} turns", ours["fps"], theirs["fps"],
                        target=">= 50", met=ours["fps"] >= 50, better="higher"))
     growth = results[("storyloom", large)]["cpu_per_1000"] / results[("storyloom", small)]["cpu_per_1000"]
