@@ -83,7 +83,7 @@ class _PacedNarrator:
         self.finished_at = 0.0
 
     async def narrate(self, request: Any):
-        from engine.narrators.base import Finish, StructuredDelta
+        from engine.narration import Finish, StructuredDelta
 
         queue: list[str] = ['{"narrative": "']
         yield StructuredDelta(queue.pop())

@@ -38,7 +38,7 @@ from engine.events import (
     ValidationFailed,
 )
 from engine.limits import DEFAULT_BUDGET
-from engine.narrators.base import (
+from engine.narration import (
     Exchange,
     Finish,
     NarrationRequest,

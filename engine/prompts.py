@@ -14,7 +14,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from engine.narrators.base import Rejection
+from engine.narration import Rejection
 from engine.packs import StoryPack
 from engine.state import WorldState
 

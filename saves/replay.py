@@ -22,7 +22,7 @@ from typing import Any
 
 from engine.events import Event, ProseDelta
 from engine.lifecycle import ATTEMPT_MAX_SECONDS, Session
-from engine.narrators.base import Finish
+from engine.narration import Finish
 from engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from engine.packs import StoryPack
 from engine.state import canonical_json, state_hash

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.lifecycle import DEFAULT_BUDGET, Session
-from engine.narrators.base import Narrator
+from engine.narration import Narrator
 from engine.packs import StoryPack, builtin_pack_ids
 from saves.errors import SaveWriteError
 from saves.journal import Journal, Save, SaveHeader, load_save, new_save_path, resolve_save

@@ -19,7 +19,7 @@ from engine.events import (
     TurnUndone,
 )
 from engine.lifecycle import PendingTurn
-from engine.narrators.base import Exchange
+from engine.narration import Exchange
 from engine.packs import PackError, StoryPack, load_pack
 from engine.rules import judge_data
 from engine.state import WorldState, initial_state, state_hash

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from engine import Session, parse_pack
-from engine.narrators.base import Finish, NarratorError, NarrationRequest, StructuredDelta, TextDelta
+from engine.narration import Finish, NarratorError, NarrationRequest, StructuredDelta, TextDelta
 
 SHORE_PACK = """
 id = "shore"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from engine import initial_state
-from engine.narrators.base import NarratorRefusal, TransientNarratorError
+from engine.narration import NarratorRefusal, TransientNarratorError
 from tests.conftest import Reply, collect, event_names, prose_on_screen, structured
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from engine import Session, parse_pack
-from engine.narrators.base import Exchange, TransientNarratorError
+from engine.narration import Exchange, TransientNarratorError
 from engine.turns import Turn
 from tests.conftest import SHORE_PACK
 from tui.app import StoryloomApp

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.narrators.base import TransientNarratorError
+from engine.narration import TransientNarratorError
 from engine.narrators.offline import OfflineNarrator
 from engine.packs import load_pack
 from saves.journal import load_save

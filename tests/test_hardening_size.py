@@ -20,7 +20,7 @@ import pytest
 from engine import Session
 from engine.events import TurnCommitted, TurnFailed
 from engine.lifecycle import PROSE_STREAM_MAX_CHARS
-from engine.narrators.base import Finish, NarrationRequest, StructuredDelta, TextDelta
+from engine.narration import Finish, NarrationRequest, StructuredDelta, TextDelta
 from engine.rules import OUTPUT_MAX_CHARS
 from engine.state import initial_state
 from tests.conftest import Reply, ScriptedNarrator, structured, turn_json

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Session, load_pack, parse_pack
-from engine.narrators.base import TransientNarratorError
+from engine.narration import TransientNarratorError
 from tests.conftest import SHORE_PACK
 from tests.hardening.corpus import ALL, MARKUP, assert_inert
 from tests.hardening.figures import tally

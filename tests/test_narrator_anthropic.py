@@ -15,7 +15,7 @@ import pytest
 from engine import Session
 from engine.narrators._shared import Timeouts
 from engine.narrators.anthropic import AnthropicNarrator
-from engine.narrators.base import NarratorError
+from engine.narration import NarratorError
 from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import anthropic_sse as sse
 from tests.wire.server import Status, Stream, WireServer

@@ -14,7 +14,7 @@ import pytest
 
 from engine import Session
 from engine.narrators._shared import Timeouts
-from engine.narrators.base import NarratorError
+from engine.narration import NarratorError
 from engine.narrators.openai import OpenAINarrator
 from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import openai_sse as sse

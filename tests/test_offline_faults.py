@@ -16,7 +16,7 @@ from engine.events import (
     TurnFailed,
     ValidationFailed,
 )
-from engine.narrators.base import NarrationRequest, Rejection, TextDelta
+from engine.narration import NarrationRequest, Rejection, TextDelta
 from engine.narrators.offline import FAULT_KINDS, OfflineNarrator
 from engine.rules import names
 from engine.turns import Issue

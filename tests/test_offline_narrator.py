@@ -10,7 +10,7 @@ import pytest
 
 from engine import Session, initial_state, judge, load_pack
 from engine.events import ProseDelta, TurnCancelled, TurnCommitted, ValidationFailed
-from engine.narrators.base import Finish, NarrationRequest, StructuredDelta
+from engine.narration import Finish, NarrationRequest, StructuredDelta
 from engine.narrators.offline import OfflineNarrator
 from engine.rules import names
 

@@ -13,7 +13,7 @@ import pytest
 
 from engine import Session, load_pack, state_hash
 from engine.events import Event
-from engine.narrators.base import Finish, NarrationRequest, StructuredDelta
+from engine.narration import Finish, NarrationRequest, StructuredDelta
 from engine.narrators.offline import OfflineNarrator
 from engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from saves import commands
@@ -225,7 +225,7 @@ def test_the_offline_narrator_is_not_needed_to_replay(tmp_path: Path, monkeypatc
 
 
 async def test_narrator_faults_replay_as_recorded(tmp_path: Path, pack) -> None:
-    from engine.narrators.base import NarratorError, TransientNarratorError
+    from engine.narration import NarratorError, TransientNarratorError
 
     narrator = ScriptedNarrator([
         Reply(structured='{"narrative": "You', raise_after=TransientNarratorError("overloaded", retry_after=0.5)),

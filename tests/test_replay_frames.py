@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from engine import Session
-from engine.narrators.base import Chunk, NarrationRequest
+from engine.narration import Chunk, NarrationRequest
 from saves.journal import Journal, SaveHeader, load_save
 from saves.replay import replay_plan
 from tests.test_frames import transcript_height

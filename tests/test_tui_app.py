@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from engine import Session, parse_pack
 from engine.events import Event
-from engine.narrators.base import TransientNarratorError
+from engine.narration import TransientNarratorError
 from tests.conftest import SHORE_PACK
 from tui.app import StoryloomApp, run_app
 from tui.screens import IssueDetailsScreen, OpenSaveScreen
@@ -477,7 +477,7 @@ async def test_a_failing_save_hook_is_reported_and_the_game_goes_on():
 
 
 async def test_a_resumed_story_shows_its_committed_turns_and_can_undo_them():
-    from engine.narrators.base import Exchange
+    from engine.narration import Exchange
     from engine.state import initial_state
     from engine.turns import Turn
 
@@ -500,7 +500,7 @@ async def test_a_resumed_story_shows_its_committed_turns_and_can_undo_them():
 
 
 async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
-    from engine.narrators.base import Exchange
+    from engine.narration import Exchange
     from engine.turns import Turn
 
     first, second = tmp_path / "a.storyloom.jsonl", tmp_path / "b.storyloom.jsonl"

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from engine import Session, parse_pack
-from engine.narrators.base import Exchange
+from engine.narration import Exchange
 from engine.turns import Turn
 from tests.conftest import SHORE_PACK
 from tui.app import StoryloomApp

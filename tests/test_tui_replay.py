@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from engine.narrators.base import Chunk, NarrationRequest
+from engine.narration import Chunk, NarrationRequest
 from saves.journal import load_save
 from saves.replay import Replayer, replay_plan
 from tests.test_saves_kit import played_save_async, rewrite_records

@@ -40,7 +40,7 @@ import platformdirs
 from engine.limits import DEFAULT_BUDGET
 
 if TYPE_CHECKING:  # the engine loads after the first frame; settings are read before it
-    from engine.narrators.base import Narrator
+    from engine.narration import Narrator
     from engine.packs import StoryPack
 
 DEFAULT_STORY = "lighthouse"
@@ -244,7 +244,7 @@ def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -
 
         pace = settings.pace if settings.pace is not None else (UI_PACE if interactive else 0.0)
         return OfflineNarrator(pack, seed=settings.seed, faults=settings.faults, pace=pace)
-    from engine.narrators.base import NarratorError
+    from engine.narration import NarratorError
 
     try:
         if settings.narrator == "anthropic":

@@ -1,1 +1,1 @@
-"""Narrators: who writes the turns. See `engine.narrators.base` for the interface."""
+"""Narrators: who writes the turns. See `engine.narration` for the interface."""

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.narrators.base import NarratorError, TransientNarratorError
+from engine.narration import NarratorError, TransientNarratorError
 
 RETRY_AFTER_MAX = 120.0
 """Seconds: a server asking for a longer wait than this is treated as a plain failure to retry later."""

@@ -23,7 +23,7 @@ from random import Random
 from typing import Any
 
 from engine.narrators import offline_prose as say
-from engine.narrators.base import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
+from engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
 from engine.narrators.offline_world import write_turn
 from engine.packs import PLAYER, StoryPack
 from engine.rules import names

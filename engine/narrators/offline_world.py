@@ -15,7 +15,7 @@ from random import Random
 from typing import Any
 
 from engine.narrators import offline_prose as say
-from engine.narrators.base import Exchange
+from engine.narration import Exchange
 from engine.narrators.offline_parse import Command, matching_actions, parse
 from engine.packs import PLAYER, Action, StoryPack
 from engine.rules import judge, names

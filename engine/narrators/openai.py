@@ -29,7 +29,7 @@ from engine.narrators._shared import (
     stall_fault,
     status_fault,
 )
-from engine.narrators.base import (
+from engine.narration import (
     Chunk,
     Exchange,
     Finish,

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.narrators.base import (
+from engine.narration import (
     Chunk,
     Finish,
     NarrationRequest,

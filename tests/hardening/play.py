@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from engine.narrators.base import Narrator
+from engine.narration import Narrator
 from engine.packs import load_pack
 from saves.resume import start_new
 from tests.conftest import SHORE_PACK

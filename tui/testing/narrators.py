@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.narrators.base import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
+from engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
 
 
 def turn_text(narrative: str | None, patch: list[dict[str, Any]] | None = None,

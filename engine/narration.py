@@ -1,4 +1,6 @@
-"""The one interface every narrator (offline, anthropic, openai, replay) speaks.
+"""The one interface every narrator (offline, anthropic, openai, replay) speaks, and the engine's
+own types for it: the conversation (`Exchange`), the request (`NarrationRequest`) and a rejected
+attempt (`Rejection`). The narrators in `engine/narrators/` implement it; the engine owns it.
 
 A narrator gets a `NarrationRequest` and yields `StructuredDelta` chunks (the
 turn's JSON text as it is written: a tool call's input, or a JSON response),
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from engine.packs import StoryPack
 from engine.state import WorldState
@@ -136,8 +138,3 @@ class Narrator(Protocol):
     def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
         """Stream the answer to one request. Closing the iterator must close any connection."""
         ...
-
-
-def describe(narrator: Any) -> dict[str, Any]:
-    """Name and model of a narrator, for save headers and status lines."""
-    return {"narrator": getattr(narrator, "name", "unknown"), "model": getattr(narrator, "model", "")}
