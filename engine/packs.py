@@ -22,8 +22,6 @@ from engine.builtin import builtin_pack_ids, builtin_pack_text
 PLAYER = "player"
 NOWHERE = "nowhere"
 RESERVED_PLACES = (PLAYER, NOWHERE)
-DIRECTIONS = ("north", "south", "east", "west", "up", "down", "in", "out",
-              "northeast", "northwest", "southeast", "southwest")
 
 
 class _Strict(BaseModel):

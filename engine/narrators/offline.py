@@ -223,7 +223,7 @@ def _applicable(kind: str, clean: dict[str, Any], request: NarrationRequest) -> 
 
 def _faulty(kind: str, clean: dict[str, Any], request: NarrationRequest, rng: Random) -> Output:
     """The attempt as a model that made this mistake would write it."""
-    pack, state = request.pack, request.state
+    pack = request.pack
     narrative, patch, hints = clean["narrative"], list(clean["state_patch"]), clean["suggestions"]
     if kind == "take_reach":
         item = pack.items[item_id := rng.choice(_far_items(clean, request))]

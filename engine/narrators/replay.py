@@ -114,10 +114,6 @@ class ReplayNarrator:
         for answer in answers:
             self._answers[(answer.turn, answer.attempt)].append(answer)
 
-    def remaining(self) -> int:
-        """How many recorded answers have not been asked for yet."""
-        return sum(len(q) for q in self._answers.values())
-
     async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
         queue = self._answers.get((request.turn, request.attempt))
         if not queue:
