@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from engine.narrators import offline_prose as say
 from engine.narration import Exchange
-from engine.narrators.offline_parse import Command, matching_actions, parse
+from engine.narrators.offline import prose as say
+from engine.narrators.offline.parse import Command, matching_actions, parse
 from engine.packs import PLAYER, Action, StoryPack
 from engine.rules import judge, names
 from engine.state import WorldState

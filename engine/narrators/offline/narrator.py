@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from engine.narrators import offline_prose as say
 from engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
-from engine.narrators.offline_world import write_turn
+from engine.narrators.offline import prose as say
+from engine.narrators.offline.world import write_turn
 from engine.packs import PLAYER, StoryPack
 from engine.rules import names
 
