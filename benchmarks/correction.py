@@ -3,7 +3,7 @@
 The offline narrator makes each of its realistic faults on purpose (`--faults`)
 and answers the engine's correction requests. Every request the engine makes is
 sized as the Anthropic narrator would send it (`AnthropicNarrator.request_params`,
-the real prompt builders of `engine/prompts.py`; nothing is sent anywhere), and
+the real prompt builders of `engine/narrators/prompts.py`; nothing is sent anywhere), and
 every answer is sized as written. Output tokens are estimated as characters / 4
 (no tokenizer is installed; the ratios do not depend on the divisor).
 

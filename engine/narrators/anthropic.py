@@ -28,15 +28,6 @@ from typing import Any
 
 import anthropic
 
-from engine.narrators._shared import (
-    MAX_CONTINUATIONS,
-    Timeouts,
-    connection_fault,
-    context_window_error,
-    error_fields,
-    stall_fault,
-    status_fault,
-)
 from engine.narration import (
     Chunk,
     Exchange,
@@ -48,7 +39,23 @@ from engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
-from engine.prompts import TOOL_DESCRIPTION, TOOL_NAME, correction_message, player_message, system_prompt
+from engine.narrators._shared import (
+    MAX_CONTINUATIONS,
+    Timeouts,
+    connection_fault,
+    context_window_error,
+    error_fields,
+    stall_fault,
+    status_fault,
+)
+from engine.narrators.prompts import (
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    command_message,
+    correction_message,
+    player_message,
+    system_prompt,
+)
 from engine.turns import turn_json_schema
 
 try:  # the SDK's HTTP layer: httpx2 in current releases, httpx in older ones
@@ -176,7 +183,8 @@ class AnthropicNarrator:
         messages: list[dict[str, Any]] = []
         pending_result: dict[str, Any] | None = None
         for index, exchange in enumerate(request.history):
-            messages.append({"role": "user", "content": [*_opt(pending_result), _text(_history_command(exchange))]})
+            command = _text(command_message(exchange.player_input))
+            messages.append({"role": "user", "content": [*_opt(pending_result), command]})
             assistant, pending_result = self._committed(exchange, index)
             messages.append({"role": "assistant", "content": [assistant]})
         if messages:
@@ -309,10 +317,6 @@ async def _readable(stream: Any) -> AsyncIterator[Any]:
         if not isinstance(getattr(event, "type", None), str):
             raise TransientNarratorError(f"{_PROVIDER} sent a malformed stream event")
         yield event
-
-
-def _history_command(exchange: Exchange) -> str:
-    return f"Player command: {exchange.player_input}"
 
 
 def _text(text: str) -> dict[str, Any]:

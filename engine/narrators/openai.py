@@ -22,13 +22,6 @@ from typing import Any
 import httpx
 import httpx_sse
 
-from engine.narrators._shared import (
-    Timeouts,
-    connection_fault,
-    error_fields,
-    stall_fault,
-    status_fault,
-)
 from engine.narration import (
     Chunk,
     Exchange,
@@ -40,7 +33,21 @@ from engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
-from engine.prompts import TOOL_DESCRIPTION, TOOL_NAME, correction_message, player_message, system_prompt
+from engine.narrators._shared import (
+    Timeouts,
+    connection_fault,
+    error_fields,
+    stall_fault,
+    status_fault,
+)
+from engine.narrators.prompts import (
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    command_message,
+    correction_message,
+    player_message,
+    system_prompt,
+)
 from engine.turns import turn_json_schema
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
@@ -191,7 +198,7 @@ class OpenAINarrator:
         channel = _JSON_CHANNEL if self.output == "json" else _TOOL_CHANNEL
         messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(request.pack, channel=channel)}]
         for index, exchange in enumerate(request.history):
-            messages.append({"role": "user", "content": f"Player command: {exchange.player_input}"})
+            messages.append({"role": "user", "content": command_message(exchange.player_input)})
             messages.extend(self._committed(exchange, index))
         messages.append({"role": "user", "content": player_message(request.player_input, request.state)})
         if request.correction is not None:

@@ -1,9 +1,11 @@
-"""The words storyloom says to a model: the system prompt and the correction prompts.
+"""The words the model narrators (anthropic, openai) say to a model: the system prompt, the
+player's command and the correction prompts.
 
-The wording lives in plain Markdown files beside this module (`engine/prompts/*.md`)
+The wording lives in plain Markdown files beside this module (`engine/narrators/prompts/*.md`)
 so a story author or maintainer can read and change it without touching code; this
-module only fills in the story's world, the player's command and the issues.
-`string.Template` ($name) is used because the files are full of JSON braces.
+module only fills in the story's world, the player's command and the issues, and is the
+one place a narrator gets any of that text from. `string.Template` ($name) is used
+because the files are full of JSON braces.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ TOOL_DESCRIPTION = ("Report the turn: the narrative for the player and the JSON 
 
 @cache
 def _template(name: str) -> Template:
-    text = (resources.files("engine") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
+    text = (resources.files("engine.narrators") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
     return Template(text.strip())
 
 
@@ -82,9 +84,16 @@ def _compact(world: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}"
 
 
+def command_message(command: str) -> str:
+    """A player's command as the model reads it: alone for a committed turn of the story so far,
+    and at the head of `player_message` for the turn being played."""
+    return _template("command").substitute(command=command)
+
+
 def player_message(command: str, state: WorldState) -> str:
     """The player's command with the committed state it applies to."""
-    return _template("player").substitute(command=command, state=json.dumps(state, ensure_ascii=False, sort_keys=True))
+    state_json = json.dumps(state, ensure_ascii=False, sort_keys=True)
+    return _template("player").substitute(command=command_message(command), state=state_json)
 
 
 def issues_json(rejection: Rejection) -> str:

@@ -1,0 +1,65 @@
+"""The model narrators take every word they send from the prompt files, so editing a file changes
+what every model reads, and no narrator keeps its own copy of the wording."""
+
+from __future__ import annotations
+
+from string import Template
+
+import pytest
+
+from engine import initial_state, judge
+from engine.narration import Exchange, NarrationRequest
+from engine.narrators import prompts
+from engine.narrators.anthropic import AnthropicNarrator
+from engine.narrators.openai import OpenAINarrator
+from tests.conftest import turn_json
+
+TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+
+
+def narrators():
+    return [AnthropicNarrator(api_key="sk-ant-test-key"), AnthropicNarrator(api_key="sk-ant-test-key", thinking=True),
+            OpenAINarrator(), OpenAINarrator(output="json")]
+
+
+def request_after_one_turn(pack) -> NarrationRequest:
+    """`look` asked after a committed `take lamp`: the story so far holds one command, and one is new."""
+    before = initial_state(pack)
+    verdict = judge(turn_json("You lift the brass lamp.", TAKE_LAMP), before, pack)
+    assert verdict.ok and verdict.turn is not None and verdict.after is not None
+    return NarrationRequest(pack, verdict.after, (Exchange("take lamp", verdict.turn),), "look", turn=2)
+
+
+def user_texts(messages) -> list[str]:
+    """Every text the player's side of the conversation says, in order, whatever the API's shape."""
+    texts = []
+    for message in messages:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        texts += [block["text"] for block in blocks if block.get("type") == "text"]
+    return texts
+
+
+@pytest.mark.parametrize("narrator", narrators(), ids=repr)
+def test_the_story_so_far_and_the_new_command_are_worded_by_the_prompt_files(pack, narrator):
+    request = request_after_one_turn(pack)
+    committed, current = user_texts(narrator.messages(request))
+    assert committed == prompts.command_message("take lamp") == "Player command: take lamp"
+    assert current == prompts.player_message("look", request.state)
+    assert current.startswith(prompts.command_message("look") + "\n\nCurrent state (JSON):\n")
+
+
+@pytest.mark.parametrize("narrator", narrators(), ids=repr)
+def test_rewording_the_command_file_rewords_every_command_a_narrator_sends(pack, narrator, monkeypatch):
+    files = prompts._template
+
+    def reworded(name: str) -> Template:
+        return Template("The player says: $command") if name == "command" else files(name)
+
+    monkeypatch.setattr(prompts, "_template", reworded)
+    committed, current = user_texts(narrator.messages(request_after_one_turn(pack)))
+    assert committed == "The player says: take lamp"
+    assert current.startswith("The player says: look\n\n")
+    assert not any("Player command" in text for text in (committed, current))
