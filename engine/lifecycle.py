@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -52,7 +52,7 @@ from engine.narration import (
 from engine.packs import StoryPack
 from engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
 from engine.state import WorldState, initial_state, state_hash
-from engine.turns import Issue, Turn
+from engine.turns import Issue
 
 MAX_TRANSIENT_RETRIES = 4
 ATTEMPT_MAX_SECONDS = 600.0
@@ -78,12 +78,14 @@ class _Expired(Exception):
 
 @dataclass(frozen=True)
 class _Attempt:
+    """What one attempt delivered, read whole: the structured output, plain text, how it stopped."""
+
     raw: str | None
     text: str
     finish: Finish
     deltas: tuple[tuple[int, str, str], ...]
     shown: str
-    """Prose streamed to the screen during this attempt."""
+    """Prose streamed to the screen during this attempt (only a first attempt streams any)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,24 @@ class PendingTurn:
     turn: int
     player_input: str
     retries: int
+
+
+@dataclass(frozen=True)
+class _TurnState:
+    """A turn in flight, between the steps of `Session._run`: what the narrator is asked now and
+    what the player sees. Each step reads it and returns a new one; nothing else carries over."""
+
+    request: NarrationRequest
+    """The request of the attempt being made: the first, or a correction of the one before."""
+    retry: int
+    """How many times the player has retried this turn (0 for a new one)."""
+    shown: str = ""
+    """The prose on screen: what the first attempt streamed, then its judged narrative."""
+
+    @property
+    def pending(self) -> PendingTurn:
+        """This turn as the player may retry it once it fails or is cancelled."""
+        return PendingTurn(self.request.turn, self.request.player_input, self.retry)
 
 
 class Session:
@@ -181,80 +201,54 @@ class Session:
         self.state, self.history, self._undo_stack = state, history, undo_stack
 
     async def _run(self, turn: int, player_input: str, retry: int) -> AsyncIterator[Event]:
+        """Play one turn to its end, in steps around a `_TurnState`: stream an attempt, judge it,
+        show its prose, then commit it, fail the turn, or ask for a correction and go again."""
         if self._cancel is not None:
             raise RuntimeError("a turn is already in flight")
         cancel = self._cancel = asyncio.get_running_loop().create_future()
-        before = self.state
-        request = NarrationRequest(self.pack, before, self.history, player_input, turn)
-        shown = ""
+        state = _TurnState(NarrationRequest(self.pack, self.state, self.history, player_input, turn), retry)
         try:
             yield TurnStarted(turn=turn, attempt=1, player_input=player_input, retry=retry)
             while True:
                 attempt: _Attempt | None = None
-                async for item in self._attempt(request, cancel, stream_prose=not request.is_correction, shown=shown):
+                async for item in self._stream_attempt(state.request, cancel):
                     if isinstance(item, _Attempt):
                         attempt = item
                     else:
-                        if isinstance(item, ProseReplaced):
-                            shown = ""
                         yield item
                 assert attempt is not None
-                if not request.is_correction:
-                    shown = attempt.shown
-                verdict = self._judge(attempt, before, request)
-                yield AttemptFinished(
-                    turn=turn, attempt=request.attempt, kind="correction" if request.is_correction else "turn",
-                    raw=attempt.raw, text=attempt.text, stop_reason=attempt.finish.stop_reason,
-                    usage=dict(attempt.finish.usage), deltas=attempt.deltas, issues=verdict.issues,
-                )
-                if verdict.turn is not None and not request.is_correction:
-                    narrative = verdict.turn.narrative
-                    if narrative.startswith(shown):
-                        if narrative != shown:
-                            yield ProseDelta(turn=turn, text=narrative[len(shown):])
-                    else:
-                        yield ProseReplaced(turn=turn, changed=True, text=narrative)
-                    shown = narrative
+                verdict = self._judge(attempt, state.request)
+                yield _attempt_finished(state.request, attempt, verdict)
+                state, shown = _show_judged(state, attempt, verdict)
+                for event in shown:
+                    yield event
                 if cancel.done():
                     raise _Cancelled
                 if verdict.ok:
-                    assert verdict.turn is not None and verdict.after is not None
-                    if request.is_correction:
-                        changed = verdict.turn.narrative != shown
-                        yield ProseReplaced(turn=turn, changed=changed, text=verdict.turn.narrative if changed else "")
-                    for event in self._commit(turn, player_input, verdict.turn, verdict.after):
+                    for event in self._commit(state, verdict):
                         yield event
                     return
-                yield ValidationFailed(turn=turn, attempt=request.attempt, issues=verdict.issues)
-                corrections_used = request.attempt - 1
-                if corrections_used >= self.budget:
-                    self.pending = PendingTurn(turn, player_input, retry)
+                yield ValidationFailed(turn=turn, attempt=state.request.attempt, issues=verdict.issues)
+                if state.request.attempt - 1 >= self.budget:  # every correction is spent
+                    self.pending = state.pending
                     yield TurnFailed(turn=turn, issues=verdict.issues)
                     return
-                if verdict.turn is not None:
-                    kept = verdict.turn.narrative
-                elif not request.is_correction:
-                    kept = _complete_narrative(attempt.raw, shown)
-                else:
-                    kept = request.kept_narrative
-                raw, text = attempt.raw, attempt.text
-                if attempt.finish.stop_reason == OUTPUT_LIMIT:  # show the model its loop, not 200,000 characters
-                    raw, text = _head(raw), _head(text) or ""
-                rejection = Rejection(raw=raw, text=text, issues=verdict.issues)
-                request = replace(request, attempt=request.attempt + 1, correction=rejection, kept_narrative=kept)
-                yield CorrectionStarted(turn=turn, attempt=request.attempt, budget=self.budget,
-                                        correction=request.attempt - 1)
+                state = _next_correction(state, attempt, verdict)
+                yield CorrectionStarted(turn=turn, attempt=state.request.attempt, budget=self.budget,
+                                        correction=state.request.attempt - 1)
         except _Cancelled:
-            self.pending = PendingTurn(turn, player_input, retry)
+            self.pending = state.pending
             yield TurnCancelled(turn=turn)
         except NarratorError as exc:
-            self.pending = PendingTurn(turn, player_input, retry)
+            self.pending = state.pending
             yield TurnFailed(turn=turn, issues=(Issue("", exc.rule, str(exc)),))
         finally:
             self._cancel = None
 
-    def _judge(self, attempt: _Attempt, before: WorldState, request: NarrationRequest) -> Verdict:
-        verdict = judge(attempt.raw, before, self.pack, kept_narrative=request.kept_narrative)
+    def _judge(self, attempt: _Attempt, request: NarrationRequest) -> Verdict:
+        """The judge's verdict on an attempt, against the committed state; an answer cut off (by the
+        model's token limit or by the engine's own) is judged as that, whatever part of it parses."""
+        verdict = judge(attempt.raw, request.state, self.pack, kept_narrative=request.kept_narrative)
         if attempt.finish.stop_reason == "max_tokens" and verdict.turn is None:
             cut = Issue("", "output.truncated", "The turn was cut off at the output token limit before it was "
                                                  "complete. Write a shorter turn: fewer paragraphs, same patch.")
@@ -266,26 +260,39 @@ class Session:
             verdict = Verdict(None, None, (too_large,))
         return verdict
 
-    def _commit(self, turn: int, player_input: str, accepted: Turn, after: WorldState) -> list[Event]:
+    def _commit(self, state: _TurnState, verdict: Verdict) -> Iterator[Event]:
+        """Make an accepted turn the committed one, and tell it.
+
+        A correction's prose shows only now, in one step (`prose_replaced`), before the
+        state changes: a consumer that stops reading there has committed nothing.
+        """
+        accepted, after = verdict.turn, verdict.after
+        assert accepted is not None and after is not None
+        turn = state.request.turn
+        if state.request.is_correction:
+            changed = accepted.narrative != state.shown
+            yield ProseReplaced(turn=turn, changed=changed, text=accepted.narrative if changed else "")
         before = self.state
         self._undo_stack.append((before, len(self.history)))
         self.state = after
-        self.history = (*self.history, Exchange(player_input, accepted))
+        self.history = (*self.history, Exchange(state.request.player_input, accepted))
         self.pending = None
-        events: list[Event] = [TurnCommitted(
+        yield TurnCommitted(
             turn=turn, state_hash=state_hash(after), narrative=accepted.narrative,
             state_patch=tuple(accepted.patch_json()), suggestions=tuple(accepted.suggestions), state=after,
-        )]
+        )
         for ending_id, ending in self.pack.endings.items():
             if ending.when.holds(after) and not ending.when.holds(before):
-                events.append(StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text))
+                yield StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text)
                 break
-        return events
 
-    async def _attempt(
-        self, request: NarrationRequest, cancel: asyncio.Future[None], *, stream_prose: bool, shown: str
-    ) -> AsyncIterator[Event | _Attempt]:
-        """One model attempt, with transient faults retried; yields prose events, then the `_Attempt`."""
+    async def _stream_attempt(self, request: NarrationRequest, cancel: asyncio.Future[None]
+                              ) -> AsyncIterator[Event | _Attempt]:
+        """One model attempt, with transient faults retried; yields prose events, then the `_Attempt`.
+
+        Only a first attempt streams prose; a correction is read whole and judged.
+        """
+        stream_prose = not request.is_correction
         for retry in range(MAX_TRANSIENT_RETRIES + 1):
             started = self._clock()
             structured: list[str] = []
@@ -336,7 +343,7 @@ class Session:
                 with suppress(Exception):
                     await stream.aclose()  # type: ignore[attr-defined]
             raw = "".join(structured) if structured else None
-            yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown if stream_prose else shown)
+            yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown)
             return
 
 
@@ -355,6 +362,57 @@ def _sound_finish(finish: Finish) -> Finish:
     usage = finish.usage if isinstance(finish.usage, dict) else {}
     counts = {str(k): v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**15}
     return Finish(_encodable(reason)[:64], counts)
+
+
+def _attempt_finished(request: NarrationRequest, attempt: _Attempt, verdict: Verdict) -> AttemptFinished:
+    """The record of one attempt: everything the narrator sent, and what the judge found."""
+    return AttemptFinished(
+        turn=request.turn, attempt=request.attempt, kind="correction" if request.is_correction else "turn",
+        raw=attempt.raw, text=attempt.text, stop_reason=attempt.finish.stop_reason,
+        usage=dict(attempt.finish.usage), deltas=attempt.deltas, issues=verdict.issues,
+    )
+
+
+def _show_judged(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> tuple[_TurnState, tuple[Event, ...]]:
+    """The prose on screen once an attempt is judged, and the events that bring the screen there.
+
+    Only a first attempt is on screen: what it streamed stays, and a narrative written past
+    the stream (or differently from it) shows now. A correction shows only if it commits.
+    """
+    if state.request.is_correction:
+        return state, ()
+    shown = attempt.shown
+    events: tuple[Event, ...] = ()
+    if verdict.turn is not None:
+        narrative = verdict.turn.narrative
+        if not narrative.startswith(shown):
+            events = (ProseReplaced(turn=state.request.turn, changed=True, text=narrative),)
+        elif narrative != shown:
+            events = (ProseDelta(turn=state.request.turn, text=narrative[len(shown):]),)
+        shown = narrative
+    return replace(state, shown=shown), events
+
+
+def _next_correction(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> _TurnState:
+    """The turn asking the narrator to correct its rejected attempt.
+
+    The request carries only this latest rejection, and the narrative a correction may keep:
+    the rejected turn's own, else the prose on screen if the first attempt finished writing
+    it, else what the previous correction could keep.
+    """
+    request = state.request
+    if verdict.turn is not None:
+        kept = verdict.turn.narrative
+    elif not request.is_correction:
+        kept = _complete_narrative(attempt.raw, state.shown)
+    else:
+        kept = request.kept_narrative
+    raw, text = attempt.raw, attempt.text
+    if attempt.finish.stop_reason == OUTPUT_LIMIT:  # show the model its loop, not 200,000 characters
+        raw, text = _head(raw), _head(text) or ""
+    rejection = Rejection(raw=raw, text=text, issues=verdict.issues)
+    return replace(state, request=replace(request, attempt=request.attempt + 1, correction=rejection,
+                                          kept_narrative=kept))
 
 
 def _head(text: str | None) -> str | None:
