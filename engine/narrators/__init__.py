@@ -1,1 +1,2 @@
-"""Narrators: who writes the turns. See `engine.narration` for the interface."""
+"""Narrators: who writes the turns (`offline/`, `anthropic`, `openai`, `replay`), and the prompts the
+model narrators send (`prompts`). See `engine.narration` for the interface they implement."""
