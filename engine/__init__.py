@@ -15,8 +15,8 @@ from engine.lazy import lazy_names
 
 _EXPORTS = {
     "Event": "engine.events", "event_from_json": "engine.events",
-    "DEFAULT_BUDGET": "engine.lifecycle", "Session": "engine.lifecycle",
-    "PackError": "engine.packs", "StoryPack": "engine.packs", "builtin_pack_ids": "engine.packs",
+    "DEFAULT_BUDGET": "engine.limits", "Session": "engine.lifecycle",
+    "PackError": "engine.packs", "StoryPack": "engine.packs", "builtin_pack_ids": "engine.builtin",
     "load_pack": "engine.packs", "parse_pack": "engine.packs",
     "RULES": "engine.rules", "Verdict": "engine.rules", "judge": "engine.rules",
     "WorldState": "engine.state", "initial_state": "engine.state", "state_hash": "engine.state",
@@ -27,8 +27,10 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from engine.events import Event, event_from_json
-    from engine.lifecycle import DEFAULT_BUDGET, Session
-    from engine.packs import PackError, StoryPack, builtin_pack_ids, load_pack, parse_pack
+    from engine.builtin import builtin_pack_ids
+    from engine.lifecycle import Session
+    from engine.limits import DEFAULT_BUDGET
+    from engine.packs import PackError, StoryPack, load_pack, parse_pack
     from engine.rules import RULES, Verdict, judge
     from engine.state import WorldState, initial_state, state_hash
     from engine.turns import Issue, Turn

@@ -176,7 +176,7 @@ def event_from_json(data: dict[str, Any]) -> Event:
         raise ValueError(f"unknown event {data.get('event')!r}")
     kwargs: dict[str, Any] = {}
     try:
-        for name in _field_names(cls):
+        for name in _field_names(cls.event):
             if name not in data:
                 continue
             value = data[name]
@@ -190,9 +190,9 @@ def event_from_json(data: dict[str, Any]) -> Event:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"bad {cls.event} event: {exc}") from None
     try:
-        _event_check(cls).validate_python(kwargs, strict=True)
+        _event_check(cls.event).validate_python(kwargs, strict=True)
     except ValidationError:
-        checks = _field_checks(cls)
+        checks = _field_checks(cls.event)
         for name, value in kwargs.items():  # name the first field at fault
             try:
                 checks[name].validate_python(value, strict=True)
@@ -211,23 +211,26 @@ def _issue(data: Any) -> Issue:
 
 
 @functools.cache
-def _field_names(cls: type[Event]) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
+def _field_names(name: str) -> tuple[str, ...]:
+    """The fields of the event called `name` (the caches are keyed by name, each class has one)."""
+    return tuple(f.name for f in fields(EVENT_TYPES[name]))
 
 
 @functools.cache
-def _event_check(cls: type[Event]) -> TypeAdapter[Any]:
+def _event_check(name: str) -> TypeAdapter[Any]:
     """One strict validator for all the fields of an event class at once (a save holds tens of
     thousands of events; a validator per field cost a call each). The same types as `_field_checks`,
     which is asked only to name the field at fault."""
+    cls = EVENT_TYPES[name]
     hints = get_type_hints(cls)
-    model = create_model(f"{cls.__name__}Fields", __config__=ConfigDict(strict=True),
-                         **{f.name: (hints[f.name], None) for f in fields(cls)})  # None: a field left out is not checked
+    definitions: dict[str, Any] = {f.name: (hints[f.name], None) for f in fields(cls)}  # None: left out, not checked
+    model = create_model(f"{cls.__name__}Fields", __config__=ConfigDict(strict=True), **definitions)
     return TypeAdapter(model)
 
 
 @functools.cache
-def _field_checks(cls: type[Event]) -> dict[str, TypeAdapter[Any]]:
+def _field_checks(name: str) -> dict[str, TypeAdapter[Any]]:
     """A strict validator per field of an event class, from its annotations."""
+    cls = EVENT_TYPES[name]
     hints = get_type_hints(cls)
     return {f.name: TypeAdapter(hints[f.name]) for f in fields(cls)}

@@ -401,6 +401,7 @@ def _next_correction(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> 
     it, else what the previous correction could keep.
     """
     request = state.request
+    kept: str | None
     if verdict.turn is not None:
         kept = verdict.turn.narrative
     elif not request.is_correction:
@@ -476,7 +477,8 @@ async def _race(awaitable: Awaitable[T], cancel: asyncio.Future[None], *, deadli
     task = asyncio.ensure_future(awaitable)
     timeout = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
     try:
-        done, _ = await asyncio.wait({task, cancel}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        waiting: set[asyncio.Future[Any]] = {task, cancel}
+        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:  # our own task was cancelled: leave nothing running behind
         task.cancel()
         raise

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from engine.builtin import builtin_pack_ids, builtin_pack_text
 
@@ -213,7 +214,7 @@ def parse_pack(text: str, file: str = "<pack>") -> StoryPack:
     return pack
 
 
-def _pydantic_message(error: dict[str, Any]) -> str:
+def _pydantic_message(error: ErrorDetails) -> str:
     if error["type"] == "extra_forbidden":
         return "unknown key (check its spelling)"
     if error["type"] == "missing":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ import jsonpatch
 import jsonpointer
 import pydantic_core
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from engine.packs import NOWHERE, PLAYER, StoryPack
 from engine.state import WorldState, describe_place, state_model
@@ -173,7 +174,7 @@ def _copy_state(state: WorldState) -> WorldState:
     return {key: dict(value) if isinstance(value, dict) else value for key, value in state.items()}
 
 
-def _schema_issue(error: dict[str, Any]) -> Issue:
+def _schema_issue(error: ErrorDetails) -> Issue:
     path = "/" + "/".join(str(p) for p in error["loc"])
     field = str(error["loc"][0]) if error["loc"] else ""
     if error["type"] == "missing":
@@ -197,7 +198,7 @@ _LEAF = re.compile(r"^/(location)$|^/(items|stats|flags)/([^/]+)$")
 
 
 def _path_issues(turn: Turn, pack: StoryPack) -> Iterable[Issue]:
-    sections = {"items": pack.items, "stats": pack.stats, "flags": pack.flags}
+    sections: dict[str, Mapping[str, object]] = {"items": pack.items, "stats": pack.stats, "flags": pack.flags}
     singular = {"items": "item", "stats": "stat", "flags": "flag"}
     for index, op in enumerate(turn.state_patch):
         where = f"/state_patch/{index}/path"
@@ -229,7 +230,7 @@ def _state_issues(after: Any, pack: StoryPack) -> Iterable[Issue]:
             yield Issue(path, "state.schema", _state_message(loc, error, pack))
 
 
-def _state_message(loc: list[str], error: dict[str, Any], pack: StoryPack) -> str:
+def _state_message(loc: list[str], error: ErrorDetails, pack: StoryPack) -> str:
     section = loc[0] if loc else ""
     if section == "location":
         return f"location must be one of the rooms: {', '.join(pack.rooms)}."

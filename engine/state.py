@@ -53,17 +53,15 @@ def _build_state_model(pack: StoryPack) -> type[BaseModel]:
     strict = ConfigDict(extra="forbid", strict=True)
     places = Literal[tuple(pack.rooms) + RESERVED_PLACES]  # type: ignore[valid-type]
     rooms = Literal[tuple(pack.rooms)]  # type: ignore[valid-type]
-    items = create_model("Items", __config__=strict, **{i: (places, ...) for i in pack.items})
-    stats = create_model("Stats", __config__=strict, **{s: (StrictInt, ...) for s in pack.stats})
-    flags = create_model("Flags", __config__=strict, **{f: (StrictBool, ...) for f in pack.flags})
-    return create_model(
-        "WorldStateModel",
-        __config__=strict,
-        location=(rooms, ...),
-        items=(items, ...),
-        stats=(stats, ...),
-        flags=(flags, ...),
-    )
+    item_fields: dict[str, Any] = {i: (places, ...) for i in pack.items}
+    stat_fields: dict[str, Any] = {s: (StrictInt, ...) for s in pack.stats}
+    flag_fields: dict[str, Any] = {f: (StrictBool, ...) for f in pack.flags}
+    items = create_model("Items", __config__=strict, **item_fields)
+    stats = create_model("Stats", __config__=strict, **stat_fields)
+    flags = create_model("Flags", __config__=strict, **flag_fields)
+    sections: dict[str, Any] = {"location": (rooms, ...), "items": (items, ...), "stats": (stats, ...),
+                                "flags": (flags, ...)}
+    return create_model("WorldStateModel", __config__=strict, **sections)
 
 
 def describe_place(pack: StoryPack, place: str) -> str:

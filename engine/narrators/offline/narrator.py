@@ -171,8 +171,8 @@ def _moved_items(turn: dict[str, Any]) -> list[str]:
 
 
 def _after_location(turn: dict[str, Any], state: dict[str, Any]) -> str:
-    moves = [op["value"] for op in turn["state_patch"] if op["path"] == "/location"]
-    return moves[-1] if moves else state["location"]
+    moves = [str(op["value"]) for op in turn["state_patch"] if op["path"] == "/location"]
+    return moves[-1] if moves else str(state["location"])
 
 
 def _far_items(clean: dict[str, Any], request: NarrationRequest) -> list[str]:

@@ -133,10 +133,11 @@ def parse(line: str, pack: StoryPack) -> Command:
             return Command(verb, word=words[0])
     action_verbs = sorted({v.casefold() for a in pack.actions.values() for v in a.verbs})
     custom = _longest_prefix(words, action_verbs)
-    for verb, table in (("examine", _EXAMINE_VERBS), ("take", _TAKE_VERBS), ("drop", _DROP_VERBS),
-                        ("go", _MOVE_VERBS), ("use", ("use", "apply")), ("open", ("open", "unlock")),
-                        ("close", ("close", "shut", "lock"))):
-        found = _longest_prefix(words, table)
+    tables: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("examine", _EXAMINE_VERBS), ("take", _TAKE_VERBS), ("drop", _DROP_VERBS), ("go", _MOVE_VERBS),
+        ("use", ("use", "apply")), ("open", ("open", "unlock")), ("close", ("close", "shut", "lock")))
+    for verb, verbs in tables:
+        found = _longest_prefix(words, verbs)
         if found is None:
             continue
         if custom is not None and len(custom.split()) > len(found.split()):

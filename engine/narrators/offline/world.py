@@ -90,7 +90,8 @@ class _World:
         return self.state["items"][item_id] in (self.here, PLAYER)
 
     def open_ways(self) -> tuple[list[str], list[str]]:
-        open_, shut = [], []
+        open_: list[str] = []
+        shut: list[str] = []
         for direction in self.room.exits:
             gate = self.room.gates.get(direction)
             (shut if gate and not self.state["flags"][gate] else open_).append(direction)
@@ -245,7 +246,8 @@ class _World:
                       if a.room in (None, self.here) and (a.item is None or self.reachable(a.item))]
         candidates.sort(key=lambda pair: pair[1].room is None)
         ready = [c for c in candidates if c[1].requires.holds(self.state) and not self._done(c[1])]
-        return (ready or candidates or [None])[0]
+        found = ready or candidates
+        return found[0] if found else None
 
     def _done(self, action: Action) -> bool:
         """Whether doing the action again would change nothing (the door is already open)."""
