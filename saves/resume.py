@@ -19,8 +19,11 @@ from engine.lifecycle import DEFAULT_BUDGET, Session
 from engine.narration import Narrator
 from engine.packs import StoryPack, builtin_pack_ids
 from saves.errors import SaveWriteError
-from saves.journal import Journal, Save, SaveHeader, load_save, new_save_path, resolve_save
+from saves.format import Save, SaveHeader
+from saves.locations import new_save_path, resolve_save
+from saves.reader import load_save
 from saves.verify import Rebuilt, open_pack, rebuild
+from saves.writer import Journal
 
 
 @dataclass

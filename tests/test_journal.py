@@ -13,7 +13,9 @@ import pytest
 
 from engine.events import NarratorRetrying, ProseDelta, TurnCommitted
 from saves.errors import SaveExists, SaveLocked
-from saves.journal import VERSION, Journal, SaveHeader, load_save, record_hash
+from saves.format import VERSION, SaveHeader, record_hash
+from saves.reader import load_save
+from saves.writer import Journal
 from tests.conftest import ScriptedNarrator, structured
 from tests.test_saves_kit import kinds, play, played_save
 
@@ -111,7 +113,7 @@ async def test_a_cancelled_turn_keeps_the_prose_that_was_shown(tmp_path: Path, p
 
 _HOLDER = textwrap.dedent("""
     import sys
-    from saves.journal import Journal
+    from saves.writer import Journal
     journal = Journal.open_for_append(sys.argv[1])
     print("locked", flush=True)
     sys.stdin.readline()
@@ -146,7 +148,7 @@ def test_the_lock_is_released_on_close_so_the_save_can_be_continued(tmp_path: Pa
 
 
 def test_migrating_a_version_1_save_changes_nothing_and_an_unknown_version_is_refused() -> None:
-    from saves.journal import migrate
+    from saves.format import migrate
 
     header, records = {"format": "storyloom-save", "version": 1}, [{"kind": "turn_started", "data": {"turn": 1}}]
     assert migrate(1, header, records) == (header, records)
@@ -175,7 +177,7 @@ def test_an_attempt_s_output_is_stored_once_and_read_back_whole(tmp_path: Path, 
 def _both_readings(path: Path):
     """A save read line by line as written (how `load_save` reads a sound save) and read carefully
     (generic JSON, then each event checked: how it names damage)."""
-    from saves.journal import _read_as_written, _read_carefully
+    from saves.reader import _read_as_written, _read_carefully
 
     lines = path.read_bytes().split(b"\n")[:-1]
     return _read_as_written(path, lines), _read_carefully(path, lines)

@@ -11,9 +11,11 @@ from engine import Session, load_pack, state_hash
 from engine.events import TurnCommitted, TurnUndone
 from engine.narrators.offline import OfflineNarrator
 from saves.errors import SaveLocked
-from saves.journal import Journal, SaveHeader, load_save
+from saves.format import SaveHeader
+from saves.reader import load_save
 from saves.resume import resume
 from saves.verify import verify_save
+from saves.writer import Journal
 from tests.test_saves_kit import kinds, play, played_save, played_save_async
 
 
@@ -114,7 +116,7 @@ def test_resume_refuses_a_save_another_process_is_writing(tmp_path: Path) -> Non
 
 def test_resume_latest_picks_the_newest_save_in_the_saves_folder(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    from saves.journal import new_save_path
+    from saves.locations import new_save_path
 
     older = played_save(new_save_path("lighthouse"), ["look"], faults=0.0)[0]
     import os

@@ -305,7 +305,7 @@ def run_app(args: argparse.Namespace) -> int:
         return resumed.session
 
     def other_saves() -> list[Path]:
-        from saves.journal import list_saves
+        from saves.locations import list_saves
 
         return [p for p in list_saves() if p.resolve() != journals[-1].path.resolve()]
 
@@ -317,7 +317,7 @@ def run_app(args: argparse.Namespace) -> int:
         ended.set()
         unsaved = 0
         if journals:
-            from saves.journal import rescue_save
+            from saves.writer import rescue_save
 
             journal = journals[-1]
             unsaved = journal.unsaved if journal.broken is not None and rescue_save(journal) is None else 0
@@ -343,7 +343,7 @@ def record_or_rescue(journal: Any, event: Event, app: App[Any]) -> None:
     """
     from engine.safety import safe_text
     from saves.errors import SaveWriteError
-    from saves.journal import rescue_save
+    from saves.writer import rescue_save
 
     try:
         journal.record(event)

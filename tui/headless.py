@@ -34,8 +34,8 @@ from engine.lifecycle import Session
 from engine.packs import PackError, StoryPack, load_pack
 from engine.safety import safe_text
 from saves.errors import SaveError, SaveWriteError
-from saves.journal import Journal, rescue_save
 from saves.resume import continued_settings, resume_with, start_new
+from saves.writer import Journal, rescue_save
 from tui.cli import EXIT_ERROR, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from tui.settings import DEFAULT_STORY, Settings, SettingsError, create_narrator, load_settings
 
@@ -129,7 +129,7 @@ class SaveKeeper:
     once, writes the whole story so far to another place, and lets play go on.
 
     Headless play cannot ask where to save, so it offers the places it tries itself
-    (`saves.journal.rescue_paths`), names the one that worked, and never exits 0 with turns unsaved.
+    (`saves.locations.rescue_paths`), names the one that worked, and never exits 0 with turns unsaved.
     """
 
     def __init__(self, journal: Journal, err: TextIO):
