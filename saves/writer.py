@@ -13,7 +13,7 @@ import errno
 import fcntl
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -229,10 +229,6 @@ class Journal:
         if isinstance(event, NarratorRetrying):
             self._attempt_started = time.monotonic()
             self._partial, self._cleared = [], []
-
-    def record_all(self, events: Iterable[Event]) -> None:
-        for event in events:
-            self.record(event)
 
     def _track(self, event: Event) -> None:
         """Follow the attempt in flight, to keep the prose shown if it is cancelled."""
