@@ -43,7 +43,7 @@ from saves.format import (
     storyloom_version,
 )
 from saves.locations import rescue_paths
-from saves.reader import load_save
+from saves.reader import parse_save
 
 _DURABLE = {HEADER, RESUMED, "turn_committed", "turn_undone", "turn_failed", "turn_cancelled", "story_ended"}
 """Record kinds fsynced before `record` returns: every outcome a player may be shown."""
@@ -75,6 +75,14 @@ def _lock_owner(path: Path) -> int | None:
         return int(_lock_path(path).read_text(encoding="utf-8").split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _read_whole(fd: int) -> bytes:
+    """Every byte of the open file `fd`, from its start (writes append whatever the offset)."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -145,8 +153,11 @@ class Journal:
 
     @classmethod
     def open_for_append(cls, path: str | Path) -> Journal:
-        """Reopen a save to continue it: lock it, then load and check it.
+        """Reopen a save to continue it: lock it, then read and check it, once.
 
+        The save is read through the locked descriptor and parsed by `saves.reader.parse_save`;
+        that one reading is both what the caller resumes from (`loaded`) and the chain the
+        journal keeps in memory to rescue the save, so a resume reads the file only once.
         A torn last line is cut off only when the first new record is written,
         so a resume that is refused (say, the story changed) leaves the file as it was.
 
@@ -165,16 +176,16 @@ class Journal:
             raise SaveUnreadable(path, f"cannot open the save for writing: {exc.strerror or exc}") from None
         _lock(fd, path)
         try:
-            save = load_save(path)
+            blob = _read_whole(fd)
+            save = parse_save(path, blob)
+        except OSError as exc:
+            cls._release(fd, path)
+            raise SaveUnreadable(path, f"cannot read the file: {exc.strerror or exc}") from None
         except BaseException:
             cls._release(fd, path)
             raise
         journal = cls(path, fd, save.last_hash, save.last_seq, save)
-        try:
-            journal._lines = path.read_bytes()[:save.good_size].splitlines(keepends=True)
-        except OSError as exc:
-            cls._release(fd, path)
-            raise SaveUnreadable(path, f"cannot read the file: {exc.strerror or exc}") from None
+        journal._lines = blob[:save.good_size].splitlines(keepends=True)
         if save.good_size < save.size:
             journal._truncate_to = save.good_size
         return journal
