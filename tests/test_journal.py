@@ -76,16 +76,14 @@ def test_a_commit_is_fsynced_before_record_returns(tmp_path: Path, pack, monkeyp
 
 
 def test_the_header_never_holds_an_api_key_or_other_settings(tmp_path: Path, pack) -> None:
-    class Settings:
-        seed, budget, faults = 1, 2, 0.0
-        api_key = "sk-ant-secret-123"
-        base_url = "https://user:password@example.test"
-
     from saves.resume import header_for
+    from tui.settings import Settings
 
+    settings = Settings(seed=1, budget=2, faults=0.0, api_key="sk-ant-secret-123",
+                        base_url="https://user:password@example.test")
     narrator = ScriptedNarrator([])
     narrator.api_key = "sk-ant-secret-123"  # type: ignore[attr-defined]
-    with Journal.create(tmp_path / "s.jsonl", header_for(pack, narrator, Settings())):
+    with Journal.create(tmp_path / "s.jsonl", header_for(pack, narrator, settings.choices())):
         pass
     text = (tmp_path / "s.jsonl").read_text()
     assert "secret" not in text and "password" not in text and "api_key" not in text
