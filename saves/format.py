@@ -264,4 +264,3 @@ def expand_attempt(kind: str, data: dict[str, Any]) -> dict[str, Any]:
         return data
     deltas = data.get("deltas", [])
     return {"raw": _joined(deltas, "s"), "text": _joined(deltas, "t") or "", **data}
-

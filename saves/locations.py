@@ -53,13 +53,7 @@ def new_save_path(story_id: str, folder: Path | None = None) -> Path:
     """A fresh file name in the saves folder: `<story>-<UTC time>.jsonl` (never an existing file)."""
     folder = folder or saves_dir()
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    candidate = folder / f"{story_id}-{stamp}{SUFFIX}"
-    n = 2
-    while candidate.exists():
-        candidate = folder / f"{story_id}-{stamp}-{n}{SUFFIX}"
-        n += 1
-    return candidate
-
+    return _fresh(folder / f"{story_id}-{stamp}{SUFFIX}")
 
 
 def rescue_paths(failed: Path) -> list[Path]:
@@ -70,10 +64,10 @@ def rescue_paths(failed: Path) -> list[Path]:
 
 
 def _fresh(path: Path) -> Path:
+    """`path`, or the first of `<stem>-2`, `<stem>-3`, … beside it that is not taken."""
     n = 2
     candidate = path
     while candidate.exists():
         candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
         n += 1
     return candidate
-

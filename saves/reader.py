@@ -389,4 +389,3 @@ def _is_engine_kind(kind: str) -> bool:
     from engine.events import EVENT_TYPES
 
     return kind in EVENT_TYPES
-
