@@ -72,12 +72,8 @@ def load_save(path: str | Path) -> Save:
     path = Path(path)
     try:
         blob = path.read_bytes()
-    except FileNotFoundError:
-        raise SaveUnreadable(path, "no such save file (see `storyloom saves`)") from None
-    except IsADirectoryError:
-        raise SaveUnreadable(path, "this is a folder, not a save file") from None
     except OSError as exc:
-        raise SaveUnreadable(path, f"cannot read the file: {exc.strerror or exc}") from None
+        raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
     return parse_save(path, blob)
 
 

@@ -168,19 +168,15 @@ class Journal:
         path = Path(path)
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND)
-        except FileNotFoundError:
-            raise SaveUnreadable(path, "no such save file (see `storyloom saves`)") from None
-        except IsADirectoryError:
-            raise SaveUnreadable(path, "this is a folder, not a save file") from None
         except OSError as exc:
-            raise SaveUnreadable(path, f"cannot open the save for writing: {exc.strerror or exc}") from None
+            raise SaveUnreadable.from_os_error(path, exc, "cannot open the save for writing") from None
         _lock(fd, path)
         try:
             blob = _read_whole(fd)
             save = parse_save(path, blob)
         except OSError as exc:
             cls._release(fd, path)
-            raise SaveUnreadable(path, f"cannot read the file: {exc.strerror or exc}") from None
+            raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
         except BaseException:
             cls._release(fd, path)
             raise
