@@ -155,7 +155,8 @@ async def _play(turns: int, save_path: Path | None, seed: int, faults: float, ke
     from engine.lifecycle import Session
     from engine.narrators.offline import OfflineNarrator
     from engine.packs import load_pack
-    from saves.journal import Journal, SaveHeader
+    from saves.format import SaveHeader
+    from saves.writer import Journal
 
     pack = load_pack("lighthouse")
     narrator = OfflineNarrator(pack, seed=seed, faults=faults)

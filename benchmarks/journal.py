@@ -1,7 +1,7 @@
 """Figure 3: the save journal: durable commit cost as a session grows, and load plus verify.
 
 storyloom appends one hash-chained JSON line per event and fsyncs each outcome
-(`saves.journal.Journal.record`). The naive baseline keeps the whole session as
+(`saves.writer.Journal.record`). The naive baseline keeps the whole session as
 one JSON document and rewrites it (temporary file, fsync, rename) on every
 commit, so its cost grows with the session. Both are timed on the same disk, at
 the start of a session and after thousands of turns.
@@ -45,7 +45,7 @@ def _rewrite_whole(path: Path, records: list[dict[str, Any]]) -> float:
 
 LOAD_CHILD = """
 import json, sys, time
-from saves.journal import load_save
+from saves.reader import load_save
 from saves.verify import verify_save
 times = {"load": [], "verify": [], "naive_load": []}
 for _ in range(3):

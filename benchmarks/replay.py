@@ -27,7 +27,7 @@ FAULTS = 0.2
 
 
 def run(quick: bool = False) -> Figure:
-    from saves.journal import load_save
+    from saves.reader import load_save
     from saves.replay import Replayer, replay_plan
 
     turns = 40 if quick else TURNS

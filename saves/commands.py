@@ -27,7 +27,9 @@ from engine.events import (
 )
 from engine.safety import safe_text
 from saves.errors import SaveError, SaveUnreadable
-from saves.journal import Save, list_saves, load_save, resolve_save, saves_dir
+from saves.format import Save
+from saves.locations import list_saves, resolve_save, saves_dir
+from saves.reader import load_save
 from saves.verify import open_pack, verify_save
 
 EXIT_OK, EXIT_NOT_SOUND, EXIT_UNREADABLE = 0, 1, 2

@@ -32,6 +32,16 @@ class SaveUnreadable(SaveError):
     """The file is missing, unreadable, or not a storyloom save at all."""
 
 
+    @classmethod
+    def from_os_error(cls, path: Path, exc: OSError, cannot: str) -> SaveUnreadable:
+        """The error for a save that could not be opened or read; `cannot` says what failed."""
+        if isinstance(exc, FileNotFoundError):
+            return cls(path, "no such save file (see `storyloom saves`)")
+        if isinstance(exc, IsADirectoryError):
+            return cls(path, "this is a folder, not a save file")
+        return cls(path, f"{cannot}: {exc.strerror or exc}")
+
+
 class UnsupportedVersion(SaveUnreadable):
     """The save was written in a format version this storyloom does not know."""
 

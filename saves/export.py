@@ -14,7 +14,7 @@ from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
 from engine.packs import StoryPack
 from engine.safety import safe_text
 from engine.state import state_hash
-from saves.journal import FORMAT, Save
+from saves.format import FORMAT, Save
 from saves.verify import Rebuilt, rebuild
 
 

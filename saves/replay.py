@@ -27,7 +27,7 @@ from engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from engine.packs import StoryPack
 from engine.state import canonical_json, state_hash
 from saves.errors import CorruptRecord
-from saves.journal import Record, Save
+from saves.format import Record, Save
 from saves.verify import open_pack, rebuild
 
 _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}

@@ -9,18 +9,20 @@ than played.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.lifecycle import DEFAULT_BUDGET, Session
+from engine.lifecycle import Session
 from engine.narration import Narrator
 from engine.packs import StoryPack, builtin_pack_ids
+from saves.choices import SessionChoices
 from saves.errors import SaveWriteError
-from saves.journal import Journal, Save, SaveHeader, load_save, new_save_path, resolve_save
+from saves.format import Save, SaveHeader
+from saves.locations import new_save_path, resolve_save
 from saves.verify import Rebuilt, open_pack, rebuild
+from saves.writer import Journal
 
 
 @dataclass
@@ -64,21 +66,46 @@ def restore_session(save: Save, narrator: Narrator, *, pack: StoryPack | None = 
 
 def resume(ref: str | Path, narrator: Narrator, *, pack: StoryPack | None = None, budget: int | None = None,
            **session_options: Any) -> Resumed:
-    """Reopen a save (a path or `latest`) and rebuild its session, ready to play on.
+    """Reopen a save (a path or `latest`) and rebuild its session, ready to play on with `narrator`.
 
     The save is locked for writing first, so two processes never continue one
-    save. A turn that was in flight when the save stopped (a crash) is closed
-    with a `turn_cancelled` record marked `interrupted`, so it can be retried.
+    save, and read once (`Journal.open_for_append`). A turn that was in flight
+    when the save stopped (a crash) is closed with a `turn_cancelled` record
+    marked `interrupted`, so it can be retried.
 
     Raises:
         SaveLocked: another storyloom is writing it.
         SaveError: the save is damaged, of an unknown version, or its story changed (file untouched).
     """
-    path = resolve_save(ref)
-    journal = Journal.open_for_append(path)
+    return _reopen(ref, lambda _pack, _header: narrator, pack=pack, budget=budget, **session_options)
+
+
+def resume_with(ref: str | Path, make_narrator: Callable[[StoryPack, SessionChoices], Narrator],
+                choices: SessionChoices, *, budget: int | None = None, **session_options: Any) -> Resumed:
+    """`resume`, building the narrator for the save's own story (the UI and headless play use this).
+
+    Args:
+        make_narrator: given the save's pack and the player's choices as they carry on into
+            this save (`SessionChoices.continuing`: the offline narrator keeps the save's seed
+            and fault rate), the narrator to continue with.
+        choices: what the player chose now.
+
+    Raises:
+        SaveError: see `resume`; also whatever `make_narrator` raises (the save is then left unlocked).
+    """
+    return _reopen(ref, lambda pack, header: make_narrator(pack, choices.continuing(header)), budget=budget,
+                   **session_options)
+
+
+def _reopen(ref: str | Path, make_narrator: Callable[[StoryPack, SaveHeader], Narrator], *,
+            pack: StoryPack | None = None, budget: int | None = None, **session_options: Any) -> Resumed:
+    """Lock and read the save once, then build its narrator and session and note the resume in it."""
+    journal = Journal.open_for_append(resolve_save(ref))
     try:
         save = journal.loaded
         assert save is not None
+        pack = open_pack(save.header, save.path, pack)
+        narrator = make_narrator(pack, save.header)
         session, built, pack = restore_session(save, narrator, pack=pack, budget=budget, **session_options)
         try:
             journal.note_resumed(narrator)
@@ -92,21 +119,21 @@ def resume(ref: str | Path, narrator: Narrator, *, pack: StoryPack | None = None
     return Resumed(session, journal, save, built, pack)
 
 
-def header_for(pack: StoryPack, narrator: Narrator, settings: Any = None, *, source: str | None = None) -> SaveHeader:
-    """A save header for a new session, taking only whitelisted fields from the settings (never a key)."""
-    return SaveHeader.for_session(
-        pack, narrator, source=source,
-        seed=int(getattr(settings, "seed", 0) or 0),
-        budget=int(getattr(settings, "budget", DEFAULT_BUDGET) if settings is not None else DEFAULT_BUDGET),
-        faults=float(getattr(settings, "faults", 0.0) or 0.0),
-    )
+def header_for(pack: StoryPack, narrator: Narrator, choices: SessionChoices | None = None, *,
+               source: str | None = None) -> SaveHeader:
+    """A save header for a new session: only the player's `choices` are recorded (never a key)."""
+    choices = choices or SessionChoices()
+    return SaveHeader.for_session(pack, narrator, source=source, seed=choices.seed, budget=choices.budget,
+                                  faults=choices.faults)
 
 
-def start_new(pack: StoryPack, narrator: Narrator, settings: Any = None, *, source: str | None = None,
-              path: str | Path | None = None, **session_options: Any) -> tuple[Session, Journal]:
+def start_new(pack: StoryPack, narrator: Narrator, choices: SessionChoices | None = None, *,
+              source: str | None = None, path: str | Path | None = None, **session_options: Any
+              ) -> tuple[Session, Journal]:
     """A new session with its save: at `path`, or a new file in the saves folder (autosave is the default).
 
     Args:
+        choices: what the player chose (seed, fault rate, budget); the defaults when None.
         source: how the player named the story (a built-in id or a file path); a
             file path is stored absolute so the save resumes from any folder.
 
@@ -116,32 +143,7 @@ def start_new(pack: StoryPack, narrator: Narrator, settings: Any = None, *, sour
     """
     if source is not None and source not in builtin_pack_ids() and Path(source).is_file():
         source = str(Path(source).resolve())
-    header = header_for(pack, narrator, settings, source=source)
+    header = header_for(pack, narrator, choices, source=source)
     journal = Journal.create(Path(path) if path else new_save_path(pack.id), header)
     session = Session(pack, narrator, budget=header.budget, **session_options)
     return session, journal
-
-
-def resume_with(ref: str | Path, make_narrator: Callable[[StoryPack, SaveHeader], Narrator], *,
-                budget: int | None = None, **session_options: Any) -> Resumed:
-    """`resume`, building the narrator for the save's own story (the UI and headless play use this).
-
-    Args:
-        make_narrator: given the save's pack and header, the narrator to continue with
-            (see `continued_settings` to keep the offline narrator's seed and fault rate).
-
-    Raises:
-        SaveError: see `resume`.
-    """
-    path = resolve_save(ref)
-    save = load_save(path)
-    pack = open_pack(save.header, save.path)
-    return resume(path, make_narrator(pack, save.header), pack=pack, budget=budget, **session_options)
-
-
-def continued_settings(settings: Any, header: SaveHeader) -> Any:
-    """Settings for continuing a save: the offline narrator keeps the save's seed and fault rate,
-    so a resumed story goes on exactly as it would have without the break."""
-    if getattr(settings, "narrator", None) == "offline" == header.narrator and dataclasses.is_dataclass(settings):
-        return dataclasses.replace(settings, seed=header.seed, faults=header.faults)
-    return settings

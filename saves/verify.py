@@ -24,7 +24,8 @@ from engine.packs import PackError, StoryPack, load_pack
 from engine.rules import judge_data
 from engine.state import WorldState, initial_state, state_hash
 from saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
-from saves.journal import Save, SaveHeader, gc_paused, load_save
+from saves.format import Save, SaveHeader
+from saves.reader import gc_paused, load_save
 
 
 @dataclass

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from saves.journal import load_save
+from saves.reader import load_save
 from saves.replay import Replayer, replay_plan
 from saves.verify import verify_save
 from tests.test_saves_kit import LIGHTHOUSE_WALK

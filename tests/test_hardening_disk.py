@@ -20,7 +20,8 @@ import pytest
 
 from engine.narrators.offline import OfflineNarrator
 from engine.packs import load_pack
-from saves.journal import load_save, saves_dir
+from saves.locations import saves_dir
+from saves.reader import load_save
 from saves.resume import start_new
 from saves.verify import verify_save
 from tests.hardening.figures import tally

@@ -21,8 +21,10 @@ from engine.narrators._shared import Timeouts
 from engine.narrators.anthropic import AnthropicNarrator
 from engine.narrators.openai import OpenAINarrator
 from engine.state import initial_state
-from saves.journal import Journal, SaveHeader, load_save
+from saves.format import SaveHeader
+from saves.reader import load_save
 from saves.verify import verify_save
+from saves.writer import Journal
 from tests.conftest import turn_json
 from tests.hardening.corpus import assert_inert
 from tests.hardening.figures import tally

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from engine.narration import TransientNarratorError
 from engine.narrators.offline import OfflineNarrator
 from engine.packs import load_pack
-from saves.journal import load_save
+from saves.reader import load_save
 from saves.resume import start_new
 from tests.conftest import SHORE_PACK, Reply, ScriptedNarrator, structured, turn_json
 from tests.hardening.corpus import assert_inert

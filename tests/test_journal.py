@@ -13,7 +13,9 @@ import pytest
 
 from engine.events import NarratorRetrying, ProseDelta, TurnCommitted
 from saves.errors import SaveExists, SaveLocked
-from saves.journal import VERSION, Journal, SaveHeader, load_save, record_hash
+from saves.format import VERSION, SaveHeader, record_hash
+from saves.reader import load_save
+from saves.writer import Journal
 from tests.conftest import ScriptedNarrator, structured
 from tests.test_saves_kit import kinds, play, played_save
 
@@ -74,16 +76,14 @@ def test_a_commit_is_fsynced_before_record_returns(tmp_path: Path, pack, monkeyp
 
 
 def test_the_header_never_holds_an_api_key_or_other_settings(tmp_path: Path, pack) -> None:
-    class Settings:
-        seed, budget, faults = 1, 2, 0.0
-        api_key = "sk-ant-secret-123"
-        base_url = "https://user:password@example.test"
-
     from saves.resume import header_for
+    from tui.settings import Settings
 
+    settings = Settings(seed=1, budget=2, faults=0.0, api_key="sk-ant-secret-123",
+                        base_url="https://user:password@example.test")
     narrator = ScriptedNarrator([])
     narrator.api_key = "sk-ant-secret-123"  # type: ignore[attr-defined]
-    with Journal.create(tmp_path / "s.jsonl", header_for(pack, narrator, Settings())):
+    with Journal.create(tmp_path / "s.jsonl", header_for(pack, narrator, settings.choices())):
         pass
     text = (tmp_path / "s.jsonl").read_text()
     assert "secret" not in text and "password" not in text and "api_key" not in text
@@ -111,7 +111,7 @@ async def test_a_cancelled_turn_keeps_the_prose_that_was_shown(tmp_path: Path, p
 
 _HOLDER = textwrap.dedent("""
     import sys
-    from saves.journal import Journal
+    from saves.writer import Journal
     journal = Journal.open_for_append(sys.argv[1])
     print("locked", flush=True)
     sys.stdin.readline()
@@ -146,7 +146,7 @@ def test_the_lock_is_released_on_close_so_the_save_can_be_continued(tmp_path: Pa
 
 
 def test_migrating_a_version_1_save_changes_nothing_and_an_unknown_version_is_refused() -> None:
-    from saves.journal import migrate
+    from saves.format import migrate
 
     header, records = {"format": "storyloom-save", "version": 1}, [{"kind": "turn_started", "data": {"turn": 1}}]
     assert migrate(1, header, records) == (header, records)
@@ -175,7 +175,7 @@ def test_an_attempt_s_output_is_stored_once_and_read_back_whole(tmp_path: Path, 
 def _both_readings(path: Path):
     """A save read line by line as written (how `load_save` reads a sound save) and read carefully
     (generic JSON, then each event checked: how it names damage)."""
-    from saves.journal import _read_as_written, _read_carefully
+    from saves.reader import _read_as_written, _read_carefully
 
     lines = path.read_bytes().split(b"\n")[:-1]
     return _read_as_written(path, lines), _read_carefully(path, lines)

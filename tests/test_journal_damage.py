@@ -22,9 +22,11 @@ from saves.errors import (
     TamperedRecord,
     UnsupportedVersion,
 )
-from saves.journal import Journal, SaveHeader, load_save
+from saves.format import SaveHeader
+from saves.reader import load_save
 from saves.resume import resume
 from saves.verify import verify_save
+from saves.writer import Journal
 from tests.conftest import ScriptedNarrator, structured
 from tests.test_saves_kit import played_save, rewrite_records, shore_pack_file
 

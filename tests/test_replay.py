@@ -17,8 +17,10 @@ from engine.narration import Finish, NarrationRequest, StructuredDelta
 from engine.narrators.offline import OfflineNarrator
 from engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from saves import commands
-from saves.journal import Journal, SaveHeader, load_save
+from saves.format import SaveHeader
+from saves.reader import load_save
 from saves.replay import Replayer, replay_plan
+from saves.writer import Journal
 from tests.conftest import Reply, ScriptedNarrator, structured, turn_json
 from tests.test_saves_kit import LIGHTHOUSE_WALK, play, played_save, played_save_async, rewrite_records
 

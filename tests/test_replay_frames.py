@@ -12,8 +12,10 @@ import pytest
 
 from engine import Session
 from engine.narration import Chunk, NarrationRequest
-from saves.journal import Journal, SaveHeader, load_save
+from saves.format import SaveHeader
+from saves.reader import load_save
 from saves.replay import replay_plan
+from saves.writer import Journal
 from tests.test_frames import transcript_height
 from tests.test_saves_kit import shore_pack_file
 from tui.app import StoryloomApp

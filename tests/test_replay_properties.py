@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 
 from engine import Session, load_pack, state_hash
 from engine.narrators.offline import OfflineNarrator
-from saves.journal import Journal, SaveHeader, load_save
+from saves.format import SaveHeader
+from saves.reader import load_save
 from saves.replay import Replayer, replay_plan
 from saves.resume import resume
 from saves.verify import verify_save
+from saves.writer import Journal
 from tests.test_replay import _timeless
 from tests.test_saves_kit import play
 

@@ -11,8 +11,10 @@ import pytest
 
 from engine import Session
 from saves import commands
-from saves.journal import Journal, SaveHeader, load_save
+from saves.format import SaveHeader
+from saves.reader import load_save
 from saves.verify import verify_save
+from saves.writer import Journal
 from tests.conftest import ScriptedNarrator, structured
 from tests.test_saves_kit import kinds, play, played_save, shore_pack_file
 from tui.cli import main

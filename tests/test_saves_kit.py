@@ -16,7 +16,8 @@ from typing import Any
 from engine import Session, load_pack, parse_pack
 from engine.narrators.offline import OfflineNarrator
 from engine.state import canonical_json
-from saves.journal import GENESIS, Journal, SaveHeader, record_hash
+from saves.format import GENESIS, SaveHeader, record_hash
+from saves.writer import Journal
 from tests.conftest import SHORE_PACK
 
 LIGHTHOUSE_WALK = ["look", "take rope", "north", "up", "west", "take key", "take matches", "east", "east",

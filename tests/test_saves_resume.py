@@ -11,9 +11,11 @@ from engine import Session, load_pack, state_hash
 from engine.events import TurnCommitted, TurnUndone
 from engine.narrators.offline import OfflineNarrator
 from saves.errors import SaveLocked
-from saves.journal import Journal, SaveHeader, load_save
+from saves.format import SaveHeader
+from saves.reader import load_save
 from saves.resume import resume
 from saves.verify import verify_save
+from saves.writer import Journal
 from tests.test_saves_kit import kinds, play, played_save, played_save_async
 
 
@@ -114,7 +116,7 @@ def test_resume_refuses_a_save_another_process_is_writing(tmp_path: Path) -> Non
 
 def test_resume_latest_picks_the_newest_save_in_the_saves_folder(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    from saves.journal import new_save_path
+    from saves.locations import new_save_path
 
     older = played_save(new_save_path("lighthouse"), ["look"], faults=0.0)[0]
     import os
@@ -138,3 +140,53 @@ async def _resume_budget(path: Path) -> int:
     resumed = resume(path, _narrator())
     with resumed.journal:
         return resumed.session.budget
+
+
+def test_a_resume_reads_and_parses_the_save_once(tmp_path: Path, monkeypatch) -> None:
+    """The save the writer appends to is the one the session was rebuilt from: one read, one parse."""
+    import os
+
+    from saves import reader
+    from saves.choices import SessionChoices
+    from saves.resume import resume_with
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope"], faults=0.0)
+    size = path.stat().st_size
+    parses: list[Path] = []
+    read_bytes: list[int] = []
+    parse, os_read, path_read_bytes = reader._read_as_written, os.read, Path.read_bytes
+
+    def counted_parse(at: Path, lines: list[bytes]) -> object:
+        parses.append(at)
+        return parse(at, lines)
+
+    def counted_os_read(fd: int, n: int) -> bytes:
+        chunk = os_read(fd, n)
+        read_bytes.append(len(chunk))
+        return chunk
+
+    def counted_read_bytes(self: Path) -> bytes:
+        blob = path_read_bytes(self)
+        if self == path:
+            read_bytes.append(len(blob))
+        return blob
+
+    monkeypatch.setattr(reader, "_read_as_written", counted_parse)
+    monkeypatch.setattr(os, "read", counted_os_read)
+    monkeypatch.setattr(Path, "read_bytes", counted_read_bytes)
+    resumed = resume_with(path, lambda pack, kept: OfflineNarrator(pack, seed=kept.seed, faults=kept.faults),
+                          SessionChoices())
+    with resumed.journal:
+        assert parses == [path]
+        assert sum(read_bytes) == size
+        assert resumed.save.path == path and resumed.session.next_turn == 3
+
+
+def test_continuing_with_the_offline_narrator_keeps_the_save_s_seed_and_fault_rate(tmp_path: Path) -> None:
+    from saves.choices import SessionChoices
+
+    header = load_save(played_save(tmp_path / "s.jsonl", ["look"], seed=11, faults=0.25)[0]).header
+    assert SessionChoices(narrator="offline", seed=1, faults=0.0).continuing(header) == SessionChoices(
+        narrator="offline", seed=11, faults=0.25)
+    other = SessionChoices(narrator="anthropic", seed=1)
+    assert other.continuing(header) is other

@@ -17,9 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.state import canonical_json
-from saves import journal
+from saves import reader
 from saves.errors import SaveError, TamperedRecord
-from saves.journal import load_save, parse_save, record_hash
+from saves.format import record_hash
+from saves.reader import load_save, parse_save
 from tests.test_saves_kit import played_save
 
 texts = st.text(st.characters(exclude_categories=("Cs",)))  # a lone surrogate cannot be written as UTF-8
@@ -40,7 +41,7 @@ def _signed(data: dict[str, Any], kind: str = "turn_started", seq: int = 4, time
 def test_every_record_the_journal_writes_is_proven_by_its_bytes(data: dict[str, Any], kind: str, time: str) -> None:
     """Only a record whose data holds a `hash` key of its own is left to the full check."""
     line, record = _signed(data, kind=kind, time=time)
-    assert journal._hashed_as_written(line, json.loads(line)) == (b'"hash":' not in canonical_json(data).encode())
+    assert reader._hashed_as_written(line, json.loads(line)) == (b'"hash":' not in canonical_json(data).encode())
     assert record_hash(json.loads(line)) == record["hash"]
 
 
@@ -50,10 +51,10 @@ def test_a_line_the_fast_check_accepts_is_one_the_full_check_accepts(data: dict[
     at = draw.draw(st.integers(0, len(line) - 1))
     changed = line[:at] + draw.draw(st.binary(min_size=0, max_size=3)) + line[at + 1:]
     try:
-        parsed = journal._parse_line(Path("s.jsonl"), changed, 2)  # what loading hands the check
+        parsed = reader._parse_line(Path("s.jsonl"), changed, 2)  # what loading hands the check
     except SaveError:
         return
-    if journal._hashed_as_written(changed, parsed):
+    if reader._hashed_as_written(changed, parsed):
         assert record_hash(parsed) == parsed["hash"]
         assert changed == line or json.loads(line) == parsed
 
@@ -67,7 +68,7 @@ def _small_save(folder: str) -> bytes:
 def _outcome(blob: bytes, fast: bool) -> Any:
     with pytest.MonkeyPatch.context() as patched:
         if not fast:
-            patched.setattr(journal, "_hashed_as_written", lambda line, record: False)
+            patched.setattr(reader, "_hashed_as_written", lambda line, record: False)
         try:
             save = parse_save(Path("s.jsonl"), blob)
         except SaveError as exc:
@@ -123,11 +124,11 @@ def test_every_line_the_fast_parser_reads_is_read_the_same_by_the_json_module(te
         at %= len(text) + 1
         text = text[:at] + piece + text[at + 1:]
     try:
-        fast = journal._parse_json(text)
+        fast = reader._parse_json(text)
     except ValueError:
         fast = "refused"
     try:
-        slow = json.loads(text, parse_constant=journal._no_constant)
+        slow = json.loads(text, parse_constant=reader._no_constant)
     except ValueError:
         slow = "refused"
     assert repr(fast) == repr(slow)

@@ -541,7 +541,8 @@ async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
 
 def test_leaving_a_new_save_without_a_turn_removes_it_and_keeps_one_with_a_turn(tmp_path):
     from engine.events import TurnStarted
-    from saves.journal import Journal, SaveHeader
+    from saves.format import SaveHeader
+    from saves.writer import Journal
     from tui.app import close_journal
 
     header = SaveHeader.for_session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]))

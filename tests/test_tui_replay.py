@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from engine.narration import Chunk, NarrationRequest
-from saves.journal import load_save
+from saves.reader import load_save
 from saves.replay import Replayer, replay_plan
 from tests.test_saves_kit import played_save_async, rewrite_records
 from tests.test_tui_snapshots import snapshot  # noqa: F401  (the fixture that keeps SVGs in snapshots/)

@@ -240,19 +240,20 @@ def run_app(args: argparse.Namespace) -> int:
         """The story, narrator and save (a resumed one, or a new one); raises what is wrong with them."""
         from engine.packs import load_pack
         from saves.errors import SaveError
-        from saves.resume import continued_settings, resume_with, start_new
+        from saves.resume import resume_with, start_new
         from tui.settings import create_narrator
 
         if getattr(args, "resume", None):
-            resumed = resume_with(args.resume, lambda p, header: create_narrator(
-                continued_settings(settings, header), p, interactive=True), budget=getattr(args, "budget", None))
+            resumed = resume_with(args.resume, lambda p, kept: create_narrator(
+                settings.with_choices(kept), p, interactive=True), settings.choices(),
+                budget=getattr(args, "budget", None))
             for warning in resumed.warnings:
                 print(f"storyloom: warning: {safe_text(warning)}", file=sys.stderr)
             story["pack"] = resumed.pack
             journals.append(resumed.journal)
             return resumed.session
         story["pack"] = pack = load_pack(source)
-        session, journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings,
+        session, journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings.choices(),
                                      source=source, path=getattr(args, "save", None))
         if ended.is_set():  # the player quit while it loaded: leave no empty save behind
             close_journal(journal)
@@ -287,25 +288,25 @@ def run_app(args: argparse.Namespace) -> int:
 
         close_journal(journals[-1])
         fresh, fresh_journal = start_new(story["pack"], create_narrator(settings, story["pack"], interactive=True),
-                                         settings, source=story["source"])
+                                         settings.choices(), source=story["source"])
         journals.append(fresh_journal)
         return fresh
 
     def open_save(path: Path) -> Session:
-        from saves.resume import continued_settings, resume_with
+        from saves.resume import resume_with
         from tui.settings import create_narrator
 
         if path.resolve() == journals[-1].path.resolve():
             raise ValueError(f"{path.name} is the story you are playing now")
-        resumed = resume_with(path, lambda p, header: create_narrator(
-            continued_settings(settings, header), p, interactive=True))
+        resumed = resume_with(path, lambda p, kept: create_narrator(
+            settings.with_choices(kept), p, interactive=True), settings.choices())
         close_journal(journals[-1])
         journals.append(resumed.journal)
         story["pack"], story["source"] = resumed.pack, resumed.save.header.story_source or resumed.pack.id
         return resumed.session
 
     def other_saves() -> list[Path]:
-        from saves.journal import list_saves
+        from saves.locations import list_saves
 
         return [p for p in list_saves() if p.resolve() != journals[-1].path.resolve()]
 
@@ -317,7 +318,7 @@ def run_app(args: argparse.Namespace) -> int:
         ended.set()
         unsaved = 0
         if journals:
-            from saves.journal import rescue_save
+            from saves.writer import rescue_save
 
             journal = journals[-1]
             unsaved = journal.unsaved if journal.broken is not None and rescue_save(journal) is None else 0
@@ -343,7 +344,7 @@ def record_or_rescue(journal: Any, event: Event, app: App[Any]) -> None:
     """
     from engine.safety import safe_text
     from saves.errors import SaveWriteError
-    from saves.journal import rescue_save
+    from saves.writer import rescue_save
 
     try:
         journal.record(event)

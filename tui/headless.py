@@ -34,8 +34,8 @@ from engine.lifecycle import Session
 from engine.packs import PackError, StoryPack, load_pack
 from engine.safety import safe_text
 from saves.errors import SaveError, SaveWriteError
-from saves.journal import Journal, rescue_save
-from saves.resume import continued_settings, resume_with, start_new
+from saves.resume import resume_with, start_new
+from saves.writer import Journal, rescue_save
 from tui.cli import EXIT_ERROR, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from tui.settings import DEFAULT_STORY, Settings, SettingsError, create_narrator, load_settings
 
@@ -105,8 +105,9 @@ def _open_save(args: argparse.Namespace, settings: Settings,
     """The session and its save: resumed from `--resume`, else new (at `--save`, or in the saves folder)."""
     try:
         if getattr(args, "resume", None):
-            resumed = resume_with(args.resume, lambda p, header: create_narrator(
-                continued_settings(settings, header), p, interactive=False), budget=getattr(args, "budget", None))
+            resumed = resume_with(args.resume, lambda p, kept: create_narrator(
+                settings.with_choices(kept), p, interactive=False), settings.choices(),
+                budget=getattr(args, "budget", None))
             for warning in resumed.warnings:
                 print(f"storyloom: warning: {safe_text(warning)}", file=err)
             print(f"storyloom: resuming {resumed.journal.path} at turn {resumed.session.next_turn}", file=err)
@@ -115,7 +116,7 @@ def _open_save(args: argparse.Namespace, settings: Settings,
         if pack is None:
             return None
         narrator = create_narrator(settings, pack, interactive=False)
-        session, journal = start_new(pack, narrator, settings, source=args.story or DEFAULT_STORY,
+        session, journal = start_new(pack, narrator, settings.choices(), source=args.story or DEFAULT_STORY,
                                    path=getattr(args, "save", None))
         print(f"storyloom: saving to {journal.path}", file=err)
         return pack, session, journal
@@ -129,7 +130,7 @@ class SaveKeeper:
     once, writes the whole story so far to another place, and lets play go on.
 
     Headless play cannot ask where to save, so it offers the places it tries itself
-    (`saves.journal.rescue_paths`), names the one that worked, and never exits 0 with turns unsaved.
+    (`saves.locations.rescue_paths`), names the one that worked, and never exits 0 with turns unsaved.
     """
 
     def __init__(self, journal: Journal, err: TextIO):

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 import platformdirs
 
 from engine.limits import DEFAULT_BUDGET
+from saves.choices import SessionChoices
 
 if TYPE_CHECKING:  # the engine loads after the first frame; settings are read before it
     from engine.narration import Narrator
@@ -80,6 +81,15 @@ class Settings:
         data["api_key"] = (f"set ({var})" if self.api_key else f"not set ({var})") if var else "not needed"
         data["base_url"] = _without_credentials(self.base_url)
         return data
+
+    def choices(self) -> SessionChoices:
+        """What a save records of these settings (never a key)."""
+        return SessionChoices(narrator=self.narrator, seed=self.seed, faults=self.faults, budget=self.budget)
+
+    def with_choices(self, choices: SessionChoices) -> Settings:
+        """These settings, playing on with `choices` (see `SessionChoices.continuing`)."""
+        return replace(self, narrator=choices.narrator, seed=choices.seed, faults=choices.faults,
+                       budget=choices.budget)
 
 
 def config_path() -> Path:

@@ -16,7 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from saves.journal import record_hash
+from saves.format import record_hash
 from tests.hardening.corpus import ALL
 
 TEXT = st.sampled_from(list(ALL.values())) | st.text(max_size=24) | st.sampled_from(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from engine.narration import Narrator
 from engine.packs import load_pack
+from saves.choices import SessionChoices
 from saves.resume import start_new
 from tests.conftest import SHORE_PACK
 from tui.headless import play_commands
@@ -33,8 +33,8 @@ async def play_into_save(folder: Path, narrator_for: Any, commands: list[str], *
     pack_path = shore_file(folder)
     pack = load_pack(str(pack_path))
     narrator: Narrator = narrator_for(pack)
-    settings = SimpleNamespace(budget=budget, seed=0, faults=0.0)
-    session, journal = start_new(pack, narrator, settings, source=str(pack_path), path=save or folder / "game.jsonl",
+    choices = SessionChoices(budget=budget)
+    session, journal = start_new(pack, narrator, choices, source=str(pack_path), path=save or folder / "game.jsonl",
                                  **session_options)
     out, err = io.StringIO(), io.StringIO()
     with journal:

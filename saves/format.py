@@ -1,0 +1,266 @@
+"""The save format: what one line of a save holds, and how the lines are chained.
+
+A save is an append-only, hash-chained JSON Lines record of a session. The first
+line is a header (format version, story and pack digest, narrator, model, seed,
+budget, storyloom version); every later line is one engine event. Each line is
+one JSON object:
+
+    {"seq": 3, "time": "2026-11-29T22:30:00.123Z", "kind": "turn_committed",
+     "data": {...}, "prev": "<hash of record 2>", "hash": "<sha256>"}
+
+`hash` is the sha256 of the canonical JSON of the record without `hash`
+(which includes `prev`), so a record proves its own content and its place in
+the chain. This module holds the shapes both sides agree on; `saves.reader`
+loads a save, `saves.writer` appends to one, and neither knows the other.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pydantic_core
+
+from engine.events import AttemptFinished, Event
+from engine.packs import StoryPack
+from engine.state import canonical_json
+
+FORMAT = "storyloom-save"
+VERSION = 1
+"""The format version this storyloom writes; see `migrate` and docs/saves.md."""
+GENESIS = "0" * 64
+"""The `prev` of the header: there is no record before it."""
+SUFFIX = ".jsonl"
+
+HEADER = "header"
+RESUMED = "resumed"
+"""A journal's own record: the save was reopened to continue (narrator and model may differ)."""
+
+
+def storyloom_version() -> str:
+    try:
+        return metadata.version("storyloom")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass(frozen=True)
+class SaveHeader:
+    """The first record of a save. Only these fields are ever written (no settings, no keys).
+
+    Attributes:
+        story_id: the pack's id.
+        story_digest: `StoryPack.digest` of the pack played; resume refuses another.
+        story_title: for listings.
+        story_source: how the pack was named when play began (a built-in id or a file path).
+        narrator, model: who narrated.
+        seed: the offline narrator's seed.
+        budget: corrections per turn.
+        faults: the offline narrator's fault rate.
+        storyloom: the version that created the save.
+        version: the save format version.
+    """
+
+    story_id: str
+    story_digest: str
+    story_title: str = ""
+    story_source: str = ""
+    narrator: str = ""
+    model: str = ""
+    seed: int = 0
+    budget: int = 2
+    faults: float = 0.0
+    storyloom: str = field(default_factory=storyloom_version)
+    version: int = VERSION
+
+    @classmethod
+    def for_session(cls, pack: StoryPack, narrator: Any, *, source: str | None = None, seed: int = 0,
+                    budget: int = 2, faults: float = 0.0) -> SaveHeader:
+        """The header for a new session; `narrator` only contributes its `name` and `model`."""
+        return cls(
+            story_id=pack.id, story_digest=pack.digest, story_title=pack.title,
+            story_source=source if source is not None else pack.id,
+            narrator=str(getattr(narrator, "name", "unknown")), model=str(getattr(narrator, "model", "") or ""),
+            seed=int(seed), budget=int(budget), faults=float(faults),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "version": self.version, "storyloom": self.storyloom,
+            "story": {"id": self.story_id, "digest": self.story_digest, "title": self.story_title,
+                      "source": self.story_source},
+            "narrator": self.narrator, "model": self.model, "seed": self.seed, "budget": self.budget,
+            "faults": self.faults,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SaveHeader:
+        """Read a (migrated) header. Raises KeyError/TypeError/ValueError when it is malformed."""
+        story = data["story"]
+        header = cls(
+            story_id=str(story["id"]), story_digest=str(story["digest"]), story_title=str(story.get("title", "")),
+            story_source=str(story.get("source", "")), narrator=str(data.get("narrator", "")),
+            model=str(data.get("model", "")), seed=int(data.get("seed", 0)), budget=int(data.get("budget", 2)),
+            faults=float(data.get("faults", 0.0)), storyloom=str(data.get("storyloom", "")),
+            version=int(data["version"]),
+        )
+        if not header.story_id or len(header.story_digest) != 64:
+            raise ValueError("the story id or digest is missing")
+        return header
+
+
+@dataclass(frozen=True)
+class Record:
+    """One line of a save, as loaded.
+
+    Attributes:
+        written: its `data` as loaded, or the bytes of that JSON object in the line, read into
+            `data` only when asked (verify and resume need only the events).
+        checked: its engine event, checked on loading; for a record read as written, the event's
+            checked fields, made into the event only when asked (a rebuild has no use for an
+            attempt's, the bulk of a save). None for the journal's own records and unknown kinds.
+    """
+
+    seq: int
+    time: str
+    kind: str
+    prev: str
+    hash: str
+    line: int
+    written: dict[str, Any] | bytes = field(repr=False, compare=False)
+    checked: Event | dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def data(self) -> dict[str, Any]:
+        """The record's `data` (an attempt's `raw` and `text` put back, see `expand_attempt`)."""
+        if isinstance(self.written, bytes):  # already read once as valid JSON (no NaN, no lone surrogate)
+            return expand_attempt(self.kind, pydantic_core.from_json(self.written, allow_inf_nan=False))
+        return self.written
+
+    @functools.cached_property
+    def event(self) -> Event | None:
+        """The engine event this record holds, or None for the journal's own records (header, resumed)."""
+        if isinstance(self.checked, dict):
+            return event_from_fields(self.kind, self.checked)
+        return self.checked
+
+    @property
+    def turn(self) -> int | None:
+        """The turn of its event, without making the event."""
+        if isinstance(self.checked, dict):
+            return int(self.checked["turn"])
+        return None if self.checked is None else self.checked.turn
+
+
+@dataclass(frozen=True)
+class Save:
+    """A loaded, chain-checked save.
+
+    Attributes:
+        path: the file.
+        header: its first record.
+        records: every record after the header, in order (already migrated).
+        warnings: what loading had to overlook (a torn last line), for the player to read.
+        size: the file's size in bytes.
+        good_size: bytes up to the end of the last whole record (where the next one is appended).
+    """
+
+    path: Path
+    header: SaveHeader
+    records: tuple[Record, ...]
+    warnings: tuple[str, ...]
+    size: int
+    good_size: int
+    last_hash: str
+    last_seq: int
+    header_time: str = ""
+
+    @property
+    def events(self) -> Iterator[tuple[Record, Event]]:
+        """The engine events in order, with their records."""
+        for record in self.records:
+            event = record.event
+            if event is not None:
+                yield record, event
+
+    @property
+    def last_time(self) -> str:
+        return self.records[-1].time if self.records else self.header_time
+
+
+def record_hash(record: Mapping[str, Any]) -> str:
+    """sha256 over the canonical JSON of a record without its `hash` (its `prev` included)."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def migrate(version: int, header: dict[str, Any],
+            records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Bring a save's header and records from `version` to the current format, in memory.
+
+    The file is never rewritten: the hash chain covers the bytes as written.
+    Version 1 is the current format, so it is the identity. A future version 2
+    adds a step `_v1_to_v2(header, records)` here and applies the steps in turn.
+
+    Raises:
+        ValueError: the version is unknown (newer than this storyloom, or below 1).
+    """
+    if version == 1:
+        return header, records
+    raise ValueError(f"unknown save format version {version!r}")
+
+
+def event_from_fields(kind: str, fields: dict[str, Any]) -> Event:
+    """The event of a record read as written, from its checked fields (see `saves.reader`)."""
+    from engine.events import EVENT_TYPES
+
+    cls = EVENT_TYPES[kind]
+    if cls is AttemptFinished and not ("raw" in fields and "text" in fields):
+        fields = _with_joined(fields)
+    return cls(**fields)
+
+
+def _with_joined(fields: dict[str, Any]) -> dict[str, Any]:
+    """An attempt's fields with `raw` and `text` put back where they were left out as its deltas joined
+    (see `compact_attempt`)."""
+    deltas = fields.get("deltas", ())
+    joined = dict(fields)
+    if "raw" not in joined:
+        structured = [chunk for _, kind, chunk in deltas if kind == "s"]
+        joined["raw"] = "".join(structured) if structured else None
+    if "text" not in joined:
+        joined["text"] = "".join([chunk for _, kind, chunk in deltas if kind == "t"])
+    return joined
+
+
+def _joined(deltas: Any, kind: str) -> str | None:
+    """The text of an attempt's deltas of one kind ("s" structured, "t" text), None when there are none."""
+    if not isinstance(deltas, list):
+        return None
+    chunks = [d[2] for d in deltas if isinstance(d, list) and len(d) == 3 and d[1] == kind and isinstance(d[2], str)]
+    return "".join(chunks) if chunks else None
+
+
+def compact_attempt(data: dict[str, Any]) -> dict[str, Any]:
+    """An attempt's `raw` and `text` are left out when they are exactly its deltas joined (they nearly
+    always are), which halves a save; `expand_attempt` puts them back on load."""
+    deltas = [list(d) for d in data.get("deltas", ())]
+    out = {**data, "deltas": deltas}
+    if out.get("raw") == _joined(deltas, "s"):
+        out.pop("raw", None)
+    if out.get("text") == (_joined(deltas, "t") or ""):
+        out.pop("text", None)
+    return out
+
+
+def expand_attempt(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A record's `data` as the event had it: an attempt's `raw` and `text` put back (see `compact_attempt`)."""
+    if kind != "attempt_finished" or ("raw" in data and "text" in data):
+        return data
+    deltas = data.get("deltas", [])
+    return {"raw": _joined(deltas, "s"), "text": _joined(deltas, "t") or "", **data}

@@ -1,0 +1,387 @@
+"""Reading a save: load, chain-check and migrate it, never touching the file.
+
+`load_save` reads a file and `parse_save` reads bytes already read (the writer
+reads a save it reopens through the descriptor it holds locked); both end in
+the one reading below. A torn last line (a crash mid-write) is dropped with a
+warning; any other damage is refused with a specific `saves.errors` exception.
+
+Why two readers behind `parse_save`: a save is read far more often than it is
+damaged, and most of its bytes are attempts the reader only has to check. So a
+sound current-format save is read line by line as the journal wrote it
+(`_read_as_written`: each line's tail matched in place, its hash taken over the
+bytes as written, its data read straight into the event's fields), about twice
+as fast. Anything that reading does not accept exactly (an older version, a line
+in another shape, any damage) is read again the careful way
+(`_read_carefully`: generic JSON, the header, the chain, migration, then each
+event), which any save can go through and which names the first fault. The two
+agree record for record on every sound save (tests/test_journal.py checks it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gc
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, get_args, get_type_hints
+
+import pydantic_core
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
+
+from engine.events import AttemptFinished, Event, event_from_json
+from saves.errors import (
+    BrokenChain,
+    CorruptRecord,
+    MissingRecord,
+    ReorderedRecords,
+    SaveError,
+    SaveUnreadable,
+    TamperedRecord,
+    UnsupportedVersion,
+)
+from saves.format import (
+    FORMAT,
+    GENESIS,
+    HEADER,
+    RESUMED,
+    VERSION,
+    Record,
+    Save,
+    SaveHeader,
+    expand_attempt,
+    migrate,
+    record_hash,
+    storyloom_version,
+)
+
+
+def load_save(path: str | Path) -> Save:
+    """Read, chain-check and migrate a save without changing the file.
+
+    Raises:
+        SaveUnreadable: missing, unreadable, empty or not a storyloom save.
+        UnsupportedVersion: a format version this storyloom does not know.
+        CorruptRecord, TamperedRecord, BrokenChain, MissingRecord, ReorderedRecords: damage, with the first bad record.
+    """
+    path = Path(path)
+    try:
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
+    return parse_save(path, blob)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold off Python's cycle collector while a save is read or rebuilt.
+
+    Loading makes hundreds of thousands of small dicts and lists, none of them garbage
+    cycles, and the collector kept re-scanning them all: a third of a 10,000-turn verify.
+    It is switched back on afterwards (only if it was on); nothing is collected early or lost.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@gc_paused()
+def parse_save(path: Path, blob: bytes) -> Save:
+    """`load_save` over bytes already read."""
+    warnings: list[str] = []
+    lines = blob.split(b"\n")
+    tail = lines.pop()  # after the last newline: b"" when the last write was whole
+    good_size = len(blob) - len(tail)
+    if tail:
+        warnings.append(f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash while it "
+                        f"was written and is ignored; nothing before it is affected")
+    if not lines:
+        raise SaveUnreadable(path, "the file is empty: it is not a storyloom save (or its first record was never "
+                                   "completely written)")
+    read = _read_as_written(path, lines) or _read_carefully(path, lines)
+    header_raw, header, records = read
+    last_hash, last_seq = (records[-1].hash, records[-1].seq) if records else (header_raw["hash"], header_raw["seq"])
+    return Save(path=path, header=header, records=records, warnings=tuple(warnings), size=len(blob),
+                good_size=good_size, last_hash=last_hash, last_seq=last_seq, header_time=str(header_raw["time"]))
+
+
+_Read = tuple[dict[str, Any], SaveHeader, tuple[Record, ...]]
+
+
+def _read_carefully(path: Path, lines: list[bytes]) -> _Read:
+    """Read every line as generic JSON, check the header and chain, migrate, then check each event.
+
+    Any save can be read this way; it is the one that names what is wrong with a damaged save."""
+    parsed = [_parse_line(path, raw, number) for number, raw in enumerate(lines, 1)]
+    header_raw = parsed[0]
+    header_data = _check_header(path, header_raw)
+    _check_chain(path, parsed, lines)
+    version = int(header_data["version"])
+    migrated_header, migrated = migrate(version, header_data, [dict(r) for r in parsed[1:]])
+    header = _header(path, migrated_header)
+    records = tuple(_record(path, raw, number) for number, raw in enumerate(migrated, 2))
+    return header_raw, header, records
+
+
+def _header(path: Path, data: dict[str, Any]) -> SaveHeader:
+    try:
+        return SaveHeader.from_json(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptRecord(path, f"the header record is malformed ({exc})", line=1, seq=0) from None
+
+
+_TAIL = re.compile(rb',"hash":"([0-9a-f]{64})","kind":"([a-z_]{1,64})","prev":"([0-9a-f]{64})",'
+                   rb'"seq":(0|[1-9][0-9]{0,17}),"time":"([ !#-\[\]-~]*)"}')
+"""The end of a line as the journal writes it: the record's own members after `data`, in canonical
+JSON (sorted keys, no spaces), spelled in plain ASCII that needs no escape."""
+_MEMBER = len(',"hash":"",') + 64
+"""Bytes of the `"hash":"…",` member (with the comma before it) cut out to hash a line."""
+
+
+def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
+    """Read a current-format save whose lines are as the journal writes them, or None.
+
+    The careful reading parses each line into generic JSON, checks each event's fields and
+    joins an attempt's deltas from the generic lists. Here each line's tail (hash, kind, prev,
+    seq, time) is matched in place, its hash taken over the line as written, and its `data`
+    read straight into the event's fields by one strict pydantic call per record. Whatever this
+    reading does not accept exactly as the careful one would (a line in another shape, an older
+    version, any damage) returns None, and the careful reading runs from the start and names
+    the first fault, so the two always agree (tests/test_journal.py checks it).
+    """
+    try:
+        header_raw = _parse_line(path, lines[0], 1)
+        header_data = _check_header(path, header_raw)
+        if (header_data["version"] != VERSION or header_raw["prev"] != GENESIS
+                or not _hashed_as_written(lines[0], header_raw)):
+            return None
+        header = _header(path, header_data)
+    except SaveError:
+        return None
+    readers = _data_readers()
+    records: list[Record] = []
+    previous, previous_text = header_raw["hash"].encode(), header_raw["hash"]
+    for number, line in enumerate(lines[1:], 2):
+        at = line.rfind(b',"hash":"')
+        tail = _TAIL.fullmatch(line, at) if at > 8 else None
+        if tail is None or not line.startswith(b'{"data":{') or line.count(b'"hash":') != 1:
+            return None
+        digest, kind, prev, seq, written_at = tail.groups()
+        if prev != previous or int(seq) != number - 1:
+            return None
+        view = memoryview(line)
+        hashed = hashlib.sha256(view[:at])
+        hashed.update(b",")
+        hashed.update(view[at + _MEMBER:])
+        digest_text = hashed.hexdigest()
+        if digest_text.encode() != digest:
+            return None
+        kind_name = kind.decode()
+        record = _record_as_written(line[8:at], kind_name, readers.get(kind_name))
+        if record is None:
+            return None
+        written, checked = record
+        records.append(Record(number - 1, written_at.decode(), kind_name, previous_text, digest_text, number, written,
+                              checked))
+        previous, previous_text = digest, digest_text
+    return header_raw, header, tuple(records)
+
+
+def _record_as_written(written: bytes, kind: str, reader: _Reader | None
+                       ) -> tuple[dict[str, Any] | bytes, Event | dict[str, Any] | None] | None:
+    """A record's data and checked event (or event fields) from its `data` bytes, or None when the
+    careful reading must judge it."""
+    if reader is not None:
+        required, validator, may_hold_constants = reader
+        if may_hold_constants and (b"NaN" in written or b"Infinity" in written):
+            return None  # pydantic reads these into an `Any`; the careful reading refuses them
+        try:
+            fields = validator.validate_json(written, strict=True)
+        except ValidationError:
+            return None
+        if not required <= fields.keys():
+            return None  # the event could not be made
+        return written, fields
+    try:
+        data = expand_attempt(kind, pydantic_core.from_json(written, allow_inf_nan=False))
+    except ValueError:
+        return None
+    event = _event_of(kind, data)
+    if event is None and _is_engine_kind(kind):
+        return None
+    return data, event
+
+
+_Reader = tuple[frozenset[str], pydantic_core.SchemaValidator, bool]
+
+
+@functools.cache
+def _data_readers() -> dict[str, _Reader]:
+    """Per event kind: the fields it must have (an attempt's `raw` can be joined from its deltas),
+    a strict validator of its fields read from JSON into a dict of the fields present (as
+    `event_from_json` checks them: the same annotations, strict, other keys ignored), and
+    whether a value may be `Any` JSON (where pydantic would read NaN).
+
+    Kinds with a float field are left to the careful reading: pydantic reads JSON `1` there as
+    `1.0`, `event_from_json` keeps `1`."""
+    from engine.events import EVENT_TYPES
+
+    readers: dict[str, _Reader] = {}
+    for kind, cls in EVENT_TYPES.items():
+        declared = dataclasses.fields(cls)
+        hints = {f.name: get_type_hints(cls)[f.name] for f in declared}
+        if any(_mentions(hint, float) for hint in hints.values()):
+            continue
+        required = frozenset(f.name for f in declared if f.default is dataclasses.MISSING
+                             and f.default_factory is dataclasses.MISSING) - ({"raw"} if cls is AttemptFinished else set())
+        fields = TypedDict(f"{cls.__name__}Data", hints, total=False)  # type: ignore[misc]
+        fields.__pydantic_config__ = ConfigDict(strict=True)  # type: ignore[attr-defined]
+        readers[kind] = (required, TypeAdapter(fields).validator, any(_mentions(hint, Any) for hint in hints.values()))
+    return readers
+
+
+def _mentions(hint: Any, wanted: Any) -> bool:
+    """Whether a type annotation is `wanted` or holds it anywhere (`tuple[dict[str, Any], ...]` holds Any)."""
+    return hint is wanted or any(_mentions(arg, wanted) for arg in get_args(hint))
+
+
+def _parse_json(text: str) -> Any:
+    """`json.loads` (NaN and Infinity refused), about twice as fast on the lines a journal writes.
+
+    pydantic's parser reads a line first; whatever it cannot read (a lone surrogate escape,
+    a malformed line, NaN) is left to the json module, so every line gets the json module's
+    answer and error message, as before.
+    """
+    try:
+        return pydantic_core.from_json(text, allow_inf_nan=False)
+    except (ValueError, TypeError):
+        return json.loads(text, parse_constant=_no_constant)
+
+
+def _parse_line(path: Path, raw: bytes, number: int) -> dict[str, Any]:
+    try:
+        data = _parse_json(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        if number == 1:
+            raise SaveUnreadable(path, "the first line is not JSON: this is not a storyloom save") from None
+        raise CorruptRecord(path, f"the record is not valid JSON ({exc}); the file was damaged or edited",
+                            line=number) from None
+    if not (isinstance(data, dict) and isinstance(data.get("seq"), int) and isinstance(data.get("hash"), str)
+            and isinstance(data.get("prev"), str) and isinstance(data.get("kind"), str)
+            and isinstance(data.get("data"), dict) and isinstance(data.get("time"), str)):
+        if number == 1:
+            raise SaveUnreadable(path, "the first line is not a storyloom save header")
+        raise CorruptRecord(path, "the line is JSON but not a save record (seq, time, kind, data, prev, hash)",
+                            line=number)
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _check_header(path: Path, header: dict[str, Any]) -> dict[str, Any]:
+    data = header["data"]
+    if header["kind"] != HEADER or header["seq"] != 0 or data.get("format") != FORMAT:
+        raise SaveUnreadable(path, "the first record is not a storyloom save header")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UnsupportedVersion(path, f"the save format version {version!r} is not a number", line=1, seq=0)
+    if version > VERSION:
+        raise UnsupportedVersion(path, f"the save is in format version {version}, newer than this storyloom "
+                                       f"({storyloom_version()}, format {VERSION}) can read; upgrade storyloom",
+                                 line=1, seq=0)
+    if version < 1:
+        raise UnsupportedVersion(path, f"unknown save format version {version}", line=1, seq=0)
+    return data
+
+
+def _check_chain(path: Path, parsed: list[dict[str, Any]], lines: list[bytes]) -> None:
+    """Each record proves its content, sits right after its predecessor, and follows its hash."""
+    previous_hash = GENESIS
+    expected_seq = 0
+    for index, record in enumerate(parsed):
+        number = index + 1
+        if not _hashed_as_written(lines[index], record) and record_hash(record) != record["hash"]:
+            raise TamperedRecord(path, f"record {record['seq']} does not match its hash: bytes inside it were "
+                                       f"changed after it was written", line=number, seq=record["seq"])
+        seq = record["seq"]
+        if seq != expected_seq:
+            later = {r["seq"] for r in parsed[index + 1:]}
+            earlier = {r["seq"] for r in parsed[:index]}
+            if seq < expected_seq or expected_seq in later:
+                what = "a second copy of" if seq in earlier else "out of place:"
+                raise ReorderedRecords(path, f"records are out of order: record {seq} is {what} it comes where "
+                                             f"record {expected_seq} belongs", line=number, seq=seq)
+            gap = f"record {expected_seq} is" if seq == expected_seq + 1 else f"records {expected_seq}..{seq - 1} are"
+            raise MissingRecord(path, f"{gap} missing: the record before this one (seq {seq}) was removed",
+                                line=number, seq=seq)
+        if record["prev"] != previous_hash:
+            raise BrokenChain(path, f"record {seq} does not follow the hash of record {seq - 1}: the chain is "
+                                    f"broken (a record was replaced)", line=number, seq=seq)
+        previous_hash = record["hash"]
+        expected_seq += 1
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_json_string = json.encoder.encode_basestring  # how canonical_json spells a string (ensure_ascii=False)
+
+
+def _hashed_as_written(line: bytes, record: dict[str, Any]) -> bool:
+    """Whether a line, less its own `"hash":"…",` member, hashes to its `hash`: `record_hash`
+    without re-encoding the record.
+
+    The journal writes each record as its canonical JSON (keys sorted: data, hash, kind, prev,
+    seq, time), so the canonical JSON of the record without `hash` is the line with that one
+    member cut out. The line must end in exactly the canonical spelling of the parsed
+    `hash`, `kind`, `prev`, `seq` and `time` and hold no other `"hash":` key, so that member
+    is the record's own and cutting it out leaves the same record; a byte changed anywhere
+    else changes the digest. Any line not in this shape is checked by re-encoding it.
+    """
+    digest, seq = record["hash"], record["seq"]
+    if len(record) != 6 or type(seq) is not int or not _HEX64.fullmatch(digest) or line.count(b'"hash":') != 1:
+        return False
+    try:
+        tail = (f'"kind":{_json_string(record["kind"])},"prev":{_json_string(record["prev"])},"seq":{seq},'
+                f'"time":{_json_string(record["time"])}}}').encode()
+    except UnicodeEncodeError:
+        return False
+    member = b',"hash":"' + digest.encode() + b'",'
+    if not (line.startswith(b'{"data":') and line.endswith(member + tail)):
+        return False
+    return hashlib.sha256(line[:-len(member) - len(tail)] + b"," + tail).hexdigest() == digest
+
+
+def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
+    kind = raw["kind"]
+    data = expand_attempt(kind, raw["data"])
+    event = _event_of(kind, data)
+    if kind not in (HEADER, RESUMED) and event is None and _is_engine_kind(kind):
+        raise CorruptRecord(path, f"record {raw['seq']} is not a valid {kind} event", line=number, seq=raw["seq"])
+    return Record(seq=raw["seq"], time=raw["time"], kind=kind, prev=raw["prev"], hash=raw["hash"], line=number,
+                  written=data, checked=event)
+
+
+def _event_of(kind: str, data: dict[str, Any]) -> Event | None:
+    """The engine event a record's data holds, or None (the journal's own records, or not a valid event)."""
+    if kind in (HEADER, RESUMED):
+        return None
+    try:
+        return event_from_json({**data, "event": kind})
+    except ValueError:
+        return None
+
+
+def _is_engine_kind(kind: str) -> bool:
+    from engine.events import EVENT_TYPES
+
+    return kind in EVENT_TYPES

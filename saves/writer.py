@@ -1,0 +1,395 @@
+"""Writing a save: the `Journal` that appends chained records, holds the save's lock, and rescues it.
+
+A commit is flushed and fsynced before `Journal.record` returns, so the UI may
+show it as committed. Records are written with one `write` each. A save that
+stops taking writes (disk full, deleted, read-only) keeps its records in memory
+until `rescue_save` writes the whole chain somewhere that takes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine.events import (
+    AttemptFinished,
+    CorrectionStarted,
+    Event,
+    NarratorRetrying,
+    ProseDelta,
+    ProseReplaced,
+    TurnCancelled,
+    TurnFailed,
+    TurnStarted,
+)
+from engine.state import canonical_json
+from saves.errors import SaveError, SaveExists, SaveLocked, SaveUnreadable, SaveWriteError
+from saves.format import (
+    GENESIS,
+    HEADER,
+    RESUMED,
+    VERSION,
+    Save,
+    SaveHeader,
+    compact_attempt,
+    record_hash,
+    storyloom_version,
+)
+from saves.locations import rescue_paths
+from saves.reader import parse_save
+
+_DURABLE = {HEADER, RESUMED, "turn_committed", "turn_undone", "turn_failed", "turn_cancelled", "story_ended"}
+"""Record kinds fsynced before `record` returns: every outcome a player may be shown."""
+_STATELESS = {"turn_committed", "turn_undone"}
+"""Events whose full `state` is left out: it is rebuilt from the patches and checked by hash."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _lock(fd: int, path: Path) -> None:
+    """Take the exclusive write lock on an open save, or say which process holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SaveLocked(path, _lock_owner(path)) from None
+    with contextlib.suppress(OSError):
+        _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
+
+
+def _lock_owner(path: Path) -> int | None:
+    try:
+        return int(_lock_path(path).read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _read_whole(fd: int) -> bytes:
+    """Every byte of the open file `fd`, from its start (writes append whatever the offset)."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class Journal:
+    """The writer of one save: holds its lock and appends chained records.
+
+    Create with `Journal.create` (a new save) or `Journal.open_for_append`
+    (continue one); feed it every engine event with `record`. Use it as a
+    context manager, or call `close`.
+    """
+
+    def __init__(self, path: Path, fd: int, last_hash: str, last_seq: int, loaded: Save | None = None):
+        self.path = path
+        self._fd: int | None = fd
+        self._last_hash = last_hash
+        self._seq = last_seq
+        self.loaded = loaded
+        """The save as it was when opened for append (None for a new save)."""
+        self._broken: SaveWriteError | None = None
+        self._lines: list[bytes] = []
+        """Every record of the save, as written: a save that cannot be written can be written elsewhere."""
+        self.unsaved = 0
+        """Records kept only in memory since the save stopped being writable (see `save_as`)."""
+        self._placed = True
+        """The file is at `path` (not yet while `create` writes the header under a temporary name)."""
+        self._attempt_started = time.monotonic()
+        self._attempt_done = False
+        self._attempt_number = 1
+        self._partial: list[tuple[int, str]] = []
+        self._cleared: list[tuple[int, str]] = []
+        self._truncate_to: int | None = None
+
+    @classmethod
+    def create(cls, path: str | Path, header: SaveHeader) -> Journal:
+        """Start a new save at `path` (its folder is created) and write its header durably.
+
+        The header is written and fsynced under a temporary name, then linked into
+        place, so a crash never leaves a save without its header (and an existing
+        file is never overwritten).
+
+        Raises:
+            SaveExists: a file is already there (resume it instead).
+            SaveWriteError: the folder or file cannot be written.
+        """
+        path = Path(path)
+        made: list[Journal] = []
+
+        def write_header(fd: int) -> None:
+            journal = cls(path, fd, GENESIS, -1)
+            journal._placed = False
+            made.append(journal)
+            journal._append(HEADER, header.to_json())
+
+        _place_new_save(path, write_header, "a file is already there; resume it with --resume, or choose another path")
+        journal = made[0]
+        journal._placed = True
+        with contextlib.suppress(OSError):
+            _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
+        return journal
+
+    @classmethod
+    def open_for_append(cls, path: str | Path) -> Journal:
+        """Reopen a save to continue it: lock it, then read and check it, once.
+
+        The save is read through the locked descriptor and parsed by `saves.reader.parse_save`;
+        that one reading is both what the caller resumes from (`loaded`) and the chain the
+        journal keeps in memory to rescue the save, so a resume reads the file only once.
+        A torn last line is cut off only when the first new record is written,
+        so a resume that is refused (say, the story changed) leaves the file as it was.
+
+        Raises:
+            SaveLocked: another process is writing it.
+            SaveError: any damage `load_save` reports (the file is left untouched).
+        """
+        path = Path(path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except OSError as exc:
+            raise SaveUnreadable.from_os_error(path, exc, "cannot open the save for writing") from None
+        _lock(fd, path)
+        try:
+            blob = _read_whole(fd)
+            save = parse_save(path, blob)
+        except OSError as exc:
+            cls._release(fd, path)
+            raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
+        except BaseException:
+            cls._release(fd, path)
+            raise
+        journal = cls(path, fd, save.last_hash, save.last_seq, save)
+        journal._lines = blob[:save.good_size].splitlines(keepends=True)
+        if save.good_size < save.size:
+            journal._truncate_to = save.good_size
+        return journal
+
+    def note_resumed(self, narrator: Any) -> None:
+        """Record that the save continues from here, and with which narrator and model."""
+        self._append(RESUMED, {"narrator": str(getattr(narrator, "name", "unknown")),
+                               "model": str(getattr(narrator, "model", "") or ""), "storyloom": storyloom_version(),
+                               "version": VERSION})
+
+    def record_interrupted(self, turn: int) -> None:
+        """Close a turn that was in flight when the save stopped (a crash): nothing of it was committed."""
+        self._append("turn_cancelled", {"turn": turn, "interrupted": True})
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def record(self, event: Event) -> None:
+        """Append one engine event; a turn's outcome is on disk (fsynced) when this returns.
+
+        `prose_delta` events are not written (their text and timing are inside
+        `attempt_finished`); the prose shown of an attempt cut short by a cancel
+        or a narrator fault is kept (as `partial`) with the `turn_cancelled`,
+        `turn_failed` or `narrator_retrying` record, so a replay can show it.
+
+        Raises:
+            SaveWriteError: the save cannot be written (raised once; later events are kept in
+                memory, counted by `unsaved`, until `save_as` writes them elsewhere).
+        """
+        self._track(event)
+        if isinstance(event, ProseDelta):
+            return
+        data = event.to_json()
+        data.pop("event", None)
+        if event.event in _STATELESS:
+            data.pop("state", None)
+        if isinstance(event, AttemptFinished):
+            data = compact_attempt(data)
+        if isinstance(event, TurnCancelled | TurnFailed) and not self._attempt_done and (
+                self._partial or isinstance(event, TurnCancelled)):
+            data["partial"] = {"attempt": self._attempt_number, "prose": [list(p) for p in self._partial]}
+        if isinstance(event, NarratorRetrying) and self._cleared:
+            data["partial"] = {"attempt": event.attempt, "prose": [list(p) for p in self._cleared]}
+        self._append(event.event, data)
+        if isinstance(event, NarratorRetrying):
+            self._attempt_started = time.monotonic()
+            self._partial, self._cleared = [], []
+
+    def _track(self, event: Event) -> None:
+        """Follow the attempt in flight, to keep the prose shown if it is cancelled."""
+        if isinstance(event, TurnStarted | CorrectionStarted):
+            self._attempt_number = event.attempt
+            self._attempt_started = time.monotonic()
+            self._attempt_done = False
+            self._partial, self._cleared = [], []
+        elif isinstance(event, AttemptFinished):
+            self._attempt_done = True
+        elif isinstance(event, ProseReplaced) and not self._attempt_done:
+            self._cleared, self._partial = self._partial, []  # a transient fault wiped the prose shown
+        elif isinstance(event, ProseDelta) and not self._attempt_done:
+            self._partial.append((int((time.monotonic() - self._attempt_started) * 1000), event.text))
+
+    def _append(self, kind: str, data: dict[str, Any]) -> None:
+        """Write one record; if the file cannot take it, keep it (and every later one) in memory.
+
+        The first failure raises `SaveWriteError` so the player can be told; later records
+        are kept without raising until `save_as` writes the whole save somewhere else.
+        """
+        if self._fd is None:
+            raise SaveWriteError(self.path, "the save is closed")
+        record: dict[str, Any] = {"seq": self._seq + 1, "time": _now(), "kind": kind, "data": data,
+                                  "prev": self._last_hash}
+        record["hash"] = record_hash(record)
+        line = (canonical_json(record) + "\n").encode("utf-8")
+        self._lines.append(line)
+        self._seq += 1
+        self._last_hash = record["hash"]
+        if self._broken is not None:
+            self.unsaved += 1
+            return
+        try:
+            if self._truncate_to is not None:
+                os.ftruncate(self._fd, self._truncate_to)
+                os.fsync(self._fd)
+                self._truncate_to = None
+            view = memoryview(line)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if kind in _DURABLE:
+                os.fsync(self._fd)
+                if self._placed:
+                    self._check_still_there()
+        except OSError as exc:
+            self.unsaved += 1
+            self._broken = SaveWriteError(self.path, f"the save could not be written ({exc.strerror or exc}); "
+                                                     f"the story goes on in memory, unsaved")
+            raise self._broken from None
+
+    def _check_still_there(self) -> None:
+        """A save deleted or replaced while the game runs still takes writes (into a file no one can
+        open): notice, so the player is told instead of losing every turn from here on."""
+        assert self._fd is not None
+        mine = os.fstat(self._fd)
+        try:
+            there = os.stat(self.path)
+        except FileNotFoundError:
+            there = None
+        if mine.st_nlink == 0 or there is None or (there.st_dev, there.st_ino) != (mine.st_dev, mine.st_ino):
+            raise OSError(errno.ENOENT, "the save file was deleted or replaced while the game was running")
+
+    @property
+    def broken(self) -> SaveWriteError | None:
+        """Why the save stopped being written, or None while it is written as play goes on."""
+        return self._broken
+
+    def save_as(self, path: str | Path) -> Path:
+        """Write the whole save (records only in memory too) to a new file and go on writing there.
+
+        The new file is a complete save, hash chain and all; the old one is left as it is.
+
+        Raises:
+            SaveExists: a file is already at `path`.
+            SaveWriteError: `path` cannot be written either (the journal stays in memory).
+        """
+        path = Path(path)
+
+        def write_chain(fd: int) -> None:
+            view = memoryview(b"".join(self._lines))
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+
+        fd = _place_new_save(path, write_chain, "a file is already there; choose another path")
+        old_fd, old_path = self._fd, self.path
+        self._fd, self.path, self._broken, self.unsaved, self._truncate_to = fd, path, None, 0, None
+        with contextlib.suppress(OSError):
+            _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
+        if old_fd is not None:
+            self._release(old_fd, old_path)
+        return path
+
+    def close(self) -> None:
+        """Release the lock; the file stays as written."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            self._release(fd, self.path)
+
+    @staticmethod
+    def _release(fd: int, path: Path) -> None:
+        if _lock_owner(path) == os.getpid():
+            with contextlib.suppress(OSError):
+                _lock_path(path).unlink()
+        os.close(fd)
+
+
+def _place_new_save(path: Path, write: Callable[[int], None], exists: str) -> int:
+    """Write a new save under a temporary name, locked, then link it into place; return its open fd.
+
+    A crash never leaves a half-written save at `path`, and an existing file is never overwritten.
+
+    Raises:
+        SaveExists: a file is already at `path` (`exists` says what to do).
+        SaveWriteError: the folder or the file cannot be written.
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+    except OSError as exc:
+        raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        write(fd)
+        os.link(temporary, path)
+    except FileExistsError:
+        os.close(fd)
+        raise SaveExists(path, exists) from None
+    except (OSError, SaveWriteError) as exc:
+        os.close(fd)
+        raise SaveWriteError(path, f"cannot write the save: {getattr(exc, 'strerror', None) or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    _fsync_dir(path.parent)
+    return fd
+
+
+def rescue_save(journal: Journal, on_refused: Callable[[Path, SaveError], None] | None = None) -> Path | None:
+    """Write a save that stopped taking writes to the first place in `rescue_paths` that takes it.
+
+    Returns:
+        The path the story is saved (and from now on written) to, or None when no place took it;
+        the records then stay in memory (`Journal.unsaved`).
+    """
+    for path in rescue_paths(journal.path):
+        try:
+            journal.save_as(path)
+        except SaveError as exc:
+            if on_refused is not None:
+                on_refused(path, exc)
+            continue
+        return path
+    return None
