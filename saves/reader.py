@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import Any, cast, get_args, get_type_hints
 
 import pydantic_core
 from pydantic import ConfigDict, TypeAdapter, ValidationError
@@ -245,7 +245,8 @@ def _data_readers() -> dict[str, _Reader]:
                              and f.default_factory is dataclasses.MISSING) - ({"raw"} if cls is AttemptFinished else set())
         fields = TypedDict(f"{cls.__name__}Data", hints, total=False)  # type: ignore[misc]
         fields.__pydantic_config__ = ConfigDict(strict=True)  # type: ignore[attr-defined]
-        readers[kind] = (required, TypeAdapter(fields).validator, any(_mentions(hint, Any) for hint in hints.values()))
+        validator = cast(pydantic_core.SchemaValidator, TypeAdapter(fields).validator)  # no pydantic plugins here
+        readers[kind] = (required, validator, any(_mentions(hint, Any) for hint in hints.values()))
     return readers
 
 
@@ -302,7 +303,7 @@ def _check_header(path: Path, header: dict[str, Any]) -> dict[str, Any]:
                                  line=1, seq=0)
     if version < 1:
         raise UnsupportedVersion(path, f"unknown save format version {version}", line=1, seq=0)
-    return data
+    return dict(data)
 
 
 def _check_chain(path: Path, parsed: list[dict[str, Any]], lines: list[bytes]) -> None:
@@ -358,7 +359,7 @@ def _hashed_as_written(line: bytes, record: dict[str, Any]) -> bool:
     member = b',"hash":"' + digest.encode() + b'",'
     if not (line.startswith(b'{"data":') and line.endswith(member + tail)):
         return False
-    return hashlib.sha256(line[:-len(member) - len(tail)] + b"," + tail).hexdigest() == digest
+    return bool(hashlib.sha256(line[:-len(member) - len(tail)] + b"," + tail).hexdigest() == digest)
 
 
 def _record(path: Path, raw: dict[str, Any], number: int) -> Record:

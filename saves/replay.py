@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +73,7 @@ class ReplayPlan:
         """The player's recorded inputs, in order (retries repeat their turn's input)."""
         return [s.player_input for s in self.steps if s.action != "undo"]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         """Unpacks as `(pack, inputs, narrator)`."""
         return iter((self.pack, self.inputs, self.narrator))
 
@@ -215,7 +215,7 @@ def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
 def _describe(event: dict[str, Any] | None) -> str:
     if event is None:
         return "nothing more"
-    kind = event["event"]
+    kind = str(event["event"])
     if kind == "turn_committed":
         return f"a commit (state {event.get('state_hash', '')[:12]}…)"
     if kind in ("validation_failed", "turn_failed"):
@@ -225,7 +225,7 @@ def _describe(event: dict[str, Any] | None) -> str:
         rules = ", ".join(i.get("rule", "?") for i in event.get("issues", [])) or "no issues"
         return f"attempt {event.get('attempt')} output {str(event.get('raw'))[:60]!r} judged [{rules}]"
     if kind == "turn_undone":
-        return f"an undo (state {event.get('state_hash', '')[:12]}…)"
+        return f"an undo (state {str(event.get('state_hash', ''))[:12]}…)"
     return kind
 
 
@@ -268,11 +268,11 @@ class Replayer:
     async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:
         """Play one recorded step, yielding the engine's events (prose deltas included) as they come."""
         if step.action == "undo":
-            event = self.session.undo()
-            if event is not None:
-                self.result.events.append(event)
-                yield event
-            self._compare(step, 0, event)
+            undone = self.session.undo()
+            if undone is not None:
+                self.result.events.append(undone)
+                yield undone
+            self._compare(step, 0, undone)
             return
         if step.action == "retry" and self.session.pending is not None:
             events = self.session.retry()

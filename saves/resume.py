@@ -16,7 +16,8 @@ from typing import Any
 
 from engine.lifecycle import Session
 from engine.narration import Narrator
-from engine.packs import StoryPack, builtin_pack_ids
+from engine.builtin import builtin_pack_ids
+from engine.packs import StoryPack
 from saves.choices import SessionChoices
 from saves.errors import SaveWriteError
 from saves.format import Save, SaveHeader
