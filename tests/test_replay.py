@@ -16,7 +16,7 @@ from engine.events import Event
 from engine.narration import Finish, NarrationRequest, StructuredDelta
 from engine.narrators.offline import OfflineNarrator
 from engine.narrators.replay import RecordedAnswer, ReplayNarrator
-from saves import commands
+from tui.cli import save_commands as commands
 from saves.journal import Journal, SaveHeader, load_save
 from saves.replay import Replayer, replay_plan
 from tests.conftest import Reply, ScriptedNarrator, structured, turn_json

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine import Session
-from saves import commands
+from tui.cli import save_commands as commands
 from saves.journal import Journal, SaveHeader, load_save
 from saves.verify import verify_save
 from tests.conftest import ScriptedNarrator, structured
