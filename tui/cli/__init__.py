@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     play = commands.add_parser("play", help="play a story (the default command)")
-    add_play_arguments(play)
+    _add_play_arguments(play)
 
     replay = commands.add_parser("replay", help="play a saved session back through the same engine and UI")
     replay.add_argument("save", help="a save file, or 'latest'")
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_play_arguments(play: argparse.ArgumentParser) -> None:
+def _add_play_arguments(play: argparse.ArgumentParser) -> None:
     play.add_argument("--story", default=None, help="a built-in story id or a pack file (default: the first story)")
     play.add_argument("--narrator", choices=["offline", "anthropic", "openai"], default=None)
     play.add_argument("--model", default=None)
