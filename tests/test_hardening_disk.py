@@ -26,7 +26,8 @@ from saves.resume import start_new
 from saves.verify import verify_save
 from tests.hardening.figures import tally
 from tui.cli import main
-from tui.headless import SaveKeeper, play_commands
+from tui.cli.headless import finish, play_commands, recorder
+from tui.session import PlaySession
 
 COMMANDS = ["look", "examine the boat", "take rope", "north", "go up", "open the tower door", "west", "take key"]
 
@@ -121,7 +122,7 @@ async def test_a_save_deleted_under_a_running_game_is_noticed_and_rescued(tmp_pa
     pack = load_pack("lighthouse")
     session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
     out, err = io.StringIO(), io.StringIO()
-    keeper = SaveKeeper(journal, err)
+    play = PlaySession.around(session, journal, err=err)
 
     def lines():
         for number, command in enumerate(COMMANDS):
@@ -130,8 +131,8 @@ async def test_a_save_deleted_under_a_running_game_is_noticed_and_rescued(tmp_pa
             yield command
 
     with journal:
-        code = await play_commands(session, lines(), on_event=keeper.record, out=out, err=err)
-        code = keeper.finish(code)
+        code = await play_commands(session, lines(), on_event=recorder(play), out=out, err=err)
+        code = finish(play, code)
     assert code == 0
     assert "deleted or replaced while the game was running" in err.getvalue()
     assert journal.path != tmp_path / "game.jsonl" and commits(journal.path) == len(COMMANDS)
@@ -143,7 +144,7 @@ async def test_a_save_replaced_under_a_running_game_is_left_alone_and_the_story_
     pack = load_pack("lighthouse")
     session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
     out, err = io.StringIO(), io.StringIO()
-    keeper = SaveKeeper(journal, err)
+    play = PlaySession.around(session, journal, err=err)
 
     def lines():
         for number, command in enumerate(COMMANDS):
@@ -153,7 +154,7 @@ async def test_a_save_replaced_under_a_running_game_is_left_alone_and_the_story_
             yield command
 
     with journal:
-        keeper.finish(await play_commands(session, lines(), on_event=keeper.record, out=out, err=err))
+        finish(play, await play_commands(session, lines(), on_event=recorder(play), out=out, err=err))
     assert (tmp_path / "game.jsonl").read_text(encoding="utf-8") == "someone else's file\n"
     assert commits(journal.path) == len(COMMANDS)
     tally("disk faults: save replaced under a running game")
@@ -197,14 +198,17 @@ def test_resuming_a_save_in_a_folder_that_became_read_only_goes_on_elsewhere(tmp
 
 
 async def test_the_app_saves_elsewhere_when_the_disk_fills_and_says_where(tmp_path, monkeypatch):
-    from tui.app import StoryloomApp, record_or_rescue
+    from tui.app import StoryloomApp
+    from tui.cli.ui import AppSaveNotes
     from tui.testing.pilot import until
 
     pack = load_pack("lighthouse")
     session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "disk" / "game.jsonl")
     fail_disk(monkeypatch, str(tmp_path / "disk"), errno.ENOSPC, after=1)
     notes: list[str] = []
-    app = StoryloomApp(session, on_event=lambda event: record_or_rescue(journal, event, app), blink=False)
+    play = PlaySession.around(session, journal)
+    app = StoryloomApp(session, on_event=play.record, blink=False)
+    play.notes = AppSaveNotes(app)
     original_notify = app.notify
     monkeypatch.setattr(app, "notify", lambda message, **kw: (notes.append(message), original_notify(message, **kw)))
     with journal:

@@ -28,7 +28,7 @@ from tests.hardening.figures import tally
 from tests.hardening.mutate import damaged_pack, damaged_save
 from tests.hardening.play import shore_file
 from tui.cli import main
-from tui.headless import play_commands
+from tui.cli.headless import play_commands
 
 PACKS = {
     "example": (Path(__file__).parent / "packs" / "example.toml").read_text(encoding="utf-8"),

@@ -13,7 +13,7 @@ import pytest
 from engine import Session, event_from_json, initial_state, load_pack
 from engine.narrators.offline import OfflineNarrator
 from tui.cli import main
-from tui.headless import play_commands
+from tui.cli.headless import play_commands
 
 PACKS = Path(__file__).parent / "packs"
 WALKS = Path(__file__).parent / "walkthroughs"
@@ -184,7 +184,7 @@ def test_an_unwritable_events_file_exits_2(commands_file, tmp_path, capsys):
 
 
 def test_headless_play_never_imports_textual():
-    code = "import sys, tui.headless; sys.exit('textual' in sys.modules)"
+    code = "import sys, tui.cli.headless; sys.exit('textual' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from engine import Session
 from engine.narrators.offline import OfflineNarrator
-from saves import commands
+from tui.cli import save_commands as commands
 from saves.errors import (
     BrokenChain,
     CorruptRecord,

@@ -262,7 +262,8 @@ def test_the_narrator_rejects_a_fault_rate_outside_zero_to_one(cellar):
 
 
 def test_it_is_built_by_the_settings_with_its_pace(cellar):
-    from tui.settings import Settings, create_narrator
+    from tui.session import create_narrator
+    from tui.settings import Settings
 
     narrator = create_narrator(Settings(seed=4, faults=0.25), cellar, interactive=True)
     assert isinstance(narrator, OfflineNarrator)

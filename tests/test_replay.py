@@ -16,9 +16,9 @@ from engine.events import Event
 from engine.narration import Finish, NarrationRequest, StructuredDelta
 from engine.narrators.offline import OfflineNarrator
 from engine.narrators.replay import RecordedAnswer, ReplayNarrator
-from saves import commands
 from saves.format import SaveHeader
 from saves.reader import load_save
+from tui.cli import save_commands as commands
 from saves.replay import Replayer, replay_plan
 from saves.writer import Journal
 from tests.conftest import Reply, ScriptedNarrator, structured, turn_json

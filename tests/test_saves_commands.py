@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from engine import Session
-from saves import commands
 from saves.format import SaveHeader
 from saves.reader import load_save
+from tui.cli import save_commands as commands
 from saves.verify import verify_save
 from saves.writer import Journal
 from tests.conftest import ScriptedNarrator, structured

@@ -10,7 +10,8 @@ from engine.narrators.anthropic import DEFAULT_MODEL as CLAUDE
 from engine.narrators.anthropic import AnthropicNarrator
 from engine.narrators.openai import DEFAULT_BASE_URL, OpenAINarrator
 from tui.cli import build_parser, main
-from tui.settings import Settings, SettingsError, config_path, create_narrator, load_settings
+from tui.session import create_narrator
+from tui.settings import Settings, SettingsError, config_path, load_settings
 
 PLANTED = "sk-ant-api03-PLANTED-SECRET-never-print-me"
 

@@ -13,7 +13,8 @@ from engine import Session, parse_pack
 from engine.events import Event
 from engine.narration import TransientNarratorError
 from tests.conftest import SHORE_PACK
-from tui.app import StoryloomApp, run_app
+from tui.app import StoryloomApp
+from tui.cli.ui import run_app
 from tui.screens import IssueDetailsScreen, OpenSaveScreen
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tui.testing.pilot import until
@@ -543,7 +544,7 @@ def test_leaving_a_new_save_without_a_turn_removes_it_and_keeps_one_with_a_turn(
     from engine.events import TurnStarted
     from saves.format import SaveHeader
     from saves.writer import Journal
-    from tui.app import close_journal
+    from tui.session import close_journal
 
     header = SaveHeader.for_session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]))
     empty = Journal.create(tmp_path / "empty.storyloom.jsonl", header)

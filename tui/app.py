@@ -1,16 +1,12 @@
-"""storyloom's Textual app: hosts the game screen, the command palette and `run_app`."""
+"""storyloom's Textual app: hosts the game screen and the command palette (`tui.cli.ui` starts it)."""
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import sys
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -19,8 +15,8 @@ from textual.screen import Screen
 from tui.screens import OpeningScreen
 
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
-    from engine import Event, Session
-    from saves.replay import Replayer, ReplayPlan
+    from engine import Session
+    from saves.replay import Replayer
     from tui.screens import GameScreen
     from tui.screens._game import EventHook, UndoHook
     from tui.screens._replay import ReplayScreen
@@ -207,175 +203,6 @@ class StoryloomApp(App[int]):
         self.notify(f"Saved to {path}", title="Exported", markup=False)
 
 
-def run_app(args: argparse.Namespace) -> int:
-    """`storyloom` / `storyloom play`: load the story, narrator and save, then run the UI.
-
-    Every session is saved (autosave): a new save in the saves folder, or `--save PATH`,
-    or the save named by `--resume`. The journal sees each event before the screen
-    shows it, so a commit is on disk before it shows as committed.
-
-    A new game of a built-in story on the offline narrator (plain `storyloom`) paints
-    the story's intro first and loads the rest behind it (`Opening`); anything else
-    (a pack file, a resumed save, a model narrator that may need its key) is loaded
-    and checked before the app starts, so its errors are printed before any frame.
-
-    Returns:
-        The exit code: 0, or 2 when the story, the settings or the save are wrong.
-    """
-    from engine.builtin import builtin_opening, builtin_pack_ids
-    from engine.safety import safe_text
-    from tui.settings import DEFAULT_STORY, SettingsError, load_settings
-
-    try:
-        settings = load_settings(args)
-    except SettingsError as exc:
-        print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
-        return 2
-    source = getattr(args, "story", None) or DEFAULT_STORY
-    journals: list[Any] = []
-    story: dict[str, Any] = {"source": source}
-    ended = threading.Event()
-
-    def load() -> Session:
-        """The story, narrator and save (a resumed one, or a new one); raises what is wrong with them."""
-        from engine.packs import load_pack
-        from saves.errors import SaveError
-        from saves.resume import resume_with, start_new
-        from tui.settings import create_narrator
-
-        if getattr(args, "resume", None):
-            resumed = resume_with(args.resume, lambda p, kept: create_narrator(
-                settings.with_choices(kept), p, interactive=True), settings.choices(),
-                budget=getattr(args, "budget", None))
-            for warning in resumed.warnings:
-                print(f"storyloom: warning: {safe_text(warning)}", file=sys.stderr)
-            story["pack"] = resumed.pack
-            journals.append(resumed.journal)
-            return resumed.session
-        story["pack"] = pack = load_pack(source)
-        session, journal = start_new(pack, create_narrator(settings, pack, interactive=True), settings.choices(),
-                                     source=source, path=getattr(args, "save", None))
-        if ended.is_set():  # the player quit while it loaded: leave no empty save behind
-            close_journal(journal)
-            raise SaveError(journal.path, "the player quit before the story had loaded")
-        journals.append(journal)
-        return session
-
-    quick = not getattr(args, "resume", None) and settings.narrator == "offline" and source in builtin_pack_ids()
-    if quick:
-        title, intro = builtin_opening(source)
-        first: Session | Opening = Opening(title, intro, load)
-    else:
-        from engine.packs import PackError
-        from saves.errors import SaveError
-
-        try:
-            first = load()
-        except PackError as exc:  # a pack's and a save's text are untrusted: printed inert
-            for problem in exc.problems:
-                print(safe_text(str(problem)), file=sys.stderr)
-            return 2
-        except (SettingsError, SaveError) as exc:
-            print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
-            return 2
-
-    def record(event: Event) -> None:
-        record_or_rescue(journals[-1], event, app)
-
-    def new_session() -> Session:
-        from saves.resume import start_new
-        from tui.settings import create_narrator
-
-        close_journal(journals[-1])
-        fresh, fresh_journal = start_new(story["pack"], create_narrator(settings, story["pack"], interactive=True),
-                                         settings.choices(), source=story["source"])
-        journals.append(fresh_journal)
-        return fresh
-
-    def open_save(path: Path) -> Session:
-        from saves.resume import resume_with
-        from tui.settings import create_narrator
-
-        if path.resolve() == journals[-1].path.resolve():
-            raise ValueError(f"{path.name} is the story you are playing now")
-        resumed = resume_with(path, lambda p, kept: create_narrator(
-            settings.with_choices(kept), p, interactive=True), settings.choices())
-        close_journal(journals[-1])
-        journals.append(resumed.journal)
-        story["pack"], story["source"] = resumed.pack, resumed.save.header.story_source or resumed.pack.id
-        return resumed.session
-
-    def other_saves() -> list[Path]:
-        from saves.locations import list_saves
-
-        return [p for p in list_saves() if p.resolve() != journals[-1].path.resolve()]
-
-    app = StoryloomApp(first, on_event=record, new_session=new_session, theme=settings.theme, tune_gc=True,
-                       list_saves=other_saves, open_save=open_save)
-    try:
-        result = app.run()
-    finally:
-        ended.set()
-        unsaved = 0
-        if journals:
-            from saves.writer import rescue_save
-
-            journal = journals[-1]
-            unsaved = journal.unsaved if journal.broken is not None and rescue_save(journal) is None else 0
-            journal.close()
-    if app.failure:
-        print(f"storyloom: {safe_text(app.failure)}", file=sys.stderr)
-        return 2
-    if not journals:  # quit before the story had loaded
-        return 0
-    if unsaved:
-        print(f"storyloom: {unsaved} record(s) of this session could not be saved anywhere "
-              f"(the last save written is {safe_text(str(journal.path))})", file=sys.stderr)
-        return 1
-    print(f"storyloom: saved to {safe_text(str(journal.path))}", file=sys.stderr)
-    return result if isinstance(result, int) else 0
-
-
-def record_or_rescue(journal: Any, event: Event, app: App[Any]) -> None:
-    """Record an event; when the save stops taking writes, save the story elsewhere and say where.
-
-    Only when no place takes the save does the error reach the game screen, which says
-    once that play goes on in memory.
-    """
-    from engine.safety import safe_text
-    from saves.errors import SaveWriteError
-    from saves.writer import rescue_save
-
-    try:
-        journal.record(event)
-    except SaveWriteError as exc:
-        moved = rescue_save(journal)
-        if moved is None:
-            raise
-        app.notify(safe_text(f"{exc}\nThe story so far is now saved to {moved}; play goes on there."),
-                   title="Saved elsewhere", severity="warning", timeout=15, markup=False)
-
-
-def close_journal(journal: Any) -> None:
-    """Close the save being left; a save started at launch that never got a turn is removed.
-
-    Every launch starts a new save, so a player who opens another save (or starts a
-    new game) right away would otherwise leave an empty save behind in the saves list.
-    Only a new save holding nothing but its header is removed; anything with a record
-    of a turn (even a cancelled one) stays.
-    """
-    path = journal.path
-    if journal.loaded is None and not journal.closed and not journal.unsaved:
-        try:
-            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
-        except OSError:
-            lines = []
-        if len(lines) == 1:
-            with contextlib.suppress(OSError):
-                path.unlink()  # still locked by us: nobody else can have appended to it
-    journal.close()
-
-
 class ReplayApp(StoryloomApp):
     """`storyloom replay`: the same app showing a recorded session (see `tui.screens._replay`).
 
@@ -393,22 +220,3 @@ class ReplayApp(StoryloomApp):
 
     def get_default_screen(self) -> Screen:
         return self.replay
-
-
-def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
-    """`storyloom replay SAVE [--speed X]`: show the replay, then say how it went.
-
-    Returns:
-        0 when everything replayed matches the record, 1 when the replay diverged.
-    """
-    from saves.replay import Replayer
-    from tui.settings import SettingsError, load_settings
-
-    try:
-        theme = load_settings(args).theme
-    except SettingsError:
-        theme = None  # the replay needs no narrator settings; a bad config only costs the theme
-    app = ReplayApp(Replayer(plan), theme=theme)
-    app.run()
-    print(f"storyloom: {app.replay.summary()}", file=sys.stderr)
-    return app.replay.exit_code

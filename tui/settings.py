@@ -1,7 +1,7 @@
 """Effective settings: the config file, overridden by the environment, overridden by flags.
 
-Also the one place that turns settings into a narrator, so the TUI, headless
-play and replay all build narrators the same way.
+This module only reads and checks settings; `tui.session.create_narrator` turns
+them into a narrator.
 
 The config file is `platformdirs.user_config_dir("storyloom")/config.toml`:
 
@@ -32,17 +32,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
 from engine.limits import DEFAULT_BUDGET
 from saves.choices import SessionChoices
-
-if TYPE_CHECKING:  # the engine loads after the first frame; settings are read before it
-    from engine.narration import Narrator
-    from engine.packs import StoryPack
 
 DEFAULT_STORY = "lighthouse"
 UI_PACE = 0.03
@@ -113,12 +109,12 @@ def load_settings(args: argparse.Namespace | None = None, env: Mapping[str, str]
     Raises:
         SettingsError: the config file is unreadable or holds a bad value.
     """
-    return _resolve(args, env, path)[0]
+    return resolve_settings(args, env, path)[0]
 
 
-def _resolve(args: argparse.Namespace | None, env: Mapping[str, str] | None,
-             path: Path | None) -> tuple[Settings, dict[str, str]]:
-    """The settings and, for each that is not a default, where it came from."""
+def resolve_settings(args: argparse.Namespace | None, env: Mapping[str, str] | None,
+                     path: Path | None) -> tuple[Settings, dict[str, str]]:
+    """The effective settings and, for each that is not a default, where it came from (`storyloom config`)."""
     env = os.environ if env is None else env
     path = path or config_path()
     data = _read_file(path)
@@ -237,77 +233,3 @@ def _without_credentials(url: str | None) -> str | None:
         return url
     host = parts.netloc.rsplit("@", 1)[1]
     return urlunsplit(parts._replace(netloc=f"***@{host}"))
-
-
-def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -> Narrator:
-    """Build the narrator the settings ask for.
-
-    Args:
-        interactive: True in the UI, where the offline narrator streams at a reading pace;
-            headless play and tests get every chunk at once.
-
-    Raises:
-        SettingsError: the narrator cannot be built (no API key, a bad option).
-    """
-    if settings.narrator == "offline":
-        from engine.narrators.offline import OfflineNarrator
-
-        pace = settings.pace if settings.pace is not None else (UI_PACE if interactive else 0.0)
-        return OfflineNarrator(pack, seed=settings.seed, faults=settings.faults, pace=pace)
-    from engine.narration import NarratorError
-
-    try:
-        if settings.narrator == "anthropic":
-            from engine.narrators.anthropic import AnthropicNarrator
-
-            return AnthropicNarrator(api_key=settings.api_key, model=settings.model, base_url=settings.base_url,
-                                     max_tokens=settings.max_tokens, thinking=settings.thinking)
-        if settings.narrator == "openai":
-            from engine.narrators.openai import OpenAINarrator
-
-            return OpenAINarrator(base_url=settings.base_url, api_key=settings.api_key, model=settings.model,
-                                  output=settings.output, max_tokens=settings.max_tokens)
-    except NarratorError as exc:
-        raise SettingsError(str(exc)) from None
-    raise SettingsError(f"unknown narrator {settings.narrator!r}")
-
-
-def default_model(narrator: str) -> str | None:
-    """The model a narrator uses when none is set."""
-    if narrator == "anthropic":
-        from engine.narrators.anthropic import DEFAULT_MODEL
-
-        return DEFAULT_MODEL
-    if narrator == "openai":
-        from engine.narrators.openai import DEFAULT_MODEL as OPENAI_MODEL
-
-        return OPENAI_MODEL
-    return None
-
-
-def print_config(args: argparse.Namespace) -> int:
-    """`storyloom config`: the effective settings, secrets masked, each with where it came from."""
-    import json  # only here: settings are read before the first frame, which waits for every import
-
-    path = config_path()
-    try:
-        settings, origins = _resolve(None, None, path)
-    except SettingsError as exc:
-        print(f"storyloom: {exc}")
-        return 2
-    state = "found" if path.is_file() else "not found; every value below is a default or from the environment"
-    print(f"# config file: {path} ({state})")
-    print("# precedence: config file < environment < command-line flags (flags are not shown here)")
-    shown = settings.masked()
-    if settings.model is None and default_model(settings.narrator):
-        shown["model"] = default_model(settings.narrator)
-        origins.setdefault("model", f"the {settings.narrator} narrator's default")
-    if settings.narrator == "openai" and settings.base_url is None:
-        from engine.narrators.openai import DEFAULT_BASE_URL
-
-        shown["base_url"] = DEFAULT_BASE_URL
-        origins.setdefault("base_url", "the default (a local Ollama)")
-    for key, value in shown.items():
-        text = "none" if value is None else json.dumps(value, ensure_ascii=False)
-        print(f"{key} = {text}".ljust(40) + f"# {origins.get(key, 'default')}")
-    return 0

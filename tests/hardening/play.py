@@ -11,7 +11,7 @@ from engine.packs import load_pack
 from saves.choices import SessionChoices
 from saves.resume import start_new
 from tests.conftest import SHORE_PACK
-from tui.headless import play_commands
+from tui.cli.headless import play_commands
 
 
 def shore_file(folder: Path) -> Path:

@@ -1,8 +1,8 @@
 """`storyloom saves | verify | export | replay`: the save commands, each returning its exit code.
 
-`tui.cli` parses the arguments and calls these by name. Exit codes: 0 success,
-1 the save is not sound (or a replay diverged), 2 the file cannot be read (or
-there is no such save).
+`tui.cli` parses the arguments and calls these by name; the saves layer does the
+work, these only print it. Exit codes (`tui.cli.exits`): 0 success, 1 the save is
+not sound (or a replay diverged), 2 the file cannot be read (or there is no such save).
 """
 
 from __future__ import annotations
@@ -12,32 +12,21 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
 
-from engine.events import (
-    Event,
-    ProseDelta,
-    ProseReplaced,
-    StoryEnded,
-    TurnCancelled,
-    TurnCommitted,
-    TurnFailed,
-    TurnStarted,
-    TurnUndone,
-)
+from engine.events import TurnCommitted, TurnUndone
 from engine.safety import safe_text
 from saves.errors import SaveError, SaveUnreadable
 from saves.format import Save
 from saves.locations import list_saves, resolve_save, saves_dir
 from saves.reader import load_save
 from saves.verify import open_pack, verify_save
-
-EXIT_OK, EXIT_NOT_SOUND, EXIT_UNREADABLE = 0, 1, 2
+from tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from tui.cli.printer import EventPrinter
 
 
 def _fail(exc: SaveError) -> int:
     print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
-    return EXIT_UNREADABLE if isinstance(exc, SaveUnreadable) else EXIT_NOT_SOUND
+    return EXIT_USAGE if isinstance(exc, SaveUnreadable) else EXIT_FAILURE
 
 
 def _load(ref: str) -> Save:
@@ -99,7 +88,7 @@ def verify(args: argparse.Namespace) -> int:
         print(safe_text(line))  # a save's text is untrusted: the model wrote some of it
     if report.sound:
         return EXIT_OK
-    return EXIT_NOT_SOUND if report.readable else EXIT_UNREADABLE
+    return EXIT_FAILURE if report.readable else EXIT_USAGE
 
 
 def export(args: argparse.Namespace) -> int:
@@ -131,14 +120,10 @@ def replay(args: argparse.Namespace) -> int:
     except SaveError as exc:
         return _fail(exc)
     if not getattr(args, "headless", False):
-        try:
-            from tui.app import run_replay  # the interactive replay, when the UI provides it
-        except ImportError:
-            print("storyloom: the replay screen is not available in this build; replaying as text",
-                  file=sys.stderr)
-        else:
-            return run_replay(args, plan)
-    printer = _Printer(sys.stdout)
+        from tui.cli.ui import run_replay
+
+        return run_replay(args, plan)
+    printer = EventPrinter(sys.stdout, sys.stderr, live=True)
     result = asyncio.run(Replayer(plan).run(printer))
     printer.end()
     if result.interrupted is not None:
@@ -146,61 +131,12 @@ def replay(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if result.divergence is not None:
         print(f"storyloom: replay DIVERGED from the record at {safe_text(str(result.divergence))}", file=sys.stderr)
-        return EXIT_NOT_SOUND
+        return EXIT_FAILURE
     if result.final_hash != result.expected_final_hash:
         print(f"storyloom: replay DIVERGED: it ends in state {result.final_hash[:12]}…, the record in "
               f"{result.expected_final_hash[:12]}…", file=sys.stderr)
-        return EXIT_NOT_SOUND
+        return EXIT_FAILURE
     turns = sum(isinstance(e, TurnCommitted) for e in result.events)
     print(f"storyloom: replayed {turns} commit(s); every decision and state hash matches the record "
           f"(final state {result.final_hash[:12]}…)", file=sys.stderr)
     return EXIT_OK
-
-
-class _Printer:
-    """Prints a replay as text: the player's inputs, the prose as it streams, corrections and outcomes."""
-
-    def __init__(self, out: TextIO):
-        self.out = out
-        self._open = False
-
-    def __call__(self, event: Event) -> None:
-        write = self.out.write
-        if isinstance(event, TurnStarted):
-            self._close()
-            again = " (retry)" if event.retry else ""
-            write(f"> {safe_text(event.player_input)}{again}\n\n")
-        elif isinstance(event, ProseDelta):
-            write(safe_text(event.text))
-            self._open = True
-        elif isinstance(event, ProseReplaced) and event.changed:
-            self._close()
-            write("[corrected]\n" if event.text else "")
-            if event.text:
-                write(safe_text(event.text))
-                self._open = True
-        elif isinstance(event, TurnCommitted):
-            self._close()
-        elif isinstance(event, TurnFailed):
-            self._close()
-            reasons = "; ".join(safe_text(i.message) for i in event.issues)
-            write(f"[turn {event.turn} failed: {reasons}]\n\n")
-        elif isinstance(event, TurnCancelled):
-            self._close()
-            write(f"[turn {event.turn} cancelled]\n\n")
-        elif isinstance(event, TurnUndone):
-            self._close()
-            write("[undo]\n\n")
-        elif isinstance(event, StoryEnded):
-            self._close()
-            write(f"*** {safe_text(event.title)} ***\n{safe_text(event.text)}\n\n")
-        self.out.flush()
-
-    def _close(self) -> None:
-        if self._open:
-            self.out.write("\n\n")
-            self._open = False
-
-    def end(self) -> None:
-        self._close()
-        self.out.flush()

@@ -1,7 +1,12 @@
-"""The `storyloom` command line: parses arguments and hands each command to its owner.
+"""The `storyloom` command line: one parser for every command, and a handler for each.
 
-Exit codes: 0 success, 1 failure, 2 bad arguments or input files, 3 a headless
-turn failed after its correction budget (the save stays valid).
+The command line is the front end's text half: headless play (`headless`), the
+save commands (`save_commands`), the story and config commands (`story_commands`),
+and the start of the Textual app (`ui`); they share one table of exit codes
+(`exits`: 0 success, 1 failure, 2 bad arguments or input files, 3 a headless turn
+failed after its correction budget) and one printer of events as text (`printer`).
+Each handler's module is imported only when its command runs, so `storyloom` paints its
+first frame without loading the others.
 """
 
 from __future__ import annotations
@@ -9,9 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TURN_FAILED = 0, 1, 2, 3
+from tui.cli.exits import EXIT_FAILURE, EXIT_USAGE
+
+Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     play = commands.add_parser("play", help="play a story (the default command)")
-    add_play_arguments(play)
+    _add_play_arguments(play)
 
     replay = commands.add_parser("replay", help="play a saved session back through the same engine and UI")
     replay.add_argument("save", help="a save file, or 'latest'")
@@ -70,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_play_arguments(play: argparse.ArgumentParser) -> None:
+def _add_play_arguments(play: argparse.ArgumentParser) -> None:
     play.add_argument("--story", default=None, help="a built-in story id or a pack file (default: the first story)")
     play.add_argument("--narrator", choices=["offline", "anthropic", "openai"], default=None)
     play.add_argument("--model", default=None)
@@ -98,74 +105,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except KeyboardInterrupt:
-        return EXIT_ERROR
+        return EXIT_FAILURE
     except BrokenPipeError:
         # stdout was closed by its reader (`| head`): stop quietly, as other command line tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_ERROR
+        return EXIT_FAILURE
 
 
 def _play(args: argparse.Namespace) -> int:
     if args.headless:
-        from tui.headless import run_headless
+        from tui.cli.headless import run_headless
 
         return run_headless(args)
-    from tui.app import run_app
+    from tui.cli.ui import run_app
 
     return run_app(args)
 
 
-def _stories(args: argparse.Namespace) -> int:
-    from engine.packs import builtin_pack_ids, load_pack
-    from engine.safety import safe_text
-
-    for pack_id in builtin_pack_ids():
-        pack = load_pack(pack_id)
-        print(f"{pack.id:<16} {safe_text(pack.title)}  ({len(pack.rooms)} rooms, {len(pack.items)} items)")
-    return EXIT_OK
-
-
-def _check_story(args: argparse.Namespace) -> int:
-    from engine.packs import PackError, load_pack
-    from engine.safety import safe_text
-
-    try:
-        pack = load_pack(args.path)
-    except PackError as exc:
-        for problem in exc.problems:
-            print(safe_text(str(problem)), file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
-        return EXIT_USAGE
-    print(f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
-          f"{len(pack.stats)} stats, {len(pack.flags)} flags, {len(pack.actions)} actions, {len(pack.endings)} endings")
-    return EXIT_OK
-
-
-def _saves_command(name: str):
+def _saves_command(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
-        from saves import commands
+        from tui.cli import save_commands
 
-        return getattr(commands, name)(args)
+        return getattr(save_commands, name)(args)
     return run
 
 
-def _config(args: argparse.Namespace) -> int:
-    from tui.settings import print_config
+def _story_command(name: str) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        from tui.cli import story_commands
 
-    return print_config(args)
+        return getattr(story_commands, name)(args)
+    return run
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Handler] = {
     "play": _play,
     "replay": _saves_command("replay"),
     "verify": _saves_command("verify"),
     "export": _saves_command("export"),
     "saves": _saves_command("saves"),
-    "stories": _stories,
-    "check-story": _check_story,
-    "config": _config,
+    "stories": _story_command("stories"),
+    "check-story": _story_command("check_story"),
+    "config": _story_command("config"),
 }
-
-
-if __name__ == "__main__":
-    sys.exit(main())

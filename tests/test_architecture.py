@@ -1,0 +1,115 @@
+"""The parts import only what docs/architecture.md says they may, and no module imports itself back.
+
+Read from the source with `ast` (nothing is imported), so a wrong import fails here even when
+no test happens to run the code path that has it. Imports under `if TYPE_CHECKING:` are left out:
+they never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTS = ("engine", "saves", "tui")
+ALLOWED = {
+    "engine": {"engine"},
+    "saves": {"engine", "saves"},
+    "tui": {"engine", "saves", "tui"},
+}
+"""Which of the project's parts each part may import."""
+NEVER = {
+    "engine": {"textual", "rich", "platformdirs"},
+    "saves": {"textual", "rich", "anthropic", "httpx", "httpx_sse"},
+}
+"""Libraries a part must not import: the engine knows no screen and no files' places; saves no screen
+and no network."""
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for part in PARTS:
+        for path in sorted((ROOT / part).rglob("*.py")):
+            relative = path.relative_to(ROOT).with_suffix("")
+            parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _project_name(name: str) -> str | None:
+    """The project module an imported name means (`engine.x`), or None for anything else."""
+    head = name.split(".")[0]
+    if head == "storyloom":
+        name = name.partition(".")[2]
+        head = name.split(".")[0]
+    return name if head in PARTS else None
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """(imported name, line) for every import that runs (not those under `if TYPE_CHECKING:`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                out.append((full if _project_name(full) in MODULES else node.module, node.lineno))
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_each_part_imports_only_what_it_may(module: str) -> None:
+    part = module.split(".")[0]
+    wrong = []
+    for name, line in _imports(MODULES[module]):
+        project = _project_name(name)
+        if project is not None and project.split(".")[0] not in ALLOWED[part]:
+            wrong.append(f"line {line}: {name}")
+        if name.split(".")[0] in NEVER.get(part, ()):
+            wrong.append(f"line {line}: {name}")
+    assert not wrong, f"{module} imports what {part}/ may not: {wrong}"
+
+
+def test_no_module_imports_itself_back() -> None:
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        targets = set()
+        for name, _ in _imports(path):
+            project = _project_name(name)
+            while project is not None and project not in MODULES:
+                project = project.rpartition(".")[0] or None
+            if project is not None and project != module and not module.startswith(project + "."):
+                targets.add(project)  # a package's own __init__ is not a cycle
+        graph[module] = targets
+    cycles = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                cycles.append(stack[stack.index(target):] + [target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)

@@ -1,0 +1,226 @@
+"""Headless play: player commands in, story prose out, every event as JSON Lines.
+
+`storyloom play --headless --commands FILE|-` runs each line through the same
+`Session` the UI uses, opened and saved by the same `PlaySession`, so a commands
+file is a reproducible play-through (CI walk-throughs, bug reports, demos). Prose
+goes to stdout, made safe for a terminal; corrections and failures are reported
+on stderr so stdout stays a clean transcript (`EventPrinter`). This module must
+not import Textual.
+
+Exit codes (`tui.cli.exits`): 0 every turn committed (or the story ended), 3 a turn
+failed after its correction budget (play stops there; the committed state stays
+valid), 2 bad arguments or input files, 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterable
+from typing import IO, TextIO
+
+from engine.events import Event, StoryEnded, TurnFailed
+from engine.lifecycle import Session
+from engine.packs import PackError
+from engine.safety import safe_text
+from saves.errors import SaveError, SaveWriteError
+from tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
+from tui.cli.printer import EventPrinter, print_intro, print_problems
+from tui.session import PlaySession
+from tui.settings import SettingsError, load_settings
+
+EventHook = Callable[[Event], None]
+"""Called with every event before it is shown (the events file, the save journal)."""
+
+
+class _Stop(Exception):
+    """A meta-command ended play with this exit code."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+def run_headless(args: argparse.Namespace) -> int:
+    """`storyloom play --headless`: see the module docstring for what it prints and returns."""
+    err = sys.stderr
+    if not args.commands:
+        print("storyloom: headless play needs --commands FILE (one command a line) or --commands - for stdin",
+              file=err)
+        return EXIT_USAGE
+    try:
+        settings = load_settings(args)
+    except SettingsError as exc:
+        print(f"storyloom: {safe_text(str(exc))}", file=err)
+        return EXIT_USAGE
+    commands = _open_commands(args.commands, err)
+    if commands is None:
+        return EXIT_USAGE
+    play = PlaySession(settings, story=args.story, resume=getattr(args, "resume", None),
+                       save=getattr(args, "save", None), budget=getattr(args, "budget", None), err=err)
+    if not _open(play, err):
+        return EXIT_USAGE
+    assert play.session is not None and play.journal is not None and play.pack is not None
+    events_file: IO[str] | None = None
+    if args.events:
+        try:
+            events_file = open(args.events, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            print(f"storyloom: cannot write the events file {args.events}: {exc.strerror or exc}", file=err)
+            play.journal.close()
+            return EXIT_USAGE
+    if play.journal.broken is not None:  # a resumed save that no longer takes writes
+        play.rescue(play.journal.broken)
+    try:
+        print_intro(play.pack, sys.stdout)
+        hook = _both(recorder(play), _event_writer(events_file) if events_file else None)
+        code = asyncio.run(play_commands(play.session, commands, on_event=hook, out=sys.stdout, err=err))
+        return finish(play, code)
+    except BrokenPipeError:
+        raise  # the reader of stdout left (`| head`): the command line stops quietly
+    except (OSError, SaveError) as exc:
+        print(f"storyloom: {safe_text(str(exc))}", file=err)
+        return EXIT_FAILURE
+    finally:
+        play.journal.close()
+        if events_file is not None:
+            events_file.close()
+        if hasattr(commands, "close") and commands is not sys.stdin:
+            commands.close()  # type: ignore[union-attr]
+
+
+def _open(play: PlaySession, err: TextIO) -> bool:
+    """Open the session and its save, saying which save it is; False (after saying why) when it cannot be."""
+    try:
+        session = play.open()
+    except PackError as exc:
+        print_problems(exc, err)
+        print(f"storyloom: the story {play.source!r} cannot be played ({len(exc.problems)} problem(s))", file=err)
+        return False
+    except (SaveError, SettingsError) as exc:  # a save's text is untrusted (a model wrote some of it)
+        print(f"storyloom: {safe_text(str(exc))}", file=err)
+        return False
+    assert play.journal is not None
+    if play.resumed:
+        print(f"storyloom: resuming {play.journal.path} at turn {session.next_turn}", file=err)
+    else:
+        print(f"storyloom: saving to {play.journal.path}", file=err)
+    return True
+
+
+def recorder(play: PlaySession) -> EventHook:
+    """The save's hook: a save no place takes was already reported on stderr, and play goes on in memory."""
+    def record(event: Event) -> None:
+        with contextlib.suppress(SaveWriteError):
+            play.record(event)
+    return record
+
+
+def finish(play: PlaySession, code: int) -> int:
+    """The exit code, once every record is on disk; 1 (loudly, see `PlaySession.close`) if some never could be."""
+    return code if play.close() else EXIT_FAILURE
+
+
+def _both(first: EventHook, second: EventHook | None) -> EventHook:
+    """The journal records each event before anything else sees it (a commit is on disk before it is shown)."""
+    if second is None:
+        return first
+
+    def hook(event: Event) -> None:
+        first(event)
+        second(event)
+    return hook
+
+
+def _open_commands(ref: str, err: TextIO) -> Iterable[str] | None:
+    """The command lines: stdin read lazily for `-`, a file read whole (so errors show up front)."""
+    if ref == "-":
+        return sys.stdin
+    try:
+        with open(ref, encoding="utf-8") as handle:
+            return handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"storyloom: cannot read the commands file {ref}: {reason}", file=err)
+        return None
+
+
+def _event_writer(handle: IO[str]) -> EventHook:
+    def write(event: Event) -> None:
+        handle.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+        handle.flush()
+    return write
+
+
+async def play_commands(session: Session, commands: Iterable[str], *, on_event: EventHook | None = None,
+                        out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Play each command line through the session; return the exit code.
+
+    Blank lines and lines starting with `#` are skipped; a line starting with `/`
+    is a meta-command (see `META_COMMANDS`). Play stops at the first turn that
+    fails after its budget (exit 3) or when the story reaches an ending (exit 0).
+
+    Args:
+        session: the story being played.
+        commands: one player command a line.
+        on_event: called with every event, before it is printed.
+        out: where prose goes.
+        err: where corrections, failures and notes go.
+    """
+    printer = EventPrinter(out, err)
+    for line in commands:
+        command = line.strip()
+        if not command or command.startswith("#"):
+            continue
+        if command.startswith("/"):
+            try:
+                _meta(session, command, on_event, printer)
+            except _Stop as stop:
+                return stop.code
+            continue
+        print(f"\n> {safe_text(command)}\n", file=out)
+        failed = ended = False
+        async for event in session.play(command):
+            if on_event is not None:
+                on_event(event)
+            printer(event)
+            failed = failed or isinstance(event, TurnFailed)
+            ended = ended or isinstance(event, StoryEnded)
+        if failed:
+            return EXIT_TURN_FAILED
+        if ended:
+            return EXIT_OK
+    return EXIT_OK
+
+
+def _undo(session: Session, on_event: EventHook | None, printer: EventPrinter) -> None:
+    event = session.undo()
+    if event is None:
+        print("storyloom: nothing to undo", file=printer.err)
+        return
+    if on_event is not None:
+        on_event(event)
+    printer(event)
+
+
+def _quit(session: Session, on_event: EventHook | None, printer: EventPrinter) -> None:
+    raise _Stop(EXIT_OK)
+
+
+META_COMMANDS: dict[str, Callable[[Session, EventHook | None, EventPrinter], None]] = {
+    "/undo": _undo,
+    "/quit": _quit,
+}
+"""Meta-commands a commands file may use; the saves layer may add its own."""
+
+
+def _meta(session: Session, command: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+    handler = META_COMMANDS.get(command.split()[0].casefold())
+    if handler is None:
+        known = ", ".join(META_COMMANDS)
+        print(f"storyloom: unknown meta-command {safe_text(command)!r} (known: {known}); skipped", file=printer.err)
+        return
+    handler(session, on_event, printer)

@@ -1,0 +1,125 @@
+"""Engine events as plain text: the one printer used by headless play, text replay and the save commands.
+
+Everything printed that a model, a pack or a save wrote goes through `safe_text`
+first, so no escape sequence or control character reaches the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from engine.events import (
+    CorrectionStarted,
+    Event,
+    ProseDelta,
+    ProseReplaced,
+    StoryEnded,
+    TurnCancelled,
+    TurnCommitted,
+    TurnFailed,
+    TurnStarted,
+    TurnUndone,
+    ValidationFailed,
+)
+from engine.packs import PackError, StoryPack
+from engine.safety import safe_text
+
+
+class EventPrinter:
+    """Prints a story's events as text, in one of two readings of the same events.
+
+    - A transcript (`live=False`, headless play): each committed turn's prose once on
+      `out`, so stdout is the story; rejections, corrections and failures are notes on `err`.
+    - A live view (`live=True`, text replay): the player's inputs and the prose as it
+      streams, with corrections, failures, cancels and undos marked inline on `out`.
+
+    Args:
+        out: where the story goes.
+        err: where the transcript's notes go.
+        live: print the live view instead of the transcript.
+    """
+
+    def __init__(self, out: TextIO, err: TextIO, *, live: bool = False):
+        self.out, self.err, self.live = out, err, live
+        self._open = False
+        """The live view is in the middle of a paragraph of prose."""
+
+    def __call__(self, event: Event) -> None:
+        if self.live:
+            self._live(event)
+            self.out.flush()
+        else:
+            self._transcript(event)
+
+    def end(self) -> None:
+        """Close the paragraph being streamed (the live view)."""
+        self._close()
+        self.out.flush()
+
+    def _transcript(self, event: Event) -> None:
+        if isinstance(event, TurnCommitted):
+            print(safe_text(event.narrative), file=self.out)
+        elif isinstance(event, StoryEnded):
+            print(f"\n{safe_text(event.title)}\n\n{safe_text(event.text)}", file=self.out)
+        elif isinstance(event, TurnUndone):
+            print("\n(undone: the last committed turn is taken back)", file=self.out)
+        elif isinstance(event, ValidationFailed):
+            rules = ", ".join(sorted({issue.rule for issue in event.issues}))
+            self._note(f"turn {event.turn}, attempt {event.attempt} rejected ({rules})")
+        elif isinstance(event, CorrectionStarted):
+            self._note(f"turn {event.turn}: correction {event.correction} of {event.budget}")
+        elif isinstance(event, ProseReplaced) and (event.text or not event.changed):  # not a transient-retry clear
+            what = "rewrites the prose" if event.changed else "keeps the prose"
+            self._note(f"turn {event.turn}: the correction {what}")
+        elif isinstance(event, TurnFailed):
+            self._note(f"turn {event.turn} failed after its correction budget:")
+            for issue in event.issues:
+                print(f"  [{issue.rule}] {issue.path or '/'}: {safe_text(issue.message)}", file=self.err)
+
+    def _live(self, event: Event) -> None:
+        write = self.out.write
+        if isinstance(event, ProseDelta):
+            write(safe_text(event.text))
+            self._open = True
+            return
+        if isinstance(event, ProseReplaced) and event.changed:
+            self._close()
+            if event.text:
+                write(f"[corrected]\n{safe_text(event.text)}")
+                self._open = True
+            return
+        if isinstance(event, TurnStarted | TurnCommitted | TurnFailed | TurnCancelled | TurnUndone | StoryEnded):
+            self._close()
+        if isinstance(event, TurnStarted):
+            again = " (retry)" if event.retry else ""
+            write(f"> {safe_text(event.player_input)}{again}\n\n")
+        elif isinstance(event, TurnFailed):
+            reasons = "; ".join(safe_text(i.message) for i in event.issues)
+            write(f"[turn {event.turn} failed: {reasons}]\n\n")
+        elif isinstance(event, TurnCancelled):
+            write(f"[turn {event.turn} cancelled]\n\n")
+        elif isinstance(event, TurnUndone):
+            write("[undo]\n\n")
+        elif isinstance(event, StoryEnded):
+            write(f"*** {safe_text(event.title)} ***\n{safe_text(event.text)}\n\n")
+
+    def _note(self, text: str) -> None:
+        print(f"storyloom: {text}", file=self.err)
+
+    def _close(self) -> None:
+        if self._open:
+            self.out.write("\n\n")
+            self._open = False
+
+
+def print_intro(pack: StoryPack, out: TextIO) -> None:
+    """The story's title and opening prose, before the first command."""
+    print(safe_text(pack.title), file=out)
+    print(file=out)
+    print(safe_text(pack.intro.strip()), file=out)
+
+
+def print_problems(exc: PackError, err: TextIO) -> None:
+    """Every problem of a story pack that cannot be played, one a line (a pack's text is untrusted)."""
+    for problem in exc.problems:
+        print(safe_text(str(problem)), file=err)

@@ -1,0 +1,73 @@
+"""`storyloom stories | check-story PATH | config`: what can be played, and with which settings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from engine.packs import PackError, builtin_pack_ids, load_pack
+from engine.safety import safe_text
+from tui.cli.exits import EXIT_OK, EXIT_USAGE
+from tui.cli.printer import print_problems
+from tui.settings import SettingsError, config_path, resolve_settings
+
+
+def stories(args: argparse.Namespace) -> int:
+    """List the built-in stories."""
+    for pack_id in builtin_pack_ids():
+        pack = load_pack(pack_id)
+        print(f"{pack.id:<16} {safe_text(pack.title)}  ({len(pack.rooms)} rooms, {len(pack.items)} items)")
+    return EXIT_OK
+
+
+def check_story(args: argparse.Namespace) -> int:
+    """Check a story pack and list every problem (exit 2 when it has any)."""
+    try:
+        pack = load_pack(args.path)
+    except PackError as exc:
+        print_problems(exc, sys.stderr)
+        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
+          f"{len(pack.stats)} stats, {len(pack.flags)} flags, {len(pack.actions)} actions, {len(pack.endings)} endings")
+    return EXIT_OK
+
+
+def default_model(narrator: str) -> str | None:
+    """The model a narrator uses when none is set."""
+    if narrator == "anthropic":
+        from engine.narrators.anthropic import DEFAULT_MODEL
+
+        return DEFAULT_MODEL
+    if narrator == "openai":
+        from engine.narrators.openai import DEFAULT_MODEL as OPENAI_MODEL
+
+        return OPENAI_MODEL
+    return None
+
+
+def config(args: argparse.Namespace) -> int:
+    """`storyloom config`: the effective settings, secrets masked, each with where it came from."""
+    path = config_path()
+    try:
+        settings, origins = resolve_settings(None, None, path)
+    except SettingsError as exc:
+        print(f"storyloom: {exc}")
+        return EXIT_USAGE
+    state = "found" if path.is_file() else "not found; every value below is a default or from the environment"
+    print(f"# config file: {path} ({state})")
+    print("# precedence: config file < environment < command-line flags (flags are not shown here)")
+    shown = settings.masked()
+    if settings.model is None and default_model(settings.narrator):
+        shown["model"] = default_model(settings.narrator)
+        origins.setdefault("model", f"the {settings.narrator} narrator's default")
+    if settings.narrator == "openai" and settings.base_url is None:
+        from engine.narrators.openai import DEFAULT_BASE_URL
+
+        shown["base_url"] = DEFAULT_BASE_URL
+        origins.setdefault("base_url", "the default (a local Ollama)")
+    for key, value in shown.items():
+        text = "none" if value is None else json.dumps(value, ensure_ascii=False)
+        print(f"{key} = {text}".ljust(40) + f"# {origins.get(key, 'default')}")
+    return EXIT_OK

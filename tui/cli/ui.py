@@ -1,0 +1,128 @@
+"""`storyloom` / `storyloom play` and `storyloom replay SAVE` in the Textual app: start it, then report.
+
+The app only renders events and sends the player's intents; what it plays comes
+from here: a `PlaySession` that opens, records, rescues and closes the save, whose
+methods are the app's hooks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.safety import safe_text
+from tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from tui.session import PlaySession, SaveNotes
+from tui.settings import SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from engine.lifecycle import Session
+    from saves.errors import SaveError
+    from saves.replay import ReplayPlan
+    from tui.app import Opening
+
+
+class AppSaveNotes(SaveNotes):
+    """While the app runs, a rescued save is one notification; a save that no place takes reaches
+    the game screen (which says play goes on in memory), and nothing is printed over the screen."""
+
+    def __init__(self, app: App[int]):
+        super().__init__(sys.stderr)  # never printed to: the screen is the app's
+        self.app = app
+
+    def failed(self, reason: SaveError) -> None:
+        pass
+
+    def refused(self, path: Path, reason: SaveError) -> None:
+        pass
+
+    def lost(self) -> None:
+        pass
+
+    def moved(self, reason: SaveError | None, path: Path) -> None:
+        if reason is not None:
+            self.app.notify(safe_text(f"{reason}\nThe story so far is now saved to {path}; play goes on there."),
+                            title="Saved elsewhere", severity="warning", timeout=15, markup=False)
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """`storyloom` / `storyloom play`: load the story, narrator and save, then run the UI.
+
+    Every session is saved (autosave): a new save in the saves folder, or `--save PATH`,
+    or the save named by `--resume`.
+
+    A new game of a built-in story on the offline narrator (plain `storyloom`) paints
+    the story's intro first and loads the rest behind it (`Opening`); anything else
+    (a pack file, a resumed save, a model narrator that may need its key) is loaded
+    and checked before the app starts, so its errors are printed before any frame.
+
+    Returns:
+        The exit code: 0, 2 when the story, the settings or the save are wrong, 1 when
+        some of the session could not be saved anywhere.
+    """
+    from engine.builtin import builtin_opening, builtin_pack_ids
+    from tui.app import Opening, StoryloomApp
+
+    try:
+        settings = load_settings(args)
+    except SettingsError as exc:
+        print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    play = PlaySession(settings, story=getattr(args, "story", None), resume=getattr(args, "resume", None),
+                       save=getattr(args, "save", None), budget=getattr(args, "budget", None), interactive=True)
+    first: Session | Opening
+    if not play.resumed and settings.narrator == "offline" and play.source in builtin_pack_ids():
+        title, intro = builtin_opening(play.source)
+        first = Opening(title, intro, play.open)
+    else:
+        from engine.packs import PackError
+        from saves.errors import SaveError
+        from tui.cli.printer import print_problems
+
+        try:
+            first = play.open()
+        except PackError as exc:  # a pack's and a save's text are untrusted: printed inert
+            print_problems(exc, sys.stderr)
+            return EXIT_USAGE
+        except (SettingsError, SaveError) as exc:
+            print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
+            return EXIT_USAGE
+    app = StoryloomApp(first, on_event=play.record, new_session=play.restart, theme=settings.theme, tune_gc=True,
+                       list_saves=play.other_saves, open_save=play.switch_to)
+    play.notes = AppSaveNotes(app)
+    try:
+        result = app.run()
+    finally:
+        saved = play.close()
+    if app.failure:
+        print(f"storyloom: {safe_text(app.failure)}", file=sys.stderr)
+        return EXIT_USAGE
+    if play.journal is None:  # quit before the story had loaded
+        return EXIT_OK
+    if not saved:
+        return EXIT_FAILURE
+    print(f"storyloom: saved to {safe_text(str(play.journal.path))}", file=sys.stderr)
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
+    """`storyloom replay SAVE [--speed X]`: show the replay, then say how it went.
+
+    Returns:
+        0 when everything replayed matches the record, 1 when the replay diverged.
+    """
+    from saves.replay import Replayer
+    from tui.app import ReplayApp
+
+    try:
+        theme = load_settings(args).theme
+    except SettingsError:
+        theme = None  # the replay needs no narrator settings; a bad config only costs the theme
+    app = ReplayApp(Replayer(plan), theme=theme)
+    app.run()
+    print(f"storyloom: {app.replay.summary()}", file=sys.stderr)
+    return app.replay.exit_code

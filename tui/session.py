@@ -1,0 +1,276 @@
+"""One story being played and the save it is written to: `PlaySession`, and the narrator factory.
+
+The Textual app and headless play open, resume, record, rescue and close a save
+the same way, through one `PlaySession`; they differ only in how they tell the
+player what happened to the save (`SaveNotes`: printed lines, or a notification
+in the app). Every session is saved as it is played: a new save in the saves
+folder (or at a given path), or the save being resumed. The journal sees each
+event before anything shows it, so a commit is on disk before it shows as committed.
+
+This module is read before the first frame: the engine and the saves layer are
+imported only when a story is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from engine.safety import safe_text
+from tui.settings import DEFAULT_STORY, UI_PACE, Settings, SettingsError
+
+if TYPE_CHECKING:
+    from engine.events import Event
+    from engine.lifecycle import Session
+    from engine.narration import Narrator
+    from engine.packs import StoryPack
+    from saves.errors import SaveError
+    from saves.choices import SessionChoices
+    from saves.writer import Journal
+    from saves.resume import Resumed
+
+
+def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -> Narrator:
+    """Build the narrator the settings ask for.
+
+    Args:
+        interactive: True in the UI, where the offline narrator streams at a reading pace;
+            headless play and tests get every chunk at once.
+
+    Raises:
+        SettingsError: the narrator cannot be built (no API key, a bad option).
+    """
+    if settings.narrator == "offline":
+        from engine.narrators.offline import OfflineNarrator
+
+        pace = settings.pace if settings.pace is not None else (UI_PACE if interactive else 0.0)
+        return OfflineNarrator(pack, seed=settings.seed, faults=settings.faults, pace=pace)
+    from engine.narration import NarratorError
+
+    try:
+        if settings.narrator == "anthropic":
+            from engine.narrators.anthropic import AnthropicNarrator
+
+            return AnthropicNarrator(api_key=settings.api_key, model=settings.model, base_url=settings.base_url,
+                                     max_tokens=settings.max_tokens, thinking=settings.thinking)
+        if settings.narrator == "openai":
+            from engine.narrators.openai import OpenAINarrator
+
+            return OpenAINarrator(base_url=settings.base_url, api_key=settings.api_key, model=settings.model,
+                                  output=settings.output, max_tokens=settings.max_tokens)
+    except NarratorError as exc:
+        raise SettingsError(str(exc)) from None
+    raise SettingsError(f"unknown narrator {settings.narrator!r}")
+
+
+class SaveNotes:
+    """What the player is told while a save that stopped taking writes is rescued.
+
+    This base prints each step as a `storyloom:` line on a stream (the command line's
+    way, which cannot ask where to save, so it names every place it tries); the app
+    overrides it to show one notification instead.
+    """
+
+    def __init__(self, err: TextIO):
+        self.err = err
+
+    def say(self, text: str) -> None:
+        """One line for the player; `text` may hold a save's or the system's words, so it is made inert."""
+        print(f"storyloom: {safe_text(text)}", file=self.err)
+
+    def failed(self, reason: SaveError) -> None:
+        """The save stopped taking writes (disk full, deleted, read-only)."""
+        self.say(str(reason))
+
+    def refused(self, path: Path, reason: SaveError) -> None:
+        """A place to rescue the save to did not take it either."""
+        self.say(f"cannot save to {path} either ({reason.reason})")
+
+    def moved(self, reason: SaveError | None, path: Path) -> None:
+        """The story so far is saved at `path`, and play goes on writing there."""
+        self.say(f"the story so far is saved to {path} instead; play goes on there (resume it with --resume {path})")
+
+    def lost(self) -> None:
+        """No place took the save: play goes on in memory."""
+        self.say("play goes on in memory; nothing more can be saved until there is room")
+
+
+class PlaySession:
+    """The story being played and its save, from opening to closing.
+
+    Create it with what to play, then `open` it (in a thread behind the opening screen,
+    or before the app starts); feed `record` every event; `restart` and `switch_to`
+    replace the story in place (the palette's "New game" and "Open save"); `close`
+    once at the end. A session and journal made elsewhere (tests) are wrapped with `around`.
+
+    Args:
+        settings: the effective settings (narrator, budget, pace…).
+        story: a built-in story id or a pack file (a new game).
+        resume: a save to continue instead (a path, a file name in the saves folder, or `latest`).
+        save: where a new game's save goes (default: a new file in the saves folder).
+        budget: corrections per turn for a resumed save (default: the save's own).
+        interactive: the UI (the offline narrator streams at a reading pace) or not.
+        err: where notes outside the UI go (warnings, the save's fate at close).
+    """
+
+    def __init__(self, settings: Settings | None = None, *, story: str | None = None, resume: str | Path | None = None,
+                 save: str | Path | None = None, budget: int | None = None, interactive: bool = False,
+                 err: TextIO | None = None) -> None:
+        self.settings = settings or Settings()
+        self.source = story or DEFAULT_STORY
+        """How the story was named (a built-in id or a pack path): a new game starts it again."""
+        self.resume = resume
+        self.save_path = save
+        self.budget = budget
+        self.interactive = interactive
+        self.err = err or sys.stderr
+        self.notes = SaveNotes(self.err)
+        """How the player hears about a rescued save (the app replaces it while it runs)."""
+        self.session: Session | None = None
+        self.journal: Journal | None = None
+        self.pack: StoryPack | None = None
+        self._closed = threading.Event()
+
+    @classmethod
+    def around(cls, session: Session, journal: Journal, *, err: TextIO | None = None) -> PlaySession:
+        """A play session for a session and journal made elsewhere (tests, tools)."""
+        play = cls(err=err)
+        play.session, play.journal, play.pack = session, journal, session.pack
+        return play
+
+    @property
+    def resumed(self) -> bool:
+        """True when this play continues a save rather than starting a story."""
+        return bool(self.resume)
+
+    def open(self) -> Session:
+        """Load the story, narrator and save (a resumed one, or a new one); thread-safe against `close`.
+
+        Raises:
+            PackError: the story pack is broken (its `problems` say how).
+            SettingsError: the narrator cannot be built.
+            SaveError: the save cannot be read, continued or created.
+        """
+        if self.resume:
+            resumed = self._resume(self.resume, budget=self.budget)
+            for warning in resumed.warnings:
+                print(f"storyloom: warning: {safe_text(warning)}", file=self.err)
+            return self._take(resumed)
+        from engine.packs import load_pack
+        from saves.errors import SaveError
+
+        pack = load_pack(self.source)
+        session, journal = self._start(pack, path=self.save_path)
+        if self._closed.is_set():  # the player quit while it loaded: leave no empty save behind
+            close_journal(journal)
+            raise SaveError(journal.path, "the player quit before the story had loaded")
+        self.pack, self.journal, self.session = pack, journal, session
+        return session
+
+    def restart(self) -> Session:
+        """A fresh session of the same story in a new save; the save being left is closed."""
+        assert self.pack is not None and self.journal is not None
+        close_journal(self.journal)
+        self.session, self.journal = self._start(self.pack)
+        return self.session
+
+    def switch_to(self, path: Path) -> Session:
+        """Continue another save in place of this one (raises, with a message the player can act on)."""
+        assert self.journal is not None
+        if path.resolve() == self.journal.path.resolve():
+            raise ValueError(f"{path.name} is the story you are playing now")
+        resumed = self._resume(path)
+        close_journal(self.journal)
+        return self._take(resumed)
+
+    def other_saves(self) -> list[Path]:
+        """The saves in the saves folder other than the one being written."""
+        from saves.locations import list_saves
+
+        current = self.journal.path.resolve() if self.journal is not None else None
+        return [p for p in list_saves() if p.resolve() != current]
+
+    def record(self, event: Event) -> None:
+        """Write one event to the save; when the save stops taking writes, rescue it elsewhere.
+
+        Raises:
+            SaveWriteError: no place takes the save (the notes have said so); play may go on in memory.
+        """
+        from saves.errors import SaveWriteError
+
+        assert self.journal is not None
+        try:
+            self.journal.record(event)
+        except SaveWriteError as exc:
+            if not self.rescue(exc):
+                raise
+
+    def rescue(self, reason: SaveError | None = None) -> bool:
+        """Write the story so far to the first place that takes it; True when it is saved again."""
+        from saves.writer import rescue_save
+
+        assert self.journal is not None
+        if reason is not None:
+            self.notes.failed(reason)
+        path = rescue_save(self.journal, self.notes.refused)
+        if path is None:
+            self.notes.lost()
+            return False
+        self.notes.moved(reason, path)
+        return True
+
+    def close(self) -> bool:
+        """Close the save; False, after saying so once, when some records could not be saved anywhere."""
+        self._closed.set()
+        journal = self.journal
+        if journal is None:  # never opened (or quit before it loaded)
+            return True
+        saved = journal.broken is None or self.rescue()
+        if not saved:
+            print(f"storyloom: {journal.unsaved} record(s) of this session could not be saved anywhere "
+                  f"(the last save written is {safe_text(str(journal.path))})", file=self.err)
+        journal.close()
+        return saved
+
+    def _start(self, pack: StoryPack, *, path: str | Path | None = None) -> tuple[Session, Journal]:
+        from saves.resume import start_new
+
+        narrator = create_narrator(self.settings, pack, interactive=self.interactive)
+        return start_new(pack, narrator, self.settings.choices(), source=self.source, path=path)
+
+    def _resume(self, ref: str | Path, *, budget: int | None = None) -> Resumed:
+        from saves.resume import resume_with
+
+        def narrator(pack: StoryPack, kept: SessionChoices) -> Narrator:
+            return create_narrator(self.settings.with_choices(kept), pack, interactive=self.interactive)
+
+        return resume_with(ref, narrator, self.settings.choices(), budget=budget)
+
+    def _take(self, resumed: Resumed) -> Session:
+        """Play the resumed save from now on; a new game of it starts the story it was made from."""
+        self.pack, self.journal, self.session = resumed.pack, resumed.journal, resumed.session
+        self.source = resumed.save.header.story_source or resumed.pack.id
+        return resumed.session
+
+
+def close_journal(journal: Journal) -> None:
+    """Close the save being left; a save started at launch that never got a turn is removed.
+
+    Every launch starts a new save, so a player who opens another save (or starts a
+    new game) right away would otherwise leave an empty save behind in the saves list.
+    Only a new save holding nothing but its header is removed; anything with a record
+    of a turn (even a cancelled one) stays.
+    """
+    path = journal.path
+    if journal.loaded is None and not journal.closed and not journal.unsaved:
+        try:
+            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+        except OSError:
+            lines = []
+        if len(lines) == 1:
+            with contextlib.suppress(OSError):
+                path.unlink()  # still locked by us: nobody else can have appended to it
+    journal.close()
