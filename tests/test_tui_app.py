@@ -7,7 +7,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import Static
 
 from engine import Session, parse_pack
 from engine.events import Event

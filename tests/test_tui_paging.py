@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
 
 from engine import Session, parse_pack
 from engine.narration import Exchange
