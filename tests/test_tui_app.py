@@ -12,6 +12,7 @@ from engine import Session, parse_pack
 from engine.events import Event
 from engine.narration import TransientNarratorError
 from tests.conftest import SHORE_PACK
+from tui._textual_internals import screen_compositor
 from tui.app import StoryloomApp, run_app
 from tui.screens import IssueDetailsScreen, OpenSaveScreen
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
@@ -40,7 +41,7 @@ async def finished(pilot: Any, app: StoryloomApp) -> None:
 
 def painted(app: StoryloomApp) -> str:
     """The screen's text as painted now."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return "\n".join(strip.text for strip in screen_compositor(app.screen).render_strips())
 
 
 async def test_the_intro_is_shown_first():

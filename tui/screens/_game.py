@@ -5,20 +5,18 @@ from __future__ import annotations
 import gc
 import inspect
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from textual import on, work
-from textual._compositor import Compositor
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.geometry import Region
-from textual.strip import Strip
 from textual.screen import Screen
 from textual.widgets import Input
 
 from engine import Event, Session
 from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
 from engine.safety import safe_text
+from tui._textual_internals import crop_repaints_to_rows
 from tui.screens._issue_details import IssueDetailsScreen
 from tui.screens._opening import game_layout
 from tui.widgets import (
@@ -38,40 +36,6 @@ BLOCK_TURNS = 50
 """Turns per `ArchivedTurns` block: a block is re-wrapped when a turn joins it, so keep it modest."""
 
 EventHook = Callable[[Event], Awaitable[None] | None]
-
-
-class RowCroppedCompositor(Compositor):
-    """Textual's compositor, rendering only the rows a partial update repaints.
-
-    For a partial update Textual asks every widget whose container overlaps the
-    dirty area to render its *whole* region, and then keeps only the dirty rows. While
-    a turn streams, the dirty area is one line of the prose, but the screen, the body,
-    the side panel, the transcript and its scroll bar all re-render (from their caches)
-    every line they have, every frame: most of the cost of a frame. This asks them for
-    the dirty rows only, and skips widgets that are wholly beside the dirty area
-    (the partial update writes only the dirty spans). Widgets come front to back, so once one
-    covers the whole dirty area (the streaming prose does) the ones behind it are not asked at all;
-    what is painted is the same. Overrides a private method of
-    Textual 8.2.8 (pinned; the snapshot and frame tests paint through it).
-    """
-
-    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
-        if crop is None or crop == self.size.region:
-            yield from super()._get_renders(crop)
-            return
-        rows = Region(0, crop.y, self.size.width, crop.height)
-        crop_overlaps = crop.overlaps
-        intersection = Region.intersection
-        for widget, (region, clip) in self.visible_widgets.items():
-            if not crop_overlaps(intersection(region, clip)):
-                continue  # beside the repainted area (the side panel while prose streams): nothing to paint
-            visible = intersection(region, clip)
-            clip = intersection(clip, rows)
-            x, y, width, height = intersection(region, clip)
-            if width and height:
-                yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
-            if visible.contains_region(crop):
-                return  # front to back: this widget covers the whole repaint, nothing below it shows
 UndoHook = Callable[[], TurnUndone | None]
 
 
@@ -110,7 +74,7 @@ class GameScreen(Screen[None]):
     def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
                  blink: bool = True, tune_gc: bool = False) -> None:
         super().__init__()
-        self._compositor = RowCroppedCompositor()
+        crop_repaints_to_rows(self)
         self._tune_gc = tune_gc
         self.session = session
         self._on_event = on_event

@@ -22,8 +22,9 @@ from engine.events import (
     TurnFailed,
     TurnStarted,
 )
+from tui._textual_internals import no_layout_virtual_size
 from tui.widgets._archived_turns import TurnRecord
-from tui.widgets._prose import Paragraph, Prose, no_layout_virtual_size, plain
+from tui.widgets._prose import Paragraph, Prose, plain
 from tui.widgets._status_row import StatusRow
 
 
