@@ -197,9 +197,13 @@ class StoryloomApp(App[int]):
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown into the current directory."""
-        path = Path.cwd() / f"storyloom-{self.session.pack.id}.md"
+        from saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
+
+        pack = self.session.pack
+        path = Path.cwd() / f"storyloom-{pack.id}.md"
         try:
-            path.write_text(self.game.transcript_markdown(), encoding="utf-8")
+            path.write_text(markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges()),
+                            encoding="utf-8")
         except OSError as exc:
             self.notify(f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error",
                         markup=False)

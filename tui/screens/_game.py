@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import inspect
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from textual import on, work
@@ -411,25 +410,12 @@ class GameScreen(Screen[None]):
         self.command_input.focus()
         self.refresh_bindings()
 
-    def transcript_markdown(self) -> str:
-        """The story so far as Markdown: the intro and every committed turn's command and prose."""
-        pack = self.session.pack
-        parts = [f"# {_markdown_text(pack.title)}", "", _markdown_text(pack.intro), ""]
+    def committed_exchanges(self) -> list[tuple[str, str]]:
+        """The story so far, as (player input, prose) of each committed turn (what an export writes)."""
         records = {r.turn: r for block in set(self._archived.values()) for r in block.records}
         records.update({turn: message.record() for turn, message in self._messages.items()})
-        for turn in sorted(records):
-            record = records[turn]
-            if record.outcome == "committed":
-                parts += [f"> {_markdown_text(record.player_input)}", "", _markdown_text(record.prose), ""]
-        return "\n".join(parts)
-
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
-
-
-def _markdown_text(text: str) -> str:
-    """Untrusted text as inert Markdown: no control sequences, and no link, image, HTML or emphasis syntax."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", safe_text(text))
+        return [(records[turn].player_input, records[turn].prose) for turn in sorted(records)
+                if records[turn].outcome == "committed"]
 
 
 def _freeze_garbage_collector() -> None:
