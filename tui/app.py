@@ -21,7 +21,7 @@ from tui.screens import OpeningScreen
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
     from engine import Event, Session
     from saves.replay import Replayer, ReplayPlan
-    from tui.screens import GameScreen
+    from tui.screens import GameScreen, StoryScreen
     from tui.screens._game import EventHook, UndoHook
     from tui.screens._replay import ReplayScreen
 
@@ -88,11 +88,11 @@ class StoryloomApp(App[int]):
             self.theme = theme
 
     @property
-    def game(self) -> GameScreen:
-        """The game screen (under any modal that is open)."""
-        from tui.screens import GameScreen
+    def game(self) -> StoryScreen:
+        """The game screen, or the replay screen (under any modal that is open)."""
+        from tui.screens import StoryScreen
 
-        return next(s for s in reversed(self.screen_stack) if isinstance(s, GameScreen))
+        return next(s for s in reversed(self.screen_stack) if isinstance(s, StoryScreen))
 
     def get_default_screen(self) -> Screen:
         if self._opening is not None:
@@ -392,7 +392,7 @@ class ReplayApp(StoryloomApp):
         from tui.screens._replay import ReplayScreen  # only `storyloom replay` pays for importing it
 
         super().__init__(replayer.session, blink=blink, theme=theme)
-        self.replay: ReplayScreen = ReplayScreen(replayer, blink=blink, start_paused=start_paused)
+        self.replay: ReplayScreen = ReplayScreen(replayer, start_paused=start_paused)
 
     def get_default_screen(self) -> Screen:
         return self.replay
