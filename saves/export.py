@@ -7,6 +7,8 @@ an exported file never carries escape sequences or invisible characters.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,35 +66,64 @@ def export_markdown(save: Save, pack: StoryPack) -> str:
     """A transcript to read: the intro, then each standing turn's input and narrative."""
     built = rebuild(save, pack)
     header = save.header
-    lines = [f"# {safe_text(pack.title)}", ""]
-    model = f" ({safe_text(header.model)})" if header.model else ""
-    lines += [f"*Story `{header.story_id}`, narrated by {safe_text(header.narrator)}{model}; "
-              f"last played {save.last_time}.*", ""]
-    lines += [safe_text(pack.intro).strip(), ""]
+    model = f" ({markdown_text(header.model, inline=True)})" if header.model else ""
+    byline = (f"*Story `{header.story_id}`, narrated by {markdown_text(header.narrator, inline=True)}{model}; "
+              f"last played {save.last_time}.*")
     turns = committed_turns(save)
-    for turn in turns:
-        if turn.undone:
-            continue
-        lines += ["---", "", f"**> {_inline(turn.player_input)}**", "", _prose(turn.narrative), ""]
     ending = _ending(save, built)
+    return markdown_transcript(pack.title, pack.intro, [(t.player_input, t.narrative) for t in turns if not t.undone],
+                               byline=byline, ending=(ending.title, ending.text) if ending is not None else None,
+                               undone=sum(t.undone for t in turns))
+
+
+def markdown_transcript(title: str, intro: str, exchanges: Iterable[tuple[str, str]], *, byline: str = "",
+                        ending: tuple[str, str] | None = None, undone: int = 0) -> str:
+    """The story as Markdown: title, intro, then each (player input, prose) exchange, and the ending.
+
+    The one Markdown transcript, for `storyloom export` and the app's export command alike.
+    Every piece of text is untrusted (the model writes the prose, a pack the title and intro) and
+    goes through `markdown_text`; `byline` is Markdown the caller built that way.
+    """
+    lines = [f"# {markdown_text(title, inline=True)}", ""]
+    if byline:
+        lines += [byline, ""]
+    lines += [markdown_text(intro), ""]
+    for player_input, prose in exchanges:
+        lines += ["---", "", f"**> {markdown_text(player_input, inline=True)}**", "", markdown_text(prose), ""]
     if ending is not None:
-        lines += ["---", "", f"## {_inline(ending.title)}", "", _prose(ending.text), ""]
-    undone = sum(t.undone for t in turns)
+        lines += ["---", "", f"## {markdown_text(ending[0], inline=True)}", "", markdown_text(ending[1]), ""]
     if undone:
         lines += ["---", "", f"*{undone} turn(s) were undone during play and are not shown.*", ""]
     return "\n".join(lines)
 
 
-def _prose(text: str) -> str:
-    """Model prose as Markdown text: links, images, autolinks and HTML it writes show as written, inert
-    (a viewer must not fetch `![](file:...)` or offer a `javascript:` link); emphasis stays."""
-    return "".join("\\" + c if c in "\\[]<>" else c for c in safe_text(text).strip())
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]<>#|&~])")
+"""Characters with a meaning anywhere in a line: emphasis, code, links and images, HTML and autolinks,
+headings, tables, entities, strikethrough."""
+_LINE_START_SYNTAX = re.compile(r"^([-+=]|\d+(?=[.)]))", re.MULTILINE)
+"""What starts a list, a rule or a setext heading at the start of a line (after `_MARKDOWN_SYNTAX`)."""
 
 
-def _inline(text: str) -> str:
-    """Player text on one line, with Markdown's emphasis markers escaped."""
-    flat = " ".join(safe_text(text).split())
-    return "".join("\\" + c if c in "\\*_`[]<>#" else c for c in flat)
+def markdown_text(text: str, *, inline: bool = False) -> str:
+    """Untrusted text as inert Markdown that renders as exactly the text the player saw.
+
+    No control sequences or invisible characters (`safe_text`); no link, image, autolink, HTML, code,
+    emphasis, heading, list or rule: a viewer must not fetch `![](file:...)` or offer a `javascript:`
+    link, and the screen shows prose as plain text, so the transcript does too. Leading spaces go (they
+    would make a code block). `inline` also folds the text onto one line (a command, a title).
+    """
+    text = safe_text(text).strip()
+    if inline:
+        text = " ".join(text.split())
+    else:
+        text = "\n".join(line.lstrip() for line in text.split("\n"))
+    text = _MARKDOWN_SYNTAX.sub(r"\\\1", text)
+    return _LINE_START_SYNTAX.sub(_escape_line_start, text)
+
+
+def _escape_line_start(match: re.Match[str]) -> str:
+    marker = match.group(1)
+    return marker + "\\" if marker[0].isdigit() else "\\" + marker
 
 
 def _safe(value: Any) -> Any:

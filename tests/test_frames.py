@@ -369,7 +369,7 @@ async def test_status_updates_never_trigger_a_layout() -> None:
         message = app.game.latest_message()
         before = message.region
         layouts: list[int] = []
-        original = app.screen._refresh_layout
+        original = app.screen._refresh_layout  # measuring layout passes: Textual's private step, directly
 
         def counting(*args: Any, **kwargs: Any) -> None:
             layouts.append(1)

@@ -7,12 +7,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import Static
 
 from engine import Session, parse_pack
 from engine.events import Event
 from engine.narration import TransientNarratorError
 from tests.conftest import SHORE_PACK
+from tui._textual_internals import screen_compositor
 from tui.app import StoryloomApp
 from tui.cli.ui import run_app
 from tui.screens import IssueDetailsScreen, OpenSaveScreen
@@ -42,7 +42,7 @@ async def finished(pilot: Any, app: StoryloomApp) -> None:
 
 def painted(app: StoryloomApp) -> str:
     """The screen's text as painted now."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return "\n".join(strip.text for strip in screen_compositor(app.screen).render_strips())
 
 
 async def test_the_intro_is_shown_first():
@@ -332,10 +332,10 @@ def pause_reached(app: StoryloomApp) -> bool:
 
 
 async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypatch):
-    import tui.screens._game as game_module
+    import tui.widgets._story_view as story_view
 
-    monkeypatch.setattr(game_module, "KEEP_LIVE", 2)
-    monkeypatch.setattr(game_module, "BLOCK_TURNS", 2)
+    monkeypatch.setattr(story_view, "KEEP_LIVE", 2)
+    monkeypatch.setattr(story_view, "BLOCK_TURNS", 2)
     replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
                for i in range(1, 6)]
     replies[1] = GatedReply(turn_text(PROSE, TAKE_BOTH))  # turn 2 fails (budget 0)
@@ -356,7 +356,7 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
         assert "couldn't make this turn consistent" in after and "› wait 1" in after
 
     # The same story without folding paints the same screen.
-    monkeypatch.setattr(game_module, "KEEP_LIVE", 100)
+    monkeypatch.setattr(story_view, "KEEP_LIVE", 100)
     replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
                for i in range(1, 6)]
     replies[1] = GatedReply(turn_text(PROSE, TAKE_BOTH))
@@ -370,9 +370,9 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
 
 
 async def test_a_folded_turn_that_was_corrected_still_shows_its_details_when_clicked(monkeypatch):
-    import tui.screens._game as game_module
+    import tui.widgets._story_view as story_view
 
-    monkeypatch.setattr(game_module, "KEEP_LIVE", 2)
+    monkeypatch.setattr(story_view, "KEEP_LIVE", 2)
     replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
                for i in range(1, 5)]
     replies[1:2] = [GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP))]  # corrected

@@ -65,6 +65,7 @@ CHILD = """
 import json, os, sys
 from textual.app import App
 
+# Measures the first real paint, so it wraps Textual's private display step directly.
 _display = App._display
 def display(self, screen, renderable):
     _display(self, screen, renderable)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
 
 from engine import Session, parse_pack
 from engine.narration import Exchange
 from engine.turns import Turn
 from tests.conftest import SHORE_PACK
+from tui._textual_internals import screen_compositor
 from tui.app import StoryloomApp
 from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tui.testing.pilot import until
@@ -30,7 +30,7 @@ def long_story(replies: list[GatedReply] | None = None) -> StoryloomApp:
 def page_words(app: StoryloomApp) -> list[str]:
     """The words the player can read in the transcript now (not those under the follow hint)."""
     region = app.game.transcript.region
-    rows = [strip.text for strip in app.screen._compositor.render_strips()][region.y:region.bottom]
+    rows = [strip.text for strip in screen_compositor(app.screen).render_strips()][region.y:region.bottom]
     return [word for row in rows if "newer text below" not in row for word in WORD.findall(row[region.x:region.right])]
 
 
@@ -66,7 +66,7 @@ async def test_end_follows_the_newest_text_from_the_input_line_and_otherwise_mov
         await pilot.press("pageup", "pageup")
         await pilot.pause()
         assert not transcript.following and field.has_focus
-        assert "newer text below" in "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert "newer text below" in "\n".join(s.text for s in screen_compositor(app.screen).render_strips())
         await pilot.press("end")
         await pilot.pause()
         assert transcript.following

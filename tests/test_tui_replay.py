@@ -25,6 +25,7 @@ from tests.test_tui_snapshots import snapshot  # noqa: F401  (the fixture that k
 from tui import cli
 from tui.app import ReplayApp
 from tui.testing.pilot import until
+from tui.widgets import CommandInput
 
 SIZE = (100, 30)
 SPEED = 1000.0
@@ -104,7 +105,7 @@ async def test_a_replay_shows_every_recorded_turn_with_its_committed_prose_and_e
             assert message.prose.text == prose
         assert [m.player_input for m in (screen.message(t) for t in (1, 2, 3)) if m] == ["look", "take rope", "north"]
         assert screen.query_one("#intro").display  # the story's intro is shown above the turns
-        assert not screen.command_input.display  # the status line replaces the input line
+        assert not screen.query(CommandInput)  # the status line replaces the input line (there is none)
         assert screen.replay_status.plain_text.startswith("replay finished · 3/3 turns match the record")
         await pilot.press("q")
     assert app.return_value == 0 and app.replay.exit_code == 0

@@ -18,8 +18,8 @@ from textual.geometry import Region
 from engine import Session, parse_pack
 from engine.events import ProseDelta, TurnCommitted, TurnStarted
 from tests.conftest import SHORE_PACK
+from tui._textual_internals import RowCroppedCompositor
 from tui.app import StoryloomApp
-from tui.screens._game import RowCroppedCompositor
 from tui.testing.narrators import GatedNarrator
 from tui.widgets import Transcript, TurnMessage
 from tui.widgets._prose import Prose, stream_step
@@ -37,7 +37,10 @@ class StreamApp(App[None]):
 
 
 def count_layouts(app: App[Any]) -> list[int]:
-    """Count the screen's layout passes (not its scroll-only reflows) from now on."""
+    """Count the screen's layout passes (not its scroll-only reflows) from now on.
+
+    A measurement, so it wraps Textual's private `Screen._refresh_layout` directly.
+    """
     screen = app.screen
     calls = [0]
     original = screen._refresh_layout
@@ -140,6 +143,7 @@ async def test_the_reserved_lines_stay_when_the_turn_ends_and_are_handed_on_once
 async def test_a_partial_repaint_paints_what_textual_would_and_renders_only_its_rows_of_the_front_widget():
     app = StoryloomApp(Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([])), blink=False)
     async with app.run_test(size=(120, 30)) as pilot:
+        # This test measures the compositor itself, so it reaches into Textual's privates directly.
         compositor = app.screen._compositor
         assert isinstance(compositor, RowCroppedCompositor)
         text = app.screen.query_one("#intro .-text").region

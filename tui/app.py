@@ -17,7 +17,7 @@ from tui.screens import OpeningScreen
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
     from engine import Session
     from saves.replay import Replayer
-    from tui.screens import GameScreen
+    from tui.screens import GameScreen, StoryScreen
     from tui.screens._game import EventHook, UndoHook
     from tui.screens._replay import ReplayScreen
 
@@ -84,11 +84,11 @@ class StoryloomApp(App[int]):
             self.theme = theme
 
     @property
-    def game(self) -> GameScreen:
-        """The game screen (under any modal that is open)."""
-        from tui.screens import GameScreen
+    def game(self) -> StoryScreen:
+        """The game screen, or the replay screen (under any modal that is open)."""
+        from tui.screens import StoryScreen
 
-        return next(s for s in reversed(self.screen_stack) if isinstance(s, GameScreen))
+        return next(s for s in reversed(self.screen_stack) if isinstance(s, StoryScreen))
 
     def get_default_screen(self) -> Screen:
         if self._opening is not None:
@@ -193,9 +193,13 @@ class StoryloomApp(App[int]):
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown into the current directory."""
-        path = Path.cwd() / f"storyloom-{self.session.pack.id}.md"
+        from saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
+
+        pack = self.session.pack
+        path = Path.cwd() / f"storyloom-{pack.id}.md"
         try:
-            path.write_text(self.game.transcript_markdown(), encoding="utf-8")
+            path.write_text(markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges()),
+                            encoding="utf-8")
         except OSError as exc:
             self.notify(f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error",
                         markup=False)
@@ -216,7 +220,7 @@ class ReplayApp(StoryloomApp):
         from tui.screens._replay import ReplayScreen  # only `storyloom replay` pays for importing it
 
         super().__init__(replayer.session, blink=blink, theme=theme)
-        self.replay: ReplayScreen = ReplayScreen(replayer, blink=blink, start_paused=start_paused)
+        self.replay: ReplayScreen = ReplayScreen(replayer, start_paused=start_paused)
 
     def get_default_screen(self) -> Screen:
         return self.replay

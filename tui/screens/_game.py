@@ -1,88 +1,27 @@
-"""The game screen: transcript, input line and side panel, driven by the engine's events."""
+"""The game screen: the story view, the input line and the side panel, turning the player's keys into intents."""
 
 from __future__ import annotations
 
 import gc
 import inspect
-import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from textual import on, work
-from textual._compositor import Compositor
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.geometry import Region
-from textual.strip import Strip
-from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input
 
 from engine import Event, Session
-from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
+from engine.events import TurnCommitted, TurnUndone
 from engine.safety import safe_text
-from tui.screens._issue_details import IssueDetailsScreen
-from tui.screens._opening import game_layout
-from tui.widgets import (
-    ArchivedTurns,
-    CommandInput,
-    FollowHint,
-    SidePanel,
-    StoryText,
-    Transcript,
-    TurnMessage,
-    TurnRecord,
-)
-
-KEEP_LIVE = 12
-"""Turns kept as live messages (focusable, with details); older ones are folded into blocks."""
-BLOCK_TURNS = 50
-"""Turns per `ArchivedTurns` block: a block is re-wrapped when a turn joins it, so keep it modest."""
+from tui.screens._story import StoryScreen
+from tui.widgets import CommandInput, TurnMessage
 
 EventHook = Callable[[Event], Awaitable[None] | None]
-
-
-class RowCroppedCompositor(Compositor):
-    """Textual's compositor, rendering only the rows a partial update repaints.
-
-    For a partial update Textual asks every widget whose container overlaps the
-    dirty area to render its *whole* region, and then keeps only the dirty rows. While
-    a turn streams, the dirty area is one line of the prose, but the screen, the body,
-    the side panel, the transcript and its scroll bar all re-render (from their caches)
-    every line they have, every frame: most of the cost of a frame. This asks them for
-    the dirty rows only, and skips widgets that are wholly beside the dirty area
-    (the partial update writes only the dirty spans). Widgets come front to back, so once one
-    covers the whole dirty area (the streaming prose does) the ones behind it are not asked at all;
-    what is painted is the same. Overrides a private method of
-    Textual 8.2.8 (pinned; the snapshot and frame tests paint through it).
-    """
-
-    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
-        if crop is None or crop == self.size.region:
-            yield from super()._get_renders(crop)
-            return
-        rows = Region(0, crop.y, self.size.width, crop.height)
-        crop_overlaps = crop.overlaps
-        intersection = Region.intersection
-        for widget, (region, clip) in self.visible_widgets.items():
-            if not crop_overlaps(intersection(region, clip)):
-                continue  # beside the repainted area (the side panel while prose streams): nothing to paint
-            visible = intersection(region, clip)
-            clip = intersection(clip, rows)
-            x, y, width, height = intersection(region, clip)
-            if width and height:
-                yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
-            if visible.contains_region(crop):
-                return  # front to back: this widget covers the whole repaint, nothing below it shows
 UndoHook = Callable[[], TurnUndone | None]
 
 
-def narrator_label(narrator: object) -> str:
-    """Who is telling the story, for the header: "anthropic narrator · claude-sonnet-5-5"."""
-    name, model = str(getattr(narrator, "name", "") or ""), str(getattr(narrator, "model", "") or "")
-    label = f"{name} narrator" if name else "narrator"
-    return safe_text(f"{label} · {model}" if model else label)
-
-
-class GameScreen(Screen[None]):
+class GameScreen(StoryScreen):
     """Plays a `Session`: sends commands, renders each event, never touches the state itself.
 
     Args:
@@ -109,75 +48,25 @@ class GameScreen(Screen[None]):
 
     def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
                  blink: bool = True, tune_gc: bool = False) -> None:
-        super().__init__()
-        self._compositor = RowCroppedCompositor()
+        super().__init__(session)
         self._tune_gc = tune_gc
-        self.session = session
         self._on_event = on_event
         self._on_undo = on_undo
         self._blink = blink
-        self.running = False
-        """True from sending a command until its turn ends (committed, failed or cancelled)."""
-        self._messages: dict[int, TurnMessage] = {}
-        """Turn number -> its message, so finding it never walks the DOM."""
-        self._archived: dict[int, ArchivedTurns] = {}
-        self._last_block: ArchivedTurns | None = None
         self._hook_error = ""
         """The last error the event hook reported (each distinct one is shown once)."""
-        """Turn number -> the block it was folded into."""
-        self._committed: list[int] = []
-        """Turn numbers committed in this screen, newest last (what undo takes back)."""
-        self.ended = False
-
-    # -- shortcuts to the parts of the screen
-
-    @property
-    def transcript(self) -> Transcript:
-        return self.query_one(Transcript)
 
     @property
     def command_input(self) -> CommandInput:
         return self.query_one(CommandInput)
 
-    @property
-    def side_panel(self) -> SidePanel:
-        return self.query_one(SidePanel)
-
-    def message(self, turn: int) -> TurnMessage | None:
-        """The message of a turn, if it is on screen (a dict lookup: this runs for every streamed chunk)."""
-        return self._messages.get(turn)
-
-    def latest_message(self) -> TurnMessage | None:
-        """The newest turn's message."""
-        return self._messages[max(self._messages)] if self._messages else None
-
-    def compose(self) -> ComposeResult:
-        pack = self.session.pack
-        yield from game_layout(pack.title, pack.intro, SidePanel(pack, self.session.state, id="side-panel"),
-                               blink=self._blink)
+    def bottom_line(self) -> Widget:
+        return CommandInput(blink=self._blink, id="command")
 
     def on_mount(self) -> None:
-        self.title = safe_text(self.session.pack.title)
-        self.sub_title = narrator_label(self.session.narrator)
         self.command_input.focus()
-        self._show_history()
         if self._tune_gc:
             self.call_after_refresh(_freeze_garbage_collector)
-
-    def _show_history(self) -> None:
-        """A resumed story shows its committed turns (folded into one block) under the intro."""
-        history = self.session.history
-        if not history:
-            return
-        count = len(history)
-        # The save's turn numbers are not in the history; negative ids keep them apart from new turns.
-        records = [TurnRecord(i - count, exchange.player_input, exchange.turn.narrative, "committed", "")
-                   for i, exchange in enumerate(history)]
-        block = self._last_block = ArchivedTurns(records)
-        self.transcript.mount(block)
-        for record in records:
-            self._archived[record.turn] = block
-            self._committed.append(record.turn)
 
     # -- sending commands and retrying
 
@@ -217,41 +106,8 @@ class GameScreen(Screen[None]):
             self.refresh_bindings()
 
     async def archive_old_turns(self) -> None:
-        """Fold the oldest finished turns into a block once more than `KEEP_LIVE` are live.
-
-        Only while the player follows the newest text, and never past a turn that can
-        still be retried (so the order on screen never changes). The block looks the
-        same as the messages it replaces, so nothing on screen moves.
-        """
-        if not self.transcript.following:
-            return
-        pending = self.session.pending.turn if self.session.pending is not None else None
-        live = sorted(self._messages)
-        batch: list[TurnMessage] = []
-        for turn in live[:max(0, len(live) - KEEP_LIVE)]:
-            if turn == pending:
-                break
-            batch.append(self._messages[turn])
-        if not batch:
-            return
-        with self.app.batch_update():
-            start = 0
-            while start < len(batch):
-                block = self._last_block
-                room = BLOCK_TURNS - len(block.records) if block is not None else 0
-                chunk = batch[start:start + (room or BLOCK_TURNS)]
-                records = [message.record() for message in chunk]
-                if room and block is not None:
-                    block.extend(records)
-                else:
-                    block = self._last_block = ArchivedTurns(records)
-                    await self.transcript.mount(block, before=chunk[0])
-                for message in chunk:
-                    del self._messages[message.turn]
-                    self._archived[message.turn] = block
-                start += len(chunk)
-            await self.transcript.remove_children(batch)
-        if self._tune_gc and self._last_block is not None and len(self._last_block.records) == BLOCK_TURNS:
+        """Fold the oldest finished turns into blocks, and tell the collector the full ones are here to stay."""
+        if await self.fold_old_turns() and self._tune_gc:
             _freeze_garbage_collector()
 
     async def deliver(self, event: Event) -> None:
@@ -274,50 +130,14 @@ class GameScreen(Screen[None]):
                         title="Could not save", severity="error", timeout=15, markup=False)
 
     async def render_event(self, event: Event) -> None:
-        """Show one engine event."""
-        if isinstance(event, TurnStarted):
-            message = self.message(event.turn)
-            if message is None:
-                with self.app.batch_update():
-                    message = TurnMessage(event.turn, event.player_input, reserve=self._release_reserve())
-                    self._messages[event.turn] = message
-                    await self.transcript.mount(message)
-            message.show(event)
-            return
-        if isinstance(event, TurnUndone):
-            self._show_undo(event)
-            return
-        if isinstance(event, StoryEnded):
-            self.ended = True
-            with self.app.batch_update():
-                ending = StoryText(f"The end: {event.title}", event.text, classes="-ending")
-                ending.styles.min_height = self._release_reserve()
-                await self.transcript.mount(ending)
-            return
-        message = self.message(event.turn)
-        if message is not None:
-            message.show(event)
+        await super().render_event(event)
         if isinstance(event, TurnCommitted):
-            self._committed.append(event.turn)
-            self.side_panel.show_state(event.state)
             self.command_input.suggest(event.suggestions)
-
-    def _release_reserve(self) -> int:
-        """The blank rows at the foot of the newest message, given back for what is mounted below it.
-
-        The transcript is anchored to the bottom: what is mounted next must take these rows in the
-        same frame (call this inside `batch_update`), or every line above would move down.
-        """
-        latest = self.latest_message()
-        return latest.release_reserve() if latest is not None else 0
 
     def _update_retry_offer(self) -> None:
         """Only the session's pending turn offers a retry; older failures stop offering it."""
         pending = self.session.pending
-        for message in list(self._messages.values()):
-            can = pending is not None and message.turn == pending.turn and not self.running
-            if message.outcome in ("failed", "cancelled") and message.can_retry != can:
-                message.offer_retry(can)
+        self.transcript.offer_retry(pending.turn if pending is not None and not self.running else None)
 
     # -- actions
 
@@ -326,22 +146,9 @@ class GameScreen(Screen[None]):
             return self.running
         if action == "retry":
             return not self.running and self.session.pending is not None
-        if action == "details":
-            latest = self.latest_message()
-            return latest is not None and latest.has_details
         if action == "undo":
-            return not self.running and bool(self._committed)
-        if action == "follow":  # otherwise End goes on to the input line (the end of what is typed)
-            return not self.transcript.following
-        return True
-
-    def action_page_transcript(self, direction: int) -> None:
-        """Page up / page down scroll the story while the input keeps focus (typing still types)."""
-        self.transcript.page(direction)
-
-    def action_follow(self) -> None:
-        """End, while the story is scrolled up: back to the newest text (as the follow hint says)."""
-        self.transcript.follow()
+            return not self.running and self.transcript.has_committed
+        return super().check_action(action, parameters)
 
     def action_cancel(self) -> None:
         """Esc: cancel the turn in flight (the engine then reports turn_cancelled)."""
@@ -366,32 +173,6 @@ class GameScreen(Screen[None]):
         field.focus()
         field.insert_text_at_cursor(event.character)
 
-    def action_details(self) -> None:
-        latest = self.latest_message()
-        if latest is not None and latest.has_details:
-            self._open_details(latest)
-
-    @on(TurnMessage.DetailsRequested)
-    def _details_message(self, event: TurnMessage.DetailsRequested) -> None:
-        self._open_details(event.message)
-
-    def _open_details(self, message: TurnMessage) -> None:
-        self.app.push_screen(IssueDetailsScreen(message.turn, message.player_input, message.events))
-
-    @on(ArchivedTurns.DetailsRequested)
-    def _folded_details(self, event: ArchivedTurns.DetailsRequested) -> None:
-        """A turn folded into a block keeps its details: a click on it shows them."""
-        self.show_details_of(event.record)
-
-    def folded_with_details(self) -> list[TurnRecord]:
-        """Folded turns that had issues, newest first (the palette offers their details)."""
-        blocks = dict.fromkeys(self._archived.values())
-        return sorted((r for block in blocks for r in block.records if r.details), key=lambda r: -r.turn)
-
-    def show_details_of(self, record: TurnRecord) -> None:
-        """Open the details of a folded turn."""
-        self.app.push_screen(IssueDetailsScreen(record.turn, record.player_input, list(record.details)))
-
     def action_undo(self) -> None:
         """ctrl+z: take back the last committed turn (through the journal when there is one)."""
         if self.running:
@@ -408,64 +189,19 @@ class GameScreen(Screen[None]):
         if undone is None:
             self.notify("There is no committed turn to undo.")
             return
-        self._show_undo(undone)
+        self.show_undo(undone)
 
-    def _show_undo(self, event: TurnUndone) -> None:
-        if self._committed:
-            turn = self._committed.pop()
-            message = self.message(turn)
-            if message is not None:
-                message.mark_undone()
-            elif turn in self._archived:
-                self._archived[turn].set_outcome(turn, "undone", "undone · this turn no longer counts")
-        self.side_panel.show_state(event.state)
+    def show_undo(self, event: TurnUndone) -> None:
         self.command_input.suggest(())  # the undone turn's suggestions no longer apply
-        self.ended = False
         self._update_retry_offer()
-        self.refresh_bindings()
-        self.notify("The last turn was undone.", title="Undo")
+        super().show_undo(event)
 
     async def restart(self, session: Session) -> None:
         """Play a fresh session in this screen: the transcript starts again from the intro."""
         self.workers.cancel_group(self, "turn")
-        self.session = session
-        self.running = False
-        self._messages.clear()
-        self._archived.clear()
-        self._last_block = None
-        self._committed.clear()
-        self.ended = False
-        transcript = self.transcript
-        with self.app.batch_update():
-            await transcript.remove_children([w for w in transcript.children if not isinstance(w, FollowHint)])
-            await transcript.mount(StoryText(session.pack.title, session.pack.intro, id="intro"))
-            self._show_history()
-        self.side_panel.show_story(session.pack, session.state)
-        self.title = safe_text(session.pack.title)
-        self.sub_title = narrator_label(session.narrator)  # an opened save may be on another narrator
+        await super().restart(session)
         self.command_input.suggest(())
         self.command_input.focus()
-        self.refresh_bindings()
-
-    def transcript_markdown(self) -> str:
-        """The story so far as Markdown: the intro and every committed turn's command and prose."""
-        pack = self.session.pack
-        parts = [f"# {_markdown_text(pack.title)}", "", _markdown_text(pack.intro), ""]
-        records = {r.turn: r for block in set(self._archived.values()) for r in block.records}
-        records.update({turn: message.record() for turn, message in self._messages.items()})
-        for turn in sorted(records):
-            record = records[turn]
-            if record.outcome == "committed":
-                parts += [f"> {_markdown_text(record.player_input)}", "", _markdown_text(record.prose), ""]
-        return "\n".join(parts)
-
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
-
-
-def _markdown_text(text: str) -> str:
-    """Untrusted text as inert Markdown: no control sequences, and no link, image, HTML or emphasis syntax."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", safe_text(text))
 
 
 def _freeze_garbage_collector() -> None:

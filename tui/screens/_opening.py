@@ -14,18 +14,19 @@ from tui.widgets._story_text import StoryText
 from tui.widgets._transcript import Transcript
 
 
-def game_layout(title: str, intro: str, side_panel: Widget, *, blink: bool) -> ComposeResult:
-    """The game's layout: header, transcript opening with the intro, input line, side panel, footer.
+def game_layout(title: str, intro: str, side_panel: Widget, bottom_line: Widget,
+                transcript: Transcript) -> ComposeResult:
+    """The game's layout: header, transcript opening with the intro, the line below it, side panel, footer.
 
-    The opening screen and the game screen both compose it, so when the game takes the
-    opening's place nothing the player is reading moves.
+    The opening, game and replay screens all compose it, so when the game takes the
+    opening's place nothing the player is reading moves, and a replay looks like the game.
     """
     yield Header(icon="≡")
     with Horizontal(id="body"):
         with Vertical(id="main"):
-            with Transcript(id="transcript"):
+            with transcript:
                 yield StoryText(title, intro, id="intro")
-            yield CommandInput(blink=blink, id="command")
+            yield bottom_line
         yield side_panel
     yield Footer()
 
@@ -57,7 +58,8 @@ class OpeningScreen(Screen[None]):
         self._blink = blink
 
     def compose(self) -> ComposeResult:
-        yield from game_layout(self._title, self._intro, Static("", id="side-panel"), blink=self._blink)
+        yield from game_layout(self._title, self._intro, Static("", id="side-panel"),
+                               CommandInput(blink=self._blink, id="command"), Transcript(id="transcript"))
 
     def on_mount(self) -> None:
         self.title = safe_text(self._title)

@@ -1,13 +1,13 @@
-"""The replay screen: a saved session played back through the game screen's own widgets.
+"""The replay screen: a saved session played back through the game's own story view.
 
 `storyloom replay SAVE` shows a recorded story the way it was played: the intro,
 then each recorded input and its turn streamed into the same `TurnMessage`s, with
 the same correcting status and prose swaps, at the recorded timing scaled by
-`--speed`. It is a `GameScreen` (so every event is rendered by the very code the
-live game uses) whose input line gives way to a replay status line, driven by a
-`saves.replay.Replayer` instead of the keyboard. The replayer compares every
-event with the record; the first divergence stops the replay and is shown in the
-status line and a notification, never smoothed over. Nothing is journaled: a
+`--speed`. It is a `StoryScreen` like the game (so every event is rendered by the
+very code the live game uses) with a replay status line where the game has its
+input line, driven by a `saves.replay.Replayer` instead of the keyboard. The
+replayer compares every event with the record; the first divergence stops the
+replay and is shown in the status line and a notification, never smoothed over. Nothing is journaled: a
 replay never writes to the save.
 """
 
@@ -21,13 +21,14 @@ from typing import Any
 from textual import work
 from textual.binding import Binding
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Static
 
 from engine.events import ProseDelta
 from engine.safety import safe_text
 from engine.state import state_hash
 from saves.replay import Replayer, ReplayStep
-from tui.screens._game import GameScreen
+from tui.screens._story import StoryScreen
 
 TURN_GAP = 0.6
 """Seconds (at ×1) between the end of one recorded turn and the next input, so a watcher can follow.
@@ -80,26 +81,31 @@ class ReplayStatus(Static):
         self.update(content)
 
 
-class ReplayScreen(GameScreen):
-    """Plays a `Replayer`'s steps into the game screen; see the module docstring.
+class ReplayScreen(StoryScreen):
+    """Plays a `Replayer`'s steps into the story view; see the module docstring.
+
+    The record decides what happens, not the keyboard: there is no cancel, retry or undo here.
 
     Args:
         replayer: drives a fresh session through the save's recorded steps.
-        blink: passed to the game screen (off for snapshot tests).
         start_paused: wait for space or n before the first turn (tests; a watcher who wants to read the intro).
         sleep: how to wait between turns (tests may pass a fake).
     """
 
     BINDINGS = [
+        Binding("ctrl+d", "details", "Details", priority=True),
+        Binding("pageup", "page_transcript(-1)", "Scroll up", show=False),
+        Binding("pagedown", "page_transcript(1)", "Scroll down", show=False),
+        Binding("end", "follow", "Follow", show=False, priority=True),
         Binding("space", "toggle_pause", "Pause/resume", priority=True),
         Binding("n", "step", "Step a turn", priority=True),
         Binding("q", "quit_replay", "Quit", priority=True),
     ]
 
-    def __init__(self, replayer: Replayer, *, blink: bool = True, start_paused: bool = False,
+    def __init__(self, replayer: Replayer, *, start_paused: bool = False,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         replayer.session.attempt_timeout = REPLAY_ATTEMPT_TIMEOUT
-        super().__init__(replayer.session, blink=blink)  # no on_event hook: nothing is journaled
+        super().__init__(replayer.session)  # nothing is journaled
         self.replayer = replayer
         self.steps: list[ReplayStep] = replayer.plan.steps
         self.speed: float = replayer.plan.narrator.speed
@@ -139,18 +145,17 @@ class ReplayScreen(GameScreen):
 
     # -- layout
 
+    def bottom_line(self) -> Widget:
+        return self.replay_status
+
     def on_mount(self) -> None:
-        # Textual then runs GameScreen.on_mount too (handlers of base classes are called as well).
-        command = self.command_input
-        command.display = False  # the replay status line takes the input line's place
-        command.disabled = True
-        self.query_one("#main").mount(self.replay_status, after=command)
+        # Textual then runs StoryScreen.on_mount too (handlers of base classes are called as well).
         self.call_later(self._name_the_replay)
         self._show_status()
         self._play_all()
 
     def _name_the_replay(self) -> None:
-        """The header says this is a replay, and of which save (after the game screen named the narrator)."""
+        """The header says this is a replay, and of which save (after the story screen named the narrator)."""
         self.sub_title = safe_text(f"replay of {self.replayer.plan.save.path.name}")
 
     def _show_status(self) -> None:
@@ -210,26 +215,20 @@ class ReplayScreen(GameScreen):
             self._diverged(f"turn {self.steps[self.position].turn}: the replay stopped with an error: {exc}")
 
     async def _play(self, step: ReplayStep) -> None:
-        """One recorded step through the game screen's renderer, held between events while paused."""
+        """One recorded step through the story screen's renderer, held between events while paused."""
         self.running = True
         self.refresh_bindings()
         try:
             async for event in self.replayer.play_step(step):
                 await self._resume.wait()
-                await self.deliver(event)
+                await self.render_event(event)
                 if not isinstance(event, ProseDelta):
                     self.refresh_bindings()  # e.g. ctrl+d details, once the turn has an issue to show
         finally:
             self.running = False
-            self._withdraw_retry_offers()
+            self.transcript.offer_retry(None)  # a replayed failure or cancel cannot be retried here
             self.refresh_bindings()
-        await self.archive_old_turns()
-
-    def _withdraw_retry_offers(self) -> None:
-        """A replayed failure or cancel cannot be retried here: its status row offers no retry."""
-        for message in list(self._messages.values()):
-            if message.can_retry:
-                message.offer_retry(False)
+        await self.fold_old_turns()
 
     def _diverged(self, problem: str) -> None:
         self.problem = problem
@@ -251,8 +250,6 @@ class ReplayScreen(GameScreen):
     # -- keys
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("cancel", "retry", "undo"):  # the record decides what happens, not the keyboard
-            return False
         if action in ("toggle_pause", "step"):
             return not (self.finished or self.problem)
         return super().check_action(action, parameters)
@@ -273,15 +270,6 @@ class ReplayScreen(GameScreen):
 
     def action_quit_replay(self) -> None:
         self.app.exit(self.exit_code)
-
-    def action_cancel(self) -> None:
-        """Esc would change what happens; a replay only shows what did."""
-
-    def action_retry(self) -> None:
-        """A replay plays the recorded retries; it starts none of its own."""
-
-    def action_undo(self) -> None:
-        """A replay plays the recorded undos; it makes none of its own."""
 
 
 def _interrupted_note(turn: int | None) -> str:

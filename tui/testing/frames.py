@@ -19,8 +19,8 @@ It is a pytest plugin (entry point `frame_geometry`), providing:
   up only as far as text was added below it; once settled, nothing moves" checked on every frame
   (record with `screen=True`), for any app whose view must not jump.
 
-Leans on Textual internals (`App._display`, `Screen._compositor`); pinned to
-Textual 8.2.8 and covered by this project's frame tests.
+Leans on Textual internals (`App._display`, `Screen._compositor`), reached through
+`tui._textual_internals`, which checks the Textual version; covered by this project's frame tests.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from textual.app import App
 from textual.geometry import Region
 from textual.screen import Screen
 from textual.widget import Widget
+
+from tui._textual_internals import screen_compositor, unwrap_display, wrap_display
 
 RegionTuple = tuple[int, int, int, int]
 Target = str | Callable[[App[Any]], Any]
@@ -105,21 +107,14 @@ class FrameRecorder:
         """Begin recording: wrap this app instance's display step."""
         if self._recording:
             return self
-        original = self.app._display
-
-        def display(screen: Screen[Any], renderable: Any) -> None:
-            if renderable is not None and not self.app._batch_count:
-                self._record(screen)
-            original(screen, renderable)
-
-        self.app._display = display  # type: ignore[method-assign]
+        wrap_display(self.app, self._record)
         self._recording = True
         return self
 
     def stop(self) -> None:
         """Stop recording and restore the app's own display step."""
         if self._recording:
-            del self.app._display
+            unwrap_display(self.app)
             self._recording = False
 
     def mark(self, label: str) -> None:
@@ -128,7 +123,7 @@ class FrameRecorder:
         self._pending_marks.append(label)
 
     def _record(self, screen: Screen[Any]) -> None:
-        compositor = screen._compositor
+        compositor = screen_compositor(screen)
         strips = None
         regions: dict[str, RegionTuple | None] = {}
         for name, target in self.regions.items():

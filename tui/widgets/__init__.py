@@ -13,7 +13,7 @@ from engine.lazy import lazy_names
 _EXPORTS = {
     "ArchivedTurns": "_archived_turns", "TurnRecord": "_archived_turns", "CommandInput": "_command_input",
     "Prose": "_prose", "plain": "_prose", "SidePanel": "_side_panel", "StatusRow": "_status_row",
-    "StoryText": "_story_text", "FollowHint": "_transcript", "Transcript": "_transcript",
+    "StoryText": "_story_text", "StoryView": "_story_view", "FollowHint": "_transcript", "Transcript": "_transcript",
     "TurnMessage": "_turn_message",
 }
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from tui.widgets._side_panel import SidePanel
     from tui.widgets._status_row import StatusRow
     from tui.widgets._story_text import StoryText
+    from tui.widgets._story_view import StoryView
     from tui.widgets._transcript import FollowHint, Transcript
     from tui.widgets._turn_message import TurnMessage
 

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from engine.safety import safe_text
-from tui.widgets._prose import no_layout_virtual_size
+from tui._textual_internals import no_layout_virtual_size
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region, Size
-from textual.reactive import Reactive
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.visual import Visual
@@ -15,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from engine.safety import safe_text
+from tui._textual_internals import no_layout_virtual_size, request_layout
 
 PARAGRAPH_BREAK = "\n\n"
 STREAM_STEP = 4
@@ -38,17 +38,6 @@ def plain(text: str) -> Content:
     bidi overrides and zero-width characters before anything reaches the terminal.
     """
     return Content(safe_text(text))
-
-
-def no_layout_virtual_size() -> Reactive[Size]:
-    """`Widget.virtual_size` without its layout flag (one descriptor per class that uses it).
-
-    Textual declares `virtual_size` with `layout=True`, so a size change found by a
-    layout asks for a second full layout. That second pass changes nothing for the
-    transcript's widgets; they use this instead, so a streamed line costs one layout,
-    not two (relies on Textual 8.2.8 internals; the frame tests cover it).
-    """
-    return Reactive(Size(0, 0), layout=False, repaint=False)
 
 
 def _renumbered(strips: list[Strip], first_line: int, first_column: int = 0) -> list[Strip]:
@@ -243,23 +232,9 @@ class Prose(Widget):
             self._flush()
 
     def _request_layout(self) -> None:
-        """Ask for a layout, and make sure it measures this widget again.
-
-        Textual caches a widget's box model by its count of layout requests, and a
-        second request made while one is pending is not counted; a layout run in
-        between (for another widget) would then keep a stale height. Count every one.
-        """
+        """Ask for a layout that surely measures this widget again (see `request_layout`), and count it."""
         self.layouts_requested += 1
-        if self._layout_required:
-            self._layout_updates += 1
-            for ancestor in self.ancestors:  # as Textual does when it sends the pending request
-                if not isinstance(ancestor, Widget):
-                    break
-                ancestor._clear_arrangement_cache()
-                ancestor._layout_updates += 1
-                if not ancestor.styles.auto_dimensions:
-                    break
-        self.refresh(layout=True)
+        request_layout(self)
 
     def _flush(self, full: bool = False) -> None:
         """Wrap what changed and repaint only the lines that differ (a layout only if the height must grow)."""

@@ -9,7 +9,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Static
 
 from engine.events import (
     AttemptFinished,
@@ -23,8 +22,9 @@ from engine.events import (
     TurnFailed,
     TurnStarted,
 )
+from tui._textual_internals import no_layout_virtual_size
 from tui.widgets._archived_turns import TurnRecord
-from tui.widgets._prose import Paragraph, Prose, no_layout_virtual_size, plain
+from tui.widgets._prose import Paragraph, Prose, plain
 from tui.widgets._status_row import StatusRow
 
 

@@ -1,0 +1,159 @@
+"""What the game and replay screens share: the layout around a `StoryView`, the side panel, and reading keys."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widget import Widget
+
+from engine import Event, Session
+from engine.events import TurnCommitted, TurnUndone
+from engine.safety import safe_text
+from tui._textual_internals import crop_repaints_to_rows
+from tui.screens._issue_details import IssueDetailsScreen
+from tui.screens._opening import game_layout
+from tui.widgets import ArchivedTurns, SidePanel, StoryView, TurnMessage, TurnRecord
+
+
+def narrator_label(narrator: object) -> str:
+    """Who is telling the story, for the header: "anthropic narrator · claude-sonnet-5-5"."""
+    name, model = str(getattr(narrator, "name", "") or ""), str(getattr(narrator, "model", "") or "")
+    label = f"{name} narrator" if name else "narrator"
+    return safe_text(f"{label} · {model}" if model else label)
+
+
+class StoryScreen(Screen[None]):
+    """A story on screen: the transcript (`StoryView`), the side panel, and a line below the transcript.
+
+    `GameScreen` puts the input line there and turns the player's keys into intents;
+    `ReplayScreen` puts the replay status line there and plays a save. Both render every
+    event through `render_event`, so a replay looks exactly like the game it records. Each
+    declares its own bindings (their order is the footer's); the actions for reading the
+    story (details, paging, following) are here.
+
+    Args:
+        session: the story shown.
+    """
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        crop_repaints_to_rows(self)
+        self.session = session
+        self.running = False
+        """True while a turn's events are being shown (sent or replayed), until it ends."""
+        self._story_view = StoryView(id="transcript")
+
+    def bottom_line(self) -> Widget:
+        """The widget under the transcript (composed once)."""
+        raise NotImplementedError
+
+    # -- shortcuts to the parts of the screen
+
+    @property
+    def transcript(self) -> StoryView:
+        """The story view (held, not queried: this runs for every streamed chunk, and before mounting)."""
+        return self._story_view
+
+    @property
+    def side_panel(self) -> SidePanel:
+        return self.query_one(SidePanel)
+
+    def message(self, turn: int) -> TurnMessage | None:
+        """The message of a turn, if it is on screen."""
+        return self.transcript.message(turn)
+
+    def latest_message(self) -> TurnMessage | None:
+        """The newest turn's message."""
+        return self.transcript.latest_message()
+
+    def committed_exchanges(self) -> list[tuple[str, str]]:
+        """(player input, prose) of each committed turn, for an export."""
+        return self.transcript.committed_exchanges()
+
+    def compose(self) -> ComposeResult:
+        pack = self.session.pack
+        yield from game_layout(pack.title, pack.intro, SidePanel(pack, self.session.state, id="side-panel"),
+                               self.bottom_line(), self._story_view)
+
+    def on_mount(self) -> None:
+        self._name_the_story()
+        self.transcript.show_history(self.session.history)
+
+    def _name_the_story(self) -> None:
+        self.title = safe_text(self.session.pack.title)
+        self.sub_title = narrator_label(self.session.narrator)
+
+    # -- rendering
+
+    async def render_event(self, event: Event) -> None:
+        """Show one engine event: in the transcript, and a committed or restored state in the side panel."""
+        await self.transcript.show(event)
+        if isinstance(event, TurnCommitted):
+            self.side_panel.show_state(event.state)
+        elif isinstance(event, TurnUndone):
+            self.show_undo(event)
+
+    async def fold_old_turns(self) -> bool:
+        """Fold old turns into blocks (`StoryView.fold_old_turns`), never past the session's pending turn."""
+        pending = self.session.pending
+        return await self.transcript.fold_old_turns(pending.turn if pending is not None else None)
+
+    def show_undo(self, event: TurnUndone) -> None:
+        """An undo was done: the transcript marks the turn, the side panel shows the state before it."""
+        self.transcript.show_undo()
+        self.side_panel.show_state(event.state)
+        self.refresh_bindings()
+        self.notify("The last turn was undone.", title="Undo")
+
+    async def restart(self, session: Session) -> None:
+        """Show `session` in this screen: the transcript starts again from its intro."""
+        self.session = session
+        self.running = False
+        await self.transcript.start_again(session.pack.title, session.pack.intro, session.history)
+        self.side_panel.show_story(session.pack, session.state)
+        self._name_the_story()  # an opened save may be on another narrator
+        self.refresh_bindings()
+
+    # -- reading the story
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "details":
+            latest = self.latest_message()
+            return latest is not None and latest.has_details
+        if action == "follow":  # otherwise End goes on to the input line (the end of what is typed)
+            return not self.transcript.following
+        return True
+
+    def action_page_transcript(self, direction: int) -> None:
+        """Page up / page down scroll the story while the input keeps focus (typing still types)."""
+        self.transcript.page(direction)
+
+    def action_follow(self) -> None:
+        """End, while the story is scrolled up: back to the newest text (as the follow hint says)."""
+        self.transcript.follow()
+
+    def action_details(self) -> None:
+        latest = self.latest_message()
+        if latest is not None and latest.has_details:
+            self._open_details(latest)
+
+    @on(TurnMessage.DetailsRequested)
+    def _details_message(self, event: TurnMessage.DetailsRequested) -> None:
+        self._open_details(event.message)
+
+    def _open_details(self, message: TurnMessage) -> None:
+        self.app.push_screen(IssueDetailsScreen(message.turn, message.player_input, message.events))
+
+    @on(ArchivedTurns.DetailsRequested)
+    def _folded_details(self, event: ArchivedTurns.DetailsRequested) -> None:
+        """A turn folded into a block keeps its details: a click on it shows them."""
+        self.show_details_of(event.record)
+
+    def folded_with_details(self) -> list[TurnRecord]:
+        """Folded turns that had issues, newest first (the palette offers their details)."""
+        return self.transcript.folded_with_details()
+
+    def show_details_of(self, record: TurnRecord) -> None:
+        """Open the details of a folded turn."""
+        self.app.push_screen(IssueDetailsScreen(record.turn, record.player_input, list(record.details)))
