@@ -40,21 +40,31 @@ def machine() -> dict[str, Any]:
 
     import textual
 
-    return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine(),
-            "cpu": cpu or platform.processor(), "cores": os.cpu_count(), "python": platform.python_version(),
-            "textual": textual.__version__, "load": round(os.getloadavg()[0], 2)}
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": platform.machine(),
+        "cpu": cpu or platform.processor(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "textual": textual.__version__,
+        "load": round(os.getloadavg()[0], 2),
+    }
 
 
 def table(figures: list[Figure]) -> str:
     """The results as one Markdown table, a row per measured quantity."""
-    lines = ["| # | figure | metric | storyloom | baseline | ratio | target | met |",
-             "|---|---|---|---:|---:|---:|---|---|"]
+    lines = [
+        "| # | figure | metric | storyloom | baseline | ratio | target | met |",
+        "|---|---|---|---:|---:|---:|---|---|",
+    ]
     for figure in figures:
         for row in figure.rows:
             met = {True: "yes", False: "**no**", None: ""}[row.met]
-            lines.append(f"| {figure.number} | {figure.name} | {row.metric} | {fmt(row.storyloom)} | "
-                         f"{fmt(row.baseline)} | {fmt(row.ratio) + 'x' if row.ratio is not None else '–'} | "
-                         f"{row.target} | {met} |")
+            lines.append(
+                f"| {figure.number} | {figure.name} | {row.metric} | {fmt(row.storyloom)} | "
+                f"{fmt(row.baseline)} | {fmt(row.ratio) + 'x' if row.ratio is not None else '–'} | "
+                f"{row.target} | {met} |"
+            )
     return "\n".join(lines)
 
 
@@ -75,9 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table and notes as Markdown")
     args = parser.parse_args(argv)
     about = machine()
-    heading = (f"storyloom benchmarks, {about['date']}, {about['machine']}, {about['cpu']} ({about['cores']} cores), "
-               f"Python {about['python']}, Textual {about['textual']}, load average {about['load']} at the start"
-               f"{', quick sizes' if args.quick else ''}")
+    heading = (
+        f"storyloom benchmarks, {about['date']}, {about['machine']}, {about['cpu']} ({about['cores']} cores), "
+        f"Python {about['python']}, Textual {about['textual']}, load average {about['load']} at the start"
+        f"{', quick sizes' if args.quick else ''}"
+    )
     print(heading, flush=True)
     figures: list[Figure] = []
     failed: dict[str, str] = {}
@@ -97,9 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(notes(figures))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"machine": about, "quick": args.quick,
-                                     "figures": [f.to_json() for f in figures], "failed": failed},
-                                    indent=1) + "\n", encoding="utf-8")
+    args.json.write_text(
+        json.dumps(
+            {"machine": about, "quick": args.quick, "figures": [f.to_json() for f in figures], "failed": failed},
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     if args.markdown is not None:
         args.markdown.write_text(f"{heading}\n\n{table(figures)}\n\n{notes(figures)}\n", encoding="utf-8")
     print(f"\nwritten: {args.json}")

@@ -17,8 +17,16 @@ from pathlib import Path
 from typing import Any
 
 COMMAND_CYCLE: tuple[str, ...] = (
-    "take rope", "north", "drop rope", "take rope", "south", "drop rope",
-    "look", "wait", "inventory", "examine the boat",
+    "take rope",
+    "north",
+    "drop rope",
+    "take rope",
+    "south",
+    "drop rope",
+    "look",
+    "wait",
+    "inventory",
+    "examine the boat",
 )
 """Ten lighthouse commands that move the player and an item and end where they began,
 so a session can run for any number of turns without reaching an ending."""
@@ -71,8 +79,14 @@ class Figure:
         self.rows.extend(rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {"number": self.number, "name": self.name, "baseline": self.baseline,
-                "rows": [r.to_json() for r in self.rows], "notes": self.notes, "seconds": self.seconds}
+        return {
+            "number": self.number,
+            "name": self.name,
+            "baseline": self.baseline,
+            "rows": [r.to_json() for r in self.rows],
+            "notes": self.notes,
+            "seconds": self.seconds,
+        }
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -135,9 +149,16 @@ class PlayedSession:
     """Every event but prose deltas, when kept."""
 
 
-def play_session(turns: int, *, save_path: Path | None = None, seed: int = 7, faults: float = 0.0,
-                 keep_events: bool = False, fsync: bool = True,
-                 on_turn: Callable[[int], None] | None = None) -> PlayedSession:
+def play_session(
+    turns: int,
+    *,
+    save_path: Path | None = None,
+    seed: int = 7,
+    faults: float = 0.0,
+    keep_events: bool = False,
+    fsync: bool = True,
+    on_turn: Callable[[int], None] | None = None,
+) -> PlayedSession:
     """Play `turns` turns of the lighthouse story on the offline narrator, journalled if `save_path` is given.
 
     Args:
@@ -147,16 +168,23 @@ def play_session(turns: int, *, save_path: Path | None = None, seed: int = 7, fa
     return asyncio.run(_play(turns, save_path, seed, faults, keep_events, fsync, on_turn))
 
 
-async def _play(turns: int, save_path: Path | None, seed: int, faults: float, keep_events: bool, fsync: bool,
-                on_turn: Callable[[int], None] | None) -> PlayedSession:
+async def _play(
+    turns: int,
+    save_path: Path | None,
+    seed: int,
+    faults: float,
+    keep_events: bool,
+    fsync: bool,
+    on_turn: Callable[[int], None] | None,
+) -> PlayedSession:
     import time
 
-    from engine.events import ProseDelta
-    from engine.lifecycle import Session
-    from engine.narrators.offline import OfflineNarrator
-    from engine.packs import load_pack
-    from saves.format import SaveHeader
-    from saves.writer import Journal
+    from storyloom.engine.events import ProseDelta
+    from storyloom.engine.lifecycle import Session
+    from storyloom.engine.narrators.offline import OfflineNarrator
+    from storyloom.engine.packs import load_pack
+    from storyloom.saves.format import SaveHeader
+    from storyloom.saves.writer import Journal
 
     pack = load_pack("lighthouse")
     narrator = OfflineNarrator(pack, seed=seed, faults=faults)
@@ -194,7 +222,7 @@ def storyloom_app(session: Any) -> Any:
     """`StoryloomApp` as `storyloom play` builds it (garbage-collector tuning on, where the app has it)."""
     import inspect
 
-    from tui.app import StoryloomApp
+    from storyloom.tui.app import StoryloomApp
 
     options: dict[str, Any] = {"blink": False}
     if "tune_gc" in inspect.signature(StoryloomApp.__init__).parameters:
@@ -202,23 +230,25 @@ def storyloom_app(session: Any) -> Any:
     return StoryloomApp(session, **options)
 
 
-async def fill_transcript(app: Any, turns: Iterable[tuple[int, str, str]], state: dict[str, Any],
-                          every: int = 10) -> None:
+async def fill_transcript(
+    app: Any, turns: Iterable[tuple[int, str, str]], state: dict[str, Any], every: int = 10
+) -> None:
     """Show finished turns (number, command, prose) through the game screen's own event path.
 
     Each turn is delivered as the engine would send it (started, its prose, committed),
     and old turns are folded away as the screen does after each turn (`archive_old_turns`,
     every `every` turns here to save time), so the transcript ends as playing them leaves it.
     """
-    from engine.events import ProseDelta, TurnCommitted, TurnStarted
+    from storyloom.engine.events import ProseDelta, TurnCommitted, TurnStarted
 
     screen = app.game
     archive = getattr(screen, "archive_old_turns", None)
     for count, (turn, command, prose) in enumerate(turns, 1):
         await screen.render_event(TurnStarted(turn=turn, attempt=1, player_input=command, retry=0))
         await screen.render_event(ProseDelta(turn=turn, text=prose))
-        await screen.render_event(TurnCommitted(turn=turn, state_hash="", narrative=prose, state_patch=(),
-                                                suggestions=(), state=state))
+        await screen.render_event(
+            TurnCommitted(turn=turn, state_hash="", narrative=prose, state_patch=(), suggestions=(), state=state)
+        )
         if archive is not None and count % every == 0:
             await archive()
     if archive is not None:

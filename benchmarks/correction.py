@@ -59,10 +59,11 @@ class _Turn:
     committed: dict[str, Any] | None = None
 
 
-async def _play(pack: Any, kinds: tuple[str, ...], turns: int, *, budget: int, stubborn: float,
-                seed: int) -> list[_Turn]:
-    from engine.lifecycle import Session
-    from engine.narrators.offline import OfflineNarrator
+async def _play(
+    pack: Any, kinds: tuple[str, ...], turns: int, *, budget: int, stubborn: float, seed: int
+) -> list[_Turn]:
+    from storyloom.engine.lifecycle import Session
+    from storyloom.engine.narrators.offline import OfflineNarrator
 
     narrator = _Recorder(OfflineNarrator(pack, seed=seed, faults=1.0, fault_kinds=kinds, stubborn=stubborn))
     session = Session(pack, narrator, budget=budget)
@@ -74,8 +75,11 @@ async def _play(pack: Any, kinds: tuple[str, ...], turns: int, *, budget: int, s
             if event.event == "attempt_finished":
                 record.outputs[event.attempt] = (event.raw or "") + event.text
             elif event.event == "turn_committed":
-                record.committed = {"narrative": event.narrative, "state_patch": list(event.state_patch),
-                                    "suggestions": list(event.suggestions)}
+                record.committed = {
+                    "narrative": event.narrative,
+                    "state_patch": list(event.state_patch),
+                    "suggestions": list(event.suggestions),
+                }
         for request in narrator.requests[seen:]:
             record.requests[request.attempt] = request
         played.append(record)
@@ -106,15 +110,17 @@ def _projection(kept_out: list[int], kept_regen: list[int], kept_prose: list[int
     answer = sum(kept_out) / len(kept_out)
     rest = (sum(kept_regen) - sum(kept_prose)) / len(kept_regen)
     projected = answer / (rest + MODEL_PROSE_CHARS)
-    return [f"projection, not measured: the same prose-kept answers beside {MODEL_PROSE_CHARS:,}-character prose "
-            f"would be {projected:.2f}x a regeneration"]
+    return [
+        f"projection, not measured: the same prose-kept answers beside {MODEL_PROSE_CHARS:,}-character prose "
+        f"would be {projected:.2f}x a regeneration"
+    ]
 
 
 def run(quick: bool = False) -> Figure:
     """Play every fault kind; size corrections against regenerations and the chain baseline."""
-    from engine.narrators.anthropic import AnthropicNarrator
-    from engine.narrators.offline import FAULT_KINDS
-    from engine.packs import load_pack
+    from storyloom.engine.narrators.anthropic import AnthropicNarrator
+    from storyloom.engine.narrators.offline import FAULT_KINDS
+    from storyloom.engine.packs import load_pack
 
     pack = load_pack("lighthouse")
     sizer = AnthropicNarrator(api_key=NOT_A_KEY)
@@ -155,21 +161,52 @@ def run(quick: bool = False) -> Figure:
         return ours / count / CHARS_PER_TOKEN, theirs / count / CHARS_PER_TOKEN
 
     ours, theirs = ratio((True,))
-    figure.add(Row("output tokens per correction, only the patch was wrong", ours, theirs,
-                   target="ratio <= 0.3", met=theirs > 0 and ours / theirs <= 0.3))
+    figure.add(
+        Row(
+            "output tokens per correction, only the patch was wrong",
+            ours,
+            theirs,
+            target="ratio <= 0.3",
+            met=theirs > 0 and ours / theirs <= 0.3,
+        )
+    )
     if kept_out:
-        ours, theirs = sum(kept_out) / len(kept_out) / CHARS_PER_TOKEN, sum(kept_regen) / len(kept_regen) / CHARS_PER_TOKEN
-        figure.add(Row("output tokens per correction that left the prose out", ours, theirs,
-                       target="ratio <= 0.3", met=ours / theirs <= 0.3))
+        ours, theirs = (
+            sum(kept_out) / len(kept_out) / CHARS_PER_TOKEN,
+            sum(kept_regen) / len(kept_regen) / CHARS_PER_TOKEN,
+        )
+        figure.add(
+            Row(
+                "output tokens per correction that left the prose out",
+                ours,
+                theirs,
+                target="ratio <= 0.3",
+                met=ours / theirs <= 0.3,
+            )
+        )
     ours, theirs = ratio((True, False))
     figure.add(Row("output tokens per correction, whole fault mix", ours, theirs))
-    figure.add(Row("request bytes per correction (vs the turn's own request)", median(sent_correction),
-                   median(sent_regen)))
-    figure.add(Row("request bytes beyond the turn's own request (uncached part)",
-                   median([c - r for c, r in zip(sent_correction, sent_regen)]), None))
+    figure.add(
+        Row("request bytes per correction (vs the turn's own request)", median(sent_correction), median(sent_regen))
+    )
+    figure.add(
+        Row(
+            "request bytes beyond the turn's own request (uncached part)",
+            median([c - r for c, r in zip(sent_correction, sent_regen, strict=True)]),
+            None,
+        )
+    )
 
-    chained = asyncio.run(_play(pack, ("stat_bounds", "take_reach", "wrong_type", "prose_item"),
-                                4 if quick else 24, budget=3, stubborn=1.0, seed=5))
+    chained = asyncio.run(
+        _play(
+            pack,
+            ("stat_bounds", "take_reach", "wrong_type", "prose_item"),
+            4 if quick else 24,
+            budget=3,
+            stubborn=1.0,
+            seed=5,
+        )
+    )
     first, third, chain_third, base = [], [], [], []
     for turn in chained:
         if 4 not in turn.requests:
@@ -179,13 +216,20 @@ def run(quick: bool = False) -> Figure:
         third.append(_size(sizer, turn.requests[4]))
         chain_third.append(_chain_size(sizer, turn.requests, 4))
     if first:
-        growth = median([t / f for t, f in zip(third, first)])
-        chain_growth = median([t / f for t, f in zip(chain_third, first)])
+        growth = median([t / f for t, f in zip(third, first, strict=True)])
+        chain_growth = median([t / f for t, f in zip(chain_third, first, strict=True)])
         figure.add(Row("request bytes, 3rd correction", median(third), median(chain_third)))
-        figure.add(Row("request growth, 3rd / 1st correction (x)", growth, chain_growth,
-                       target="flat (<= 1.05)", met=growth <= 1.05))
-        extra = median([t - b for t, b in zip(third, base)])
-        chain_extra = median([t - b for t, b in zip(chain_third, base)])
+        figure.add(
+            Row(
+                "request growth, 3rd / 1st correction (x)",
+                growth,
+                chain_growth,
+                target="flat (<= 1.05)",
+                met=growth <= 1.05,
+            )
+        )
+        extra = median([t - b for t, b in zip(third, base, strict=True)])
+        chain_extra = median([t - b for t, b in zip(chain_third, base, strict=True)])
         figure.add(Row("uncached bytes of the 3rd correction", extra, chain_extra))
     figure.notes += [
         f"{sum(len(v) for v in out_ratio.values())} corrected turns over {len(out_ratio)} fault kinds; "

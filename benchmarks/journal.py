@@ -1,7 +1,7 @@
 """Figure 3: the save journal: durable commit cost as a session grows, and load plus verify.
 
 storyloom appends one hash-chained JSON line per event and fsyncs each outcome
-(`saves.writer.Journal.record`). The naive baseline keeps the whole session as
+(`storyloom.saves.writer.Journal.record`). The naive baseline keeps the whole session as
 one JSON document and rewrites it (temporary file, fsync, rename) on every
 commit, so its cost grows with the session. Both are timed on the same disk, at
 the start of a session and after thousands of turns.
@@ -45,8 +45,8 @@ def _rewrite_whole(path: Path, records: list[dict[str, Any]]) -> float:
 
 LOAD_CHILD = """
 import json, sys, time
-from saves.reader import load_save
-from saves.verify import verify_save
+from storyloom.saves.reader import load_save
+from storyloom.saves.verify import verify_save
 times = {"load": [], "verify": [], "naive_load": []}
 for _ in range(3):
     started = time.perf_counter(); load_save(sys.argv[1]); times["load"].append(time.perf_counter() - started)
@@ -63,8 +63,9 @@ print(json.dumps({k: min(v) for k, v in times.items()}))
 
 def _load_times(save: Path, naive_doc: Path) -> dict[str, float]:
     """Seconds to load, to load + verify, and to json.loads the naive document, in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", LOAD_CHILD, str(save), str(naive_doc)], capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_CHILD, str(save), str(naive_doc)], capture_output=True, text=True, timeout=600
+    )
     if done.returncode != 0:
         raise RuntimeError(f"loading the save failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -82,22 +83,40 @@ def run(quick: bool = False) -> Figure:
         records = [json.loads(line) for line in save.read_bytes().splitlines()]
         ends = _commit_ends(records)
         naive_doc = folder / "naive.json"
-        naive_short = [_rewrite_whole(naive_doc, records[:ends[i]]) for i in range(samples)]
-        naive_long = [_rewrite_whole(naive_doc, records[:ends[i]]) for i in range(len(ends) - samples, len(ends))]
-        for label, ours, naive in ((f"turns 1-{window}", short, naive_short),
-                                   (f"turns {turns - window + 1}-{turns}", long, naive_long)):
-            figure.add(Row(f"ms per durable commit p50, {label}", percentile(ours, 50) * 1000,
-                           percentile(naive, 50) * 1000))
-            figure.add(Row(f"ms per durable commit p99, {label}", percentile(ours, 99) * 1000,
-                           percentile(naive, 99) * 1000))
+        naive_short = [_rewrite_whole(naive_doc, records[: ends[i]]) for i in range(samples)]
+        naive_long = [_rewrite_whole(naive_doc, records[: ends[i]]) for i in range(len(ends) - samples, len(ends))]
+        for label, ours, naive in (
+            (f"turns 1-{window}", short, naive_short),
+            (f"turns {turns - window + 1}-{turns}", long, naive_long),
+        ):
+            figure.add(
+                Row(f"ms per durable commit p50, {label}", percentile(ours, 50) * 1000, percentile(naive, 50) * 1000)
+            )
+            figure.add(
+                Row(f"ms per durable commit p99, {label}", percentile(ours, 99) * 1000, percentile(naive, 99) * 1000)
+            )
         growth = percentile(long, 50) / percentile(short, 50)
         naive_growth = percentile(naive_long, 50) / percentile(naive_short, 50)
-        figure.add(Row("commit p50 growth, long / short session (x)", growth, naive_growth,
-                       target="flat (<= 1.5)", met=growth <= 1.5))
+        figure.add(
+            Row(
+                "commit p50 growth, long / short session (x)",
+                growth,
+                naive_growth,
+                target="flat (<= 1.5)",
+                met=growth <= 1.5,
+            )
+        )
 
         timed = _load_times(save, naive_doc)
-        figure.add(Row(f"s to load + verify a {turns:,}-turn save", timed["verify"], timed["naive_load"],
-                       target="< 1 s", met=timed["verify"] < 1.0))
+        figure.add(
+            Row(
+                f"s to load + verify a {turns:,}-turn save",
+                timed["verify"],
+                timed["naive_load"],
+                target="< 1 s",
+                met=timed["verify"] < 1.0,
+            )
+        )
         figure.add(Row(f"s to load (chain checked) a {turns:,}-turn save", timed["load"], timed["naive_load"]))
         figure.notes += [
             f"save: {save.stat().st_size / 1e6:.1f} MB, {len(records):,} records; naive document "

@@ -36,12 +36,13 @@ async def _open(which: str, played: Any) -> dict[str, float]:
     from textual.containers import VerticalScroll
     from textual.widgets import Static
 
-    from engine.lifecycle import Session
-    from tui.widgets import plain
+    from storyloom.engine.lifecycle import Session
+    from storyloom.tui.widgets import plain
 
     session = played.session
     history = session.history
     if which == "baseline":
+
         class Chat(App[None]):
             def compose(self) -> ComposeResult:
                 yield VerticalScroll(id="transcript")
@@ -57,11 +58,13 @@ async def _open(which: str, played: Any) -> dict[str, float]:
         if which == "baseline":
             transcript = app.query_one(VerticalScroll)
             transcript.anchor()
-            await transcript.mount_all([Static(plain(f"› {e.player_input}\n\n{e.turn.narrative}"), markup=False)
-                                        for e in history])
+            await transcript.mount_all(
+                [Static(plain(f"› {e.player_input}\n\n{e.turn.narrative}"), markup=False) for e in history]
+            )
         elif which == "played":
-            await fill_transcript(app, ((turn, e.player_input, e.turn.narrative) for turn, e in enumerate(history, 1)),
-                                  session.state)
+            await fill_transcript(
+                app, ((turn, e.player_input, e.turn.narrative) for turn, e in enumerate(history, 1)), session.state
+            )
         for _ in range(5):
             await pilot.pause()
         mounted = time.perf_counter() - started
@@ -80,8 +83,9 @@ def _child(which: str, turns: int) -> dict[str, float]:
 
 
 def _case(which: str, turns: int) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.memory", which, str(turns)],
-                          capture_output=True, text=True, timeout=1200)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.memory", which, str(turns)], capture_output=True, text=True, timeout=1200
+    )
     if done.returncode != 0:
         raise RuntimeError(f"memory case {which} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -91,12 +95,24 @@ def run(quick: bool = False) -> Figure:
     turns = 40 if quick else TURNS
     figure = Figure(5, "memory", "every turn mounted as one plain Textual Static")
     resumed, played, naive = (_case(w, turns) for w in ("resumed", "played", "baseline"))
-    figure.add(Row(f"MB resident, {turns:,}-turn session open (resumed)", resumed["rss_mb"], naive["rss_mb"],
-                   target="< 300, below baseline",
-                   met=resumed["rss_mb"] < 300 and resumed["rss_mb"] < naive["rss_mb"]))
-    figure.add(Row(f"MB resident, {turns:,} turns played in this UI", played["rss_mb"], naive["rss_mb"],
-                   target="< 300, below baseline",
-                   met=played["rss_mb"] < 300 and played["rss_mb"] < naive["rss_mb"]))
+    figure.add(
+        Row(
+            f"MB resident, {turns:,}-turn session open (resumed)",
+            resumed["rss_mb"],
+            naive["rss_mb"],
+            target="< 300, below baseline",
+            met=resumed["rss_mb"] < 300 and resumed["rss_mb"] < naive["rss_mb"],
+        )
+    )
+    figure.add(
+        Row(
+            f"MB resident, {turns:,} turns played in this UI",
+            played["rss_mb"],
+            naive["rss_mb"],
+            target="< 300, below baseline",
+            met=played["rss_mb"] < 300 and played["rss_mb"] < naive["rss_mb"],
+        )
+    )
     figure.add(Row(f"s to open the resumed {turns:,}-turn session (to painted)", resumed["mount_s"], naive["mount_s"]))
     figure.notes += [
         f"the session alone, before any UI: {resumed['session_rss_mb']:.0f} MB (part of every row)",

@@ -27,8 +27,8 @@ FAULTS = 0.2
 
 
 def run(quick: bool = False) -> Figure:
-    from saves.reader import load_save
-    from saves.replay import Replayer, replay_plan
+    from storyloom.saves.reader import load_save
+    from storyloom.saves.replay import Replayer, replay_plan
 
     turns = 40 if quick else TURNS
     folder = scratch_dir("replay")
@@ -50,17 +50,26 @@ def run(quick: bool = False) -> Figure:
         commits = sum(e.event == "turn_committed" for e in result.events)
 
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "tui.cli", "replay", str(save), "--headless", "--speed", "inf"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", "storyloom.tui.cli", "replay", str(save), "--headless", "--speed", "inf"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+        )
         cli = time.perf_counter() - started
         if done.returncode != 0:
             raise RuntimeError(f"storyloom replay failed ({done.returncode}):\n{done.stderr[-2000:]}")
-        figure.add(Row(f"turns/s, {turns:,}-turn save replayed in process", turns / in_process, turns / live,
-                       better="higher"))
-        figure.add(Row(f"turns/s, `storyloom replay --headless --speed inf`", turns / cli, turns / live,
-                       better="higher"))
-        figure.notes += [f"{commits} commits; reading and planning the replay (chain check + re-judging) took "
-                         f"{planned:.2f} s of the {in_process:.2f} s"]
+        figure.add(
+            Row(f"turns/s, {turns:,}-turn save replayed in process", turns / in_process, turns / live, better="higher")
+        )
+        figure.add(
+            Row("turns/s, `storyloom replay --headless --speed inf`", turns / cli, turns / live, better="higher")
+        )
+        figure.notes += [
+            f"{commits} commits; reading and planning the replay (chain check + re-judging) took "
+            f"{planned:.2f} s of the {in_process:.2f} s"
+        ]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return figure

@@ -5,7 +5,7 @@ with their modules byte-compiled as `pip install` leaves them (see `first_paint`
 The clock starts in the parent just before the child is spawned, and stops when
 the child reports its first paint (the first call of the app's display step that
 carries a frame) on stdout. storyloom's child runs the `storyloom` command itself
-(`tui.cli.main(["play"])`: settings, the default story, the offline narrator, the
+(`storyloom.tui.cli.main(["play"])`: settings, the default story, the offline narrator, the
 app), with `App.run` made headless; the bare child paints one `Static`. Settings
 and saves point at an empty temporary folder.
 """
@@ -38,7 +38,7 @@ if sys.argv[1] == "storyloom":
         return _run(self, *args, **{**kwargs, "headless": True, "size": (120, 40)})
     App.run = _headless_run
 
-    from tui.cli import main  # exactly what the `storyloom` command runs
+    from storyloom.tui.cli import main  # exactly what the `storyloom` command runs
     main(["play"])
 else:
     from textual.widgets import Static
@@ -59,8 +59,9 @@ def first_paint(which: str, home: str) -> float:
     # storyloom module on every start (about 10 ms), a cost the bare app (all in site-packages) never has.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, which], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, which], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     line = child.stdout.readline() if child.stdout else ""
     elapsed = time.perf_counter() - started
     _, err = child.communicate(timeout=60)
@@ -87,7 +88,14 @@ def run(quick: bool = False) -> Figure:
         shutil.rmtree(folder, ignore_errors=True)  # the saves `storyloom play` created there
     figure = Figure(4, "start-up", "a bare Textual app painting one Static")
     ratio = median(ours) / median(bare)
-    figure.add(Row("s from process start to first painted frame (median)", median(ours), median(bare),
-                   target="ratio <= 1.3", met=ratio <= 1.3))
+    figure.add(
+        Row(
+            "s from process start to first painted frame (median)",
+            median(ours),
+            median(bare),
+            target="ratio <= 1.3",
+            met=ratio <= 1.3,
+        )
+    )
     figure.notes.append(f"{rounds} alternating runs each; min storyloom {min(ours):.3f} s, bare {min(bare):.3f} s")
     return figure

@@ -15,7 +15,7 @@ tax the next:
   plain `Markdown` widget per earlier turn.
 
 CPU is process time per 1,000 tokens over the streaming window; frames are
-counted at the app's display step (`tui.testing.frames.FrameRecorder`). Each case
+counted at the app's display step (`storyloom.tui.testing.frames.FrameRecorder`). Each case
 runs three times (`RUNS`) and the run with the median CPU is reported, with all three.
 """
 
@@ -35,8 +35,28 @@ from benchmarks._common import Figure, Row, fill_transcript, storyloom_app
 
 RATE = 200.0
 SIZE = (120, 40)
-WORDS = ("the", "sea", "is", "wet", "and", "you", "go", "up", "old", "rod", "oil", "fog", "cod", "net", "far",
-         "dim", "low", "red", "of", "in")
+WORDS = (
+    "the",
+    "sea",
+    "is",
+    "wet",
+    "and",
+    "you",
+    "go",
+    "up",
+    "old",
+    "rod",
+    "oil",
+    "fog",
+    "cod",
+    "net",
+    "far",
+    "dim",
+    "low",
+    "red",
+    "of",
+    "in",
+)
 """Short words: with the leading space a token is 3.6 characters, so 1,000 tokens fit the 4,000-character turn."""
 PARAGRAPH_TOKENS = 60
 
@@ -83,7 +103,7 @@ class _PacedNarrator:
         self.finished_at = 0.0
 
     async def narrate(self, request: Any):
-        from engine.narration import Finish, StructuredDelta
+        from storyloom.engine.narration import Finish, StructuredDelta
 
         queue: list[str] = ['{"narrative": "']
         yield StructuredDelta(queue.pop())
@@ -99,10 +119,10 @@ class _PacedNarrator:
 
 
 async def _storyloom(prior: int, count: int) -> dict[str, float]:
-    from engine.lifecycle import Session
-    from engine.packs import load_pack
-    from tui.testing.frames import FrameRecorder
-    from tui.testing.pilot import until
+    from storyloom.engine.lifecycle import Session
+    from storyloom.engine.packs import load_pack
+    from storyloom.tui.testing.frames import FrameRecorder
+    from storyloom.tui.testing.pilot import until
 
     pack = load_pack("lighthouse")
     narrator = _PacedNarrator(count)
@@ -129,8 +149,7 @@ async def _storyloom(prior: int, count: int) -> dict[str, float]:
         recorder.stop()
         shown = app.game.message(prior + 1)
         assert shown is not None and shown.outcome == "committed", "the streamed turn did not commit"
-    return {"cpu_per_1000": cpu / count * 1000, "fps": frames / wall, "tokens_per_s": count / wall,
-            "fill_s": filled}
+    return {"cpu_per_1000": cpu / count * 1000, "fps": frames / wall, "tokens_per_s": count / wall, "fill_s": filled}
 
 
 async def _baseline(prior: int, count: int) -> dict[str, float]:
@@ -138,7 +157,7 @@ async def _baseline(prior: int, count: int) -> dict[str, float]:
     from textual.containers import VerticalScroll
     from textual.widgets import Markdown
 
-    from tui.testing.frames import FrameRecorder
+    from storyloom.tui.testing.frames import FrameRecorder
 
     class Chat(App[None]):
         def compose(self) -> ComposeResult:
@@ -164,8 +183,12 @@ async def _baseline(prior: int, count: int) -> dict[str, float]:
         _dump(profiler, "baseline", prior)
         wall = time.perf_counter() - wall0
         recorder.stop()
-    return {"cpu_per_1000": cpu / count * 1000, "fps": frames / wall, "tokens_per_s": count / seconds,
-            "catch_up_s": wall - seconds}
+    return {
+        "cpu_per_1000": cpu / count * 1000,
+        "fps": frames / wall,
+        "tokens_per_s": count / seconds,
+        "catch_up_s": wall - seconds,
+    }
 
 
 PROFILE_ENV = "STORYLOOM_BENCH_PROFILE"
@@ -191,8 +214,12 @@ def _dump(profiler: Any, which: str, prior: int) -> None:
 
 def _case(which: str, prior: int, count: int) -> dict[str, float]:
     """Run one case in a fresh interpreter and read its JSON line."""
-    done = subprocess.run([sys.executable, "-m", "benchmarks.streaming", which, str(prior), str(count)],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.streaming", which, str(prior), str(count)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"streaming case {which} {prior} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -223,23 +250,57 @@ def run(quick: bool = False) -> Figure:
     for prior, limit in ((small, 0.4), (large, 0.25)):  # ratios: absolute CPU seconds differ between machines
         ours, theirs = results[("storyloom", prior)], results[("baseline", prior)]
         ratio = ours["cpu_per_1000"] / theirs["cpu_per_1000"]
-        figure.add(Row(f"CPU s per 1,000 tokens, {prior:,} turns", ours["cpu_per_1000"], theirs["cpu_per_1000"],
-                       target=f"ratio <= {limit}", met=ratio <= limit))
-        figure.add(Row(f"frames/s at 200 tokens/s, {prior:,} turns", ours["fps"], theirs["fps"],
-                       target=">= 50", met=ours["fps"] >= 50, better="higher"))
+        figure.add(
+            Row(
+                f"CPU s per 1,000 tokens, {prior:,} turns",
+                ours["cpu_per_1000"],
+                theirs["cpu_per_1000"],
+                target=f"ratio <= {limit}",
+                met=ratio <= limit,
+            )
+        )
+        figure.add(
+            Row(
+                f"frames/s at 200 tokens/s, {prior:,} turns",
+                ours["fps"],
+                theirs["fps"],
+                target=">= 50",
+                met=ours["fps"] >= 50,
+                better="higher",
+            )
+        )
     growth = results[("storyloom", large)]["cpu_per_1000"] / results[("storyloom", small)]["cpu_per_1000"]
     naive_growth = results[("baseline", large)]["cpu_per_1000"] / results[("baseline", small)]["cpu_per_1000"]
-    figure.add(Row(f"CPU growth, {large:,} / {small:,} turns (x)", growth, naive_growth,
-                   target="<= 1.2", met=growth <= 1.2))
+    figure.add(
+        Row(f"CPU growth, {large:,} / {small:,} turns (x)", growth, naive_growth, target="<= 1.2", met=growth <= 1.2)
+    )
     cheaper = results[("baseline", large)]["cpu_per_1000"] / results[("storyloom", large)]["cpu_per_1000"]
-    figure.add(Row(f"times cheaper than the baseline at {large:,} turns", cheaper, None,
-                   target=">= 4", met=cheaper >= 4, better="higher"))
-    figure.notes.append(f"{count} tokens per case, median of {runs} runs; CPU s per 1,000 tokens of each run: " + "; ".join(
-        f"{which} {prior}: " + ", ".join(f"{cpu:.2f}" for cpu in r["cpu_runs"]) for (which, prior), r in results.items()))
-    figure.notes.append("achieved tokens/s: " + ", ".join(
-        f"{which} {prior}: {r['tokens_per_s']:.0f}" for (which, prior), r in results.items()))
-    figure.notes += [f"baseline {prior} turns: the MarkdownStream caught up {r['catch_up_s']:.2f} s after the last token"
-                     for (which, prior), r in results.items() if which == "baseline"]
+    figure.add(
+        Row(
+            f"times cheaper than the baseline at {large:,} turns",
+            cheaper,
+            None,
+            target=">= 4",
+            met=cheaper >= 4,
+            better="higher",
+        )
+    )
+    figure.notes.append(
+        f"{count} tokens per case, median of {runs} runs; CPU s per 1,000 tokens of each run: "
+        + "; ".join(
+            f"{which} {prior}: " + ", ".join(f"{cpu:.2f}" for cpu in r["cpu_runs"])
+            for (which, prior), r in results.items()
+        )
+    )
+    figure.notes.append(
+        "achieved tokens/s: "
+        + ", ".join(f"{which} {prior}: {r['tokens_per_s']:.0f}" for (which, prior), r in results.items())
+    )
+    figure.notes += [
+        f"baseline {prior} turns: the MarkdownStream caught up {r['catch_up_s']:.2f} s after the last token"
+        for (which, prior), r in results.items()
+        if which == "baseline"
+    ]
     return figure
 
 

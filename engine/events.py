@@ -12,7 +12,7 @@ from typing import Any, ClassVar, get_type_hints
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, create_model
 
-from engine.turns import Issue
+from storyloom.engine.turns import Issue
 
 
 @dataclass(frozen=True)
@@ -157,8 +157,20 @@ class StoryEnded(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.event: cls
-    for cls in (TurnStarted, ProseDelta, AttemptFinished, ValidationFailed, CorrectionStarted, ProseReplaced,
-                NarratorRetrying, TurnCommitted, TurnFailed, TurnCancelled, TurnUndone, StoryEnded)
+    for cls in (
+        TurnStarted,
+        ProseDelta,
+        AttemptFinished,
+        ValidationFailed,
+        CorrectionStarted,
+        ProseReplaced,
+        NarratorRetrying,
+        TurnCommitted,
+        TurnFailed,
+        TurnCancelled,
+        TurnUndone,
+        StoryEnded,
+    )
 }
 
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import pydantic_core
 
-from engine.events import (
+from storyloom.engine.events import (
     AttemptFinished,
     CorrectionStarted,
     Event,
@@ -37,8 +37,8 @@ from engine.events import (
     TurnUndone,
     ValidationFailed,
 )
-from engine.limits import DEFAULT_BUDGET
-from engine.narration import (
+from storyloom.engine.limits import DEFAULT_BUDGET
+from storyloom.engine.narration import (
     Exchange,
     Finish,
     NarrationRequest,
@@ -49,10 +49,10 @@ from engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
-from engine.packs import StoryPack
-from engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
-from engine.state import WorldState, initial_state, state_hash
-from engine.turns import Issue
+from storyloom.engine.packs import StoryPack
+from storyloom.engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
+from storyloom.engine.state import WorldState, initial_state, state_hash
+from storyloom.engine.turns import Issue
 
 MAX_TRANSIENT_RETRIES = 4
 ATTEMPT_MAX_SECONDS = 600.0
@@ -196,7 +196,9 @@ class Session:
         self.pending = None
         return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
 
-    def restore(self, state: WorldState, history: tuple[Exchange, ...], undo_stack: list[tuple[WorldState, int]]) -> None:
+    def restore(
+        self, state: WorldState, history: tuple[Exchange, ...], undo_stack: list[tuple[WorldState, int]]
+    ) -> None:
         """Put a resumed story's committed state, history and undo stack (state, history length) in place."""
         self.state, self.history, self._undo_stack = state, history, undo_stack
 
@@ -234,8 +236,9 @@ class Session:
                     yield TurnFailed(turn=turn, issues=verdict.issues)
                     return
                 state = _next_correction(state, attempt, verdict)
-                yield CorrectionStarted(turn=turn, attempt=state.request.attempt, budget=self.budget,
-                                        correction=state.request.attempt - 1)
+                yield CorrectionStarted(
+                    turn=turn, attempt=state.request.attempt, budget=self.budget, correction=state.request.attempt - 1
+                )
         except _Cancelled:
             self.pending = state.pending
             yield TurnCancelled(turn=turn)
@@ -250,13 +253,21 @@ class Session:
         model's token limit or by the engine's own) is judged as that, whatever part of it parses."""
         verdict = judge(attempt.raw, request.state, self.pack, kept_narrative=request.kept_narrative)
         if attempt.finish.stop_reason == "max_tokens" and verdict.turn is None:
-            cut = Issue("", "output.truncated", "The turn was cut off at the output token limit before it was "
-                                                 "complete. Write a shorter turn: fewer paragraphs, same patch.")
+            cut = Issue(
+                "",
+                "output.truncated",
+                "The turn was cut off at the output token limit before it was "
+                "complete. Write a shorter turn: fewer paragraphs, same patch.",
+            )
             verdict = Verdict(None, None, (cut,))
         if attempt.finish.stop_reason == OUTPUT_LIMIT:
-            too_large = Issue("", "output.too_large", f"The answer went on past {OUTPUT_MAX_CHARS} characters "
-                                                      f"and was cut off unread; a turn is far shorter (narrative "
-                                                      f"at most 4000 characters).")
+            too_large = Issue(
+                "",
+                "output.too_large",
+                f"The answer went on past {OUTPUT_MAX_CHARS} characters "
+                f"and was cut off unread; a turn is far shorter (narrative "
+                f"at most 4000 characters).",
+            )
             verdict = Verdict(None, None, (too_large,))
         return verdict
 
@@ -278,16 +289,21 @@ class Session:
         self.history = (*self.history, Exchange(state.request.player_input, accepted))
         self.pending = None
         yield TurnCommitted(
-            turn=turn, state_hash=state_hash(after), narrative=accepted.narrative,
-            state_patch=tuple(accepted.patch_json()), suggestions=tuple(accepted.suggestions), state=after,
+            turn=turn,
+            state_hash=state_hash(after),
+            narrative=accepted.narrative,
+            state_patch=tuple(accepted.patch_json()),
+            suggestions=tuple(accepted.suggestions),
+            state=after,
         )
         for ending_id, ending in self.pack.endings.items():
             if ending.when.holds(after) and not ending.when.holds(before):
                 yield StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text)
                 break
 
-    async def _stream_attempt(self, request: NarrationRequest, cancel: asyncio.Future[None]
-                              ) -> AsyncIterator[Event | _Attempt]:
+    async def _stream_attempt(
+        self, request: NarrationRequest, cancel: asyncio.Future[None]
+    ) -> AsyncIterator[Event | _Attempt]:
         """One model attempt, with transient faults retried; yields prose events, then the `_Attempt`.
 
         Only a first attempt streams prose; a correction is read whole and judged.
@@ -310,8 +326,10 @@ class Session:
                     except StopAsyncIteration:
                         break
                     except _Expired:
-                        raise NarratorError(f"The narrator was still writing after {self.attempt_timeout:g} s; "
-                                            f"the turn was stopped. Retry, or try another model.") from None
+                        raise NarratorError(
+                            f"The narrator was still writing after {self.attempt_timeout:g} s; "
+                            f"the turn was stopped. Retry, or try another model."
+                        ) from None
                     if isinstance(chunk, Finish):
                         finish = _sound_finish(chunk)
                         continue
@@ -333,7 +351,7 @@ class Session:
             except TransientNarratorError as exc:
                 if retry == MAX_TRANSIENT_RETRIES:
                     raise
-                delay = exc.retry_after if exc.retry_after is not None else float(2 ** retry)
+                delay = exc.retry_after if exc.retry_after is not None else float(2**retry)
                 if stream_prose and prose.shown:
                     yield ProseReplaced(turn=request.turn, changed=True, text="")
                 yield NarratorRetrying(turn=request.turn, attempt=request.attempt, delay=delay, reason=str(exc))
@@ -367,9 +385,15 @@ def _sound_finish(finish: Finish) -> Finish:
 def _attempt_finished(request: NarrationRequest, attempt: _Attempt, verdict: Verdict) -> AttemptFinished:
     """The record of one attempt: everything the narrator sent, and what the judge found."""
     return AttemptFinished(
-        turn=request.turn, attempt=request.attempt, kind="correction" if request.is_correction else "turn",
-        raw=attempt.raw, text=attempt.text, stop_reason=attempt.finish.stop_reason,
-        usage=dict(attempt.finish.usage), deltas=attempt.deltas, issues=verdict.issues,
+        turn=request.turn,
+        attempt=request.attempt,
+        kind="correction" if request.is_correction else "turn",
+        raw=attempt.raw,
+        text=attempt.text,
+        stop_reason=attempt.finish.stop_reason,
+        usage=dict(attempt.finish.usage),
+        deltas=attempt.deltas,
+        issues=verdict.issues,
     )
 
 
@@ -388,7 +412,7 @@ def _show_judged(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> tupl
         if not narrative.startswith(shown):
             events = (ProseReplaced(turn=state.request.turn, changed=True, text=narrative),)
         elif narrative != shown:
-            events = (ProseDelta(turn=state.request.turn, text=narrative[len(shown):]),)
+            events = (ProseDelta(turn=state.request.turn, text=narrative[len(shown) :]),)
         shown = narrative
     return replace(state, shown=shown), events
 
@@ -412,8 +436,9 @@ def _next_correction(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> 
     if attempt.finish.stop_reason == OUTPUT_LIMIT:  # show the model its loop, not 200,000 characters
         raw, text = _head(raw), _head(text) or ""
     rejection = Rejection(raw=raw, text=text, issues=verdict.issues)
-    return replace(state, request=replace(request, attempt=request.attempt + 1, correction=rejection,
-                                          kept_narrative=kept))
+    return replace(
+        state, request=replace(request, attempt=request.attempt + 1, correction=rejection, kept_narrative=kept)
+    )
 
 
 def _head(text: str | None) -> str | None:
@@ -463,7 +488,7 @@ class _ProseStream:
         narrative = partial.get("narrative") if isinstance(partial, dict) else None
         if not isinstance(narrative, str) or not narrative.startswith(self.shown) or narrative == self.shown:
             return ""
-        new = narrative[len(self.shown):]
+        new = narrative[len(self.shown) :]
         self.shown = narrative
         return new
 

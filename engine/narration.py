@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from engine.packs import StoryPack
-from engine.state import WorldState
-from engine.turns import Issue, Turn
+from storyloom.engine.packs import StoryPack
+from storyloom.engine.state import WorldState
+from storyloom.engine.turns import Issue, Turn
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from engine.builtin import builtin_pack_ids, builtin_pack_text
+from storyloom.engine.builtin import builtin_pack_ids, builtin_pack_text
 
 PLAYER = "player"
 NOWHERE = "nowhere"
@@ -277,8 +277,11 @@ def _condition_problems(key: str, cond: Condition, pack: StoryPack) -> list[tupl
     if cond.location is not None and cond.location not in pack.rooms:
         found.append((f"{key}.location", f"unknown room {cond.location!r}"))
     found += _refs(f"{key}.items", cond.items, pack.items, "item")
-    found += [(f"{key}.items.{i}", f"unknown place {at!r}") for i, at in cond.items.items()
-              if at not in pack.rooms and at not in RESERVED_PLACES]
+    found += [
+        (f"{key}.items.{i}", f"unknown place {at!r}")
+        for i, at in cond.items.items()
+        if at not in pack.rooms and at not in RESERVED_PLACES
+    ]
     found += _refs(f"{key}.flags", cond.flags, pack.flags, "flag")
     found += _refs(f"{key}.stats_at_least", cond.stats_at_least, pack.stats, "stat")
     found += _refs(f"{key}.stats_at_most", cond.stats_at_most, pack.stats, "stat")
@@ -287,8 +290,11 @@ def _condition_problems(key: str, cond: Condition, pack: StoryPack) -> list[tupl
 
 def _effects_problems(key: str, effects: Effects, pack: StoryPack) -> list[tuple[str, str]]:
     found = _refs(f"{key}.items", effects.items, pack.items, "item")
-    found += [(f"{key}.items.{i}", f"unknown place {at!r}") for i, at in effects.items.items()
-              if at not in pack.rooms and at not in RESERVED_PLACES]
+    found += [
+        (f"{key}.items.{i}", f"unknown place {at!r}")
+        for i, at in effects.items.items()
+        if at not in pack.rooms and at not in RESERVED_PLACES
+    ]
     found += _refs(f"{key}.flags", effects.flags, pack.flags, "flag")
     found += _refs(f"{key}.stats", effects.stats, pack.stats, "stat")
     return found

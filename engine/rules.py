@@ -19,9 +19,9 @@ import pydantic_core
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from engine.packs import NOWHERE, PLAYER, StoryPack
-from engine.state import WorldState, describe_place, state_model
-from engine.turns import Issue, Turn
+from storyloom.engine.packs import NOWHERE, PLAYER, StoryPack
+from storyloom.engine.state import WorldState, describe_place, state_model
+from storyloom.engine.turns import Issue, Turn
 
 OUTPUT_MAX_CHARS = 200_000
 """Raw output longer than this is refused unparsed, so parsing stays bounded."""
@@ -61,11 +61,21 @@ class Verdict:
 def parse_output(raw: str | None) -> tuple[dict[str, Any] | None, tuple[Issue, ...]]:
     """Parse raw structured output into a JSON object, or say why it cannot be."""
     if raw is None or not raw.strip():
-        return None, (Issue("", "output.missing", "No turn was reported through the structured output. "
-                                                   "Report the final answer through it now."),)
+        return None, (
+            Issue(
+                "",
+                "output.missing",
+                "No turn was reported through the structured output. Report the final answer through it now.",
+            ),
+        )
     if len(raw) > OUTPUT_MAX_CHARS:
-        return None, (Issue("", "output.too_large", f"The output is {len(raw)} characters; a turn must be "
-                                                     f"far shorter (narrative at most 4000 characters)."),)
+        return None, (
+            Issue(
+                "",
+                "output.too_large",
+                f"The output is {len(raw)} characters; a turn must be far shorter (narrative at most 4000 characters).",
+            ),
+        )
     try:
         data = json.loads(raw, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
@@ -74,11 +84,22 @@ def parse_output(raw: str | None) -> tuple[dict[str, Any] | None, tuple[Issue, .
         reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return None, (Issue("", "output.json", f"The output is not acceptable JSON: {reason}."),)
     if _has_lone_surrogate(raw, data):
-        return None, (Issue("", "output.json", "The output is not acceptable JSON: a \\u escape names half of a "
-                                                "surrogate pair, which is not a character. Write plain text."),)
+        return None, (
+            Issue(
+                "",
+                "output.json",
+                "The output is not acceptable JSON: a \\u escape names half of a "
+                "surrogate pair, which is not a character. Write plain text.",
+            ),
+        )
     if not isinstance(data, dict):
-        return None, (Issue("", "output.json", f"The output must be a JSON object with narrative and "
-                                                f"state_patch, not a {type(data).__name__}."),)
+        return None, (
+            Issue(
+                "",
+                "output.json",
+                f"The output must be a JSON object with narrative and state_patch, not a {type(data).__name__}.",
+            ),
+        )
     return data, ()
 
 
@@ -89,15 +110,17 @@ def _json_fault(raw: str, exc: json.JSONDecodeError) -> str:
     JSON with more after it, not a cut-off answer: asking for "the rest" of them would mislead.
     """
     if _has_extra_data(raw, exc):
-        return (f"The output is one complete JSON value followed by more text from character {exc.pos} "
-                f"(two objects back to back?). Send exactly one JSON object for the turn and nothing after it.")
+        return (
+            f"The output is one complete JSON value followed by more text from character {exc.pos} "
+            f"(two objects back to back?). Send exactly one JSON object for the turn and nothing after it."
+        )
     where = "it ends before the JSON is complete" if _is_truncated(raw) else f"at character {exc.pos}: {exc.msg}"
     return f"The output is not valid JSON ({where}). Send the whole turn as one complete JSON object."
 
 
 def _has_extra_data(raw: str, exc: json.JSONDecodeError) -> bool:
     """Whether a complete JSON value ends before the text does (the parser's "Extra data")."""
-    return exc.msg == "Extra data" and bool(raw[exc.pos:].strip())
+    return exc.msg == "Extra data" and bool(raw[exc.pos :].strip())
 
 
 def _is_truncated(raw: str) -> bool:
@@ -145,8 +168,9 @@ def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrativ
     return judge_data(data, before, pack, kept_narrative=kept_narrative)
 
 
-def judge_data(data: dict[str, Any], before: WorldState, pack: StoryPack, *,
-               kept_narrative: str | None = None) -> Verdict:
+def judge_data(
+    data: dict[str, Any], before: WorldState, pack: StoryPack, *, kept_narrative: str | None = None
+) -> Verdict:
     """`judge` over output already parsed into a JSON object: a save's recorded commit is judged
     as read, without spelling it as JSON again to parse it back."""
     if "narrative" not in data and kept_narrative is not None:
@@ -178,7 +202,9 @@ def _schema_issue(error: ErrorDetails) -> Issue:
     path = "/" + "/".join(str(p) for p in error["loc"])
     field = str(error["loc"][0]) if error["loc"] else ""
     if error["type"] == "missing":
-        message = f"{error['loc'][-1]} is required" + (f" in {path.rsplit('/', 1)[0]}." if len(error["loc"]) > 1 else ".")
+        message = f"{error['loc'][-1]} is required" + (
+            f" in {path.rsplit('/', 1)[0]}." if len(error["loc"]) > 1 else "."
+        )
     elif error["type"] == "extra_forbidden":
         message = f"{field} is not a field of a turn; use only narrative, state_patch and suggestions."
     else:
@@ -186,7 +212,7 @@ def _schema_issue(error: ErrorDetails) -> Issue:
     hints = {
         "narrative": "narrative must be a string of 1 to 4000 characters.",
         "state_patch": "state_patch must be a list of at most 200 operations {op, path, value} "
-                       "with op one of add, remove, replace, test.",
+        "with op one of add, remove, replace, test.",
         "suggestions": "suggestions must be a list of at most 4 strings of at most 80 characters.",
     }
     if field in hints:
@@ -204,8 +230,11 @@ def _path_issues(turn: Turn, pack: StoryPack) -> Iterable[Issue]:
         where = f"/state_patch/{index}/path"
         match = _LEAF.match(op.path)
         if match is None:
-            yield Issue(where, "patch.path", f"{op.path!r} cannot be patched; only /location, /items/<id>, "
-                                             f"/stats/<id> and /flags/<id> can.")
+            yield Issue(
+                where,
+                "patch.path",
+                f"{op.path!r} cannot be patched; only /location, /items/<id>, /stats/<id> and /flags/<id> can.",
+            )
             continue
         section, key = match.group(2), match.group(3)
         if section is None:
@@ -213,11 +242,17 @@ def _path_issues(turn: Turn, pack: StoryPack) -> Iterable[Issue]:
         key = key.replace("~1", "/").replace("~0", "~")
         if key not in sections[section]:
             known = ", ".join(sections[section]) or "none"
-            yield Issue(where, "patch.path", f"There is no {singular[section]} {key!r} in this story; "
-                                             f"declared {section}: {known}.")
+            yield Issue(
+                where,
+                "patch.path",
+                f"There is no {singular[section]} {key!r} in this story; declared {section}: {known}.",
+            )
         elif op.op == "remove":
-            yield Issue(where, "patch.path", f"{op.path} cannot be removed; every declared {singular[section]} "
-                                             f"stays in the state (use replace).")
+            yield Issue(
+                where,
+                "patch.path",
+                f"{op.path} cannot be removed; every declared {singular[section]} stays in the state (use replace).",
+            )
 
 
 def _state_issues(after: Any, pack: StoryPack) -> Iterable[Issue]:
@@ -255,15 +290,22 @@ def _movement(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack
     listing = ", ".join(f"{d} to {pack.rooms[t].name} ({t})" for d, t in exits.items()) or "none"
     directions = [d for d, t in exits.items() if t == there]
     if not directions:
-        yield Issue("/location", "move.exit", f"The player cannot go from {room.name} ({here}) to "
-                                              f"{pack.rooms[there].name} ({there}) in one turn; "
-                                              f"exits from {here}: {listing}.")
+        yield Issue(
+            "/location",
+            "move.exit",
+            f"The player cannot go from {room.name} ({here}) to "
+            f"{pack.rooms[there].name} ({there}) in one turn; "
+            f"exits from {here}: {listing}.",
+        )
         return
     open_ways = [d for d in directions if d not in room.gates or before["flags"][room.gates[d]]]
     if not open_ways:
         gate = room.gates[directions[0]]
-        yield Issue("/location", "move.gate", f"The way {directions[0]} from {room.name} is closed until "
-                                              f"flag {gate!r} is true; it is false now.")
+        yield Issue(
+            "/location",
+            "move.gate",
+            f"The way {directions[0]} from {room.name} is closed until flag {gate!r} is true; it is false now.",
+        )
 
 
 def _item_moves(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
@@ -276,24 +318,39 @@ def _item_moves(before: WorldState, after: WorldState, turn: Turn, pack: StoryPa
         path = f"/items/{item_id}"
         if now == PLAYER:
             if not item.portable:
-                yield Issue(path, "item.not_portable", f"{item.name} ({item_id}) cannot be carried; "
-                                                       f"leave it at {describe_place(pack, was)}.")
+                yield Issue(
+                    path,
+                    "item.not_portable",
+                    f"{item.name} ({item_id}) cannot be carried; leave it at {describe_place(pack, was)}.",
+                )
             elif was not in rooms_here:
-                yield Issue(path, "item.take_reach", f"{item.name} ({item_id}) is at {describe_place(pack, was)}, "
-                                                     f"not in the player's room ({pack.rooms[before['location']].name}); "
-                                                     f"it can only be taken there.")
+                yield Issue(
+                    path,
+                    "item.take_reach",
+                    f"{item.name} ({item_id}) is at {describe_place(pack, was)}, "
+                    f"not in the player's room ({pack.rooms[before['location']].name}); "
+                    f"it can only be taken there.",
+                )
         elif was == PLAYER and now != NOWHERE and now not in rooms_here:
-            yield Issue(path, "item.drop_reach", f"{item.name} ({item_id}) can only be dropped in the player's "
-                                                 f"room ({pack.rooms[after['location']].name}), not at "
-                                                 f"{describe_place(pack, now)}.")
+            yield Issue(
+                path,
+                "item.drop_reach",
+                f"{item.name} ({item_id}) can only be dropped in the player's "
+                f"room ({pack.rooms[after['location']].name}), not at "
+                f"{describe_place(pack, now)}.",
+            )
 
 
 def _stat_bounds(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
     for stat_id, value in after["stats"].items():
         stat = pack.stats[stat_id]
         if not stat.min <= value <= stat.max:
-            yield Issue(f"/stats/{stat_id}", "stat.bounds", f"{stat_id} would be {value}; it must stay within "
-                                                            f"{stat.min}..{stat.max} (it is {before['stats'][stat_id]} now).")
+            yield Issue(
+                f"/stats/{stat_id}",
+                "stat.bounds",
+                f"{stat_id} would be {value}; it must stay within "
+                f"{stat.min}..{stat.max} (it is {before['stats'][stat_id]} now).",
+            )
 
 
 def names(narrative: str, words: Iterable[str]) -> bool:
@@ -307,14 +364,20 @@ def _prose_agrees(before: WorldState, after: WorldState, turn: Turn, pack: Story
         now = after["items"][item_id]
         if was != now and not names(turn.narrative, pack.item_words(item_id)):
             words = ", ".join(repr(w) for w in pack.item_words(item_id))
-            yield Issue(f"/items/{item_id}", "prose.item",
-                        f"The patch moves {item_id} to {describe_place(pack, now)}, but the narrative never names "
-                        f"it; name it as one of {words}, or leave its place unchanged.")
+            yield Issue(
+                f"/items/{item_id}",
+                "prose.item",
+                f"The patch moves {item_id} to {describe_place(pack, now)}, but the narrative never names "
+                f"it; name it as one of {words}, or leave its place unchanged.",
+            )
     there = after["location"]
     if there != before["location"] and not names(turn.narrative, pack.room_words(there)):
         words = ", ".join(repr(w) for w in pack.room_words(there))
-        yield Issue("/location", "prose.room", f"The player moves to {there}, but the narrative never names it; "
-                                               f"name it as {words}.")
+        yield Issue(
+            "/location",
+            "prose.room",
+            f"The player moves to {there}, but the narrative never names it; name it as {words}.",
+        )
 
 
 WORLD_RULES: tuple[WorldRule, ...] = (_movement, _item_moves, _stat_bounds, _prose_agrees)

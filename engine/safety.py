@@ -23,7 +23,7 @@ _ESCAPE_SEQUENCE = re.compile(
     re.VERBOSE,
 )
 _UNSAFE_CHARACTERS = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f"       # C0 (except tab, newline) and C1 controls, DEL
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (except tab, newline) and C1 controls, DEL
     "\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"  # zero-width, line/para separators, bidi marks
 )
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, create_model
 
-from engine.packs import RESERVED_PLACES, StoryPack
+from storyloom.engine.packs import RESERVED_PLACES, StoryPack
 
 WorldState = dict[str, Any]
 """`{"location": room, "items": {id: place}, "stats": {id: int}, "flags": {id: bool}}`.
@@ -59,8 +59,12 @@ def _build_state_model(pack: StoryPack) -> type[BaseModel]:
     items = create_model("Items", __config__=strict, **item_fields)
     stats = create_model("Stats", __config__=strict, **stat_fields)
     flags = create_model("Flags", __config__=strict, **flag_fields)
-    sections: dict[str, Any] = {"location": (rooms, ...), "items": (items, ...), "stats": (stats, ...),
-                                "flags": (flags, ...)}
+    sections: dict[str, Any] = {
+        "location": (rooms, ...),
+        "items": (items, ...),
+        "stats": (stats, ...),
+        "flags": (flags, ...),
+    }
     return create_model("WorldStateModel", __config__=strict, **sections)
 
 
@@ -69,4 +73,3 @@ def describe_place(pack: StoryPack, place: str) -> str:
     if place in pack.rooms:
         return pack.rooms[place].name
     return {"player": "the player's inventory", "nowhere": "nowhere (out of play)"}.get(place, place)
-

@@ -20,7 +20,7 @@ class Issue:
 
     Attributes:
         path: JSON pointer into the turn (`/state_patch/0/value`) or the state (`/items/lamp`).
-        rule: the stable id of the rule that failed (see `engine.rules.RULES`).
+        rule: the stable id of the rule that failed (see `storyloom.engine.rules.RULES`).
         message: what is wrong and what is allowed instead.
     """
 
@@ -70,8 +70,12 @@ def turn_json_schema() -> dict[str, Any]:
         "additionalProperties": False,
         "required": ["narrative", "state_patch"],
         "properties": {
-            "narrative": {"type": "string", "minLength": 1, "maxLength": NARRATIVE_MAX,
-                          "description": "Prose for the player, in the story's style."},
+            "narrative": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": NARRATIVE_MAX,
+                "description": "Prose for the player, in the story's style.",
+            },
             "state_patch": {
                 "type": "array",
                 "description": "RFC 6902 JSON Patch over the world state (add, remove, replace, test).",
@@ -85,8 +89,11 @@ def turn_json_schema() -> dict[str, Any]:
                     },
                 },
             },
-            "suggestions": {"type": "array", "maxItems": SUGGESTIONS_MAX,
-                            "items": {"type": "string", "maxLength": SUGGESTION_MAX_CHARS},
-                            "description": "Up to four short next actions for the player."},
+            "suggestions": {
+                "type": "array",
+                "maxItems": SUGGESTIONS_MAX,
+                "items": {"type": "string", "maxLength": SUGGESTION_MAX_CHARS},
+                "description": "Up to four short next actions for the player.",
+            },
         },
     }

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from engine.limits import DEFAULT_BUDGET
+from storyloom.engine.limits import DEFAULT_BUDGET
 
 if TYPE_CHECKING:
-    from saves.format import SaveHeader
+    from storyloom.saves.format import SaveHeader
 
 
 @dataclass(frozen=True)

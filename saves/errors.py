@@ -31,7 +31,6 @@ class SaveError(Exception):
 class SaveUnreadable(SaveError):
     """The file is missing, unreadable, or not a storyloom save at all."""
 
-
     @classmethod
     def from_os_error(cls, path: Path, exc: OSError, cannot: str) -> SaveUnreadable:
         """The error for a save that could not be opened or read; `cannot` says what failed."""

@@ -1,7 +1,7 @@
 """Exporting a save: a readable Markdown transcript, or JSON with every committed turn.
 
 Both are built from a save that passed `rebuild` (every commit re-judged), and
-every piece of model or player text goes through `engine.safety.safe_text`, so
+every piece of model or player text goes through `storyloom.engine.safety.safe_text`, so
 an exported file never carries escape sequences or invisible characters.
 """
 
@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
-from engine.packs import StoryPack
-from engine.safety import safe_text
-from engine.state import state_hash
-from saves.format import FORMAT, Save
-from saves.verify import Rebuilt, rebuild
+from storyloom.engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
+from storyloom.engine.packs import StoryPack
+from storyloom.engine.safety import safe_text
+from storyloom.engine.state import state_hash
+from storyloom.saves.format import FORMAT, Save
+from storyloom.saves.verify import Rebuilt, rebuild
 
 
 @dataclass(frozen=True)
@@ -44,14 +44,30 @@ def committed_turns(save: Save) -> list[CommittedTurn]:
             inputs[event.turn] = event.player_input
         elif isinstance(event, TurnCommitted):
             standing.append(len(turns))
-            turns.append(CommittedTurn(event.turn, inputs.get(event.turn, ""), event.narrative,
-                                       tuple(event.state_patch), tuple(event.suggestions), event.state_hash,
-                                       record.time))
+            turns.append(
+                CommittedTurn(
+                    event.turn,
+                    inputs.get(event.turn, ""),
+                    event.narrative,
+                    tuple(event.state_patch),
+                    tuple(event.suggestions),
+                    event.state_hash,
+                    record.time,
+                )
+            )
         elif isinstance(event, TurnUndone) and standing:
             index = standing.pop()
             old = turns[index]
-            turns[index] = CommittedTurn(old.turn, old.player_input, old.narrative, old.state_patch,
-                                         old.suggestions, old.state_hash, old.time, undone=True)
+            turns[index] = CommittedTurn(
+                old.turn,
+                old.player_input,
+                old.narrative,
+                old.state_patch,
+                old.suggestions,
+                old.state_hash,
+                old.time,
+                undone=True,
+            )
     return turns
 
 
@@ -67,17 +83,31 @@ def export_markdown(save: Save, pack: StoryPack) -> str:
     built = rebuild(save, pack)
     header = save.header
     model = f" ({markdown_text(header.model, inline=True)})" if header.model else ""
-    byline = (f"*Story `{header.story_id}`, narrated by {markdown_text(header.narrator, inline=True)}{model}; "
-              f"last played {save.last_time}.*")
+    byline = (
+        f"*Story `{header.story_id}`, narrated by {markdown_text(header.narrator, inline=True)}{model}; "
+        f"last played {save.last_time}.*"
+    )
     turns = committed_turns(save)
     ending = _ending(save, built)
-    return markdown_transcript(pack.title, pack.intro, [(t.player_input, t.narrative) for t in turns if not t.undone],
-                               byline=byline, ending=(ending.title, ending.text) if ending is not None else None,
-                               undone=sum(t.undone for t in turns))
+    return markdown_transcript(
+        pack.title,
+        pack.intro,
+        [(t.player_input, t.narrative) for t in turns if not t.undone],
+        byline=byline,
+        ending=(ending.title, ending.text) if ending is not None else None,
+        undone=sum(t.undone for t in turns),
+    )
 
 
-def markdown_transcript(title: str, intro: str, exchanges: Iterable[tuple[str, str]], *, byline: str = "",
-                        ending: tuple[str, str] | None = None, undone: int = 0) -> str:
+def markdown_transcript(
+    title: str,
+    intro: str,
+    exchanges: Iterable[tuple[str, str]],
+    *,
+    byline: str = "",
+    ending: tuple[str, str] | None = None,
+    undone: int = 0,
+) -> str:
     """The story as Markdown: title, intro, then each (player input, prose) exchange, and the ending.
 
     The one Markdown transcript, for `storyloom export` and the app's export command alike.
@@ -148,9 +178,16 @@ def export_json(save: Save, pack: StoryPack) -> dict[str, Any]:
         "narrator": safe_text(header.narrator),
         "model": safe_text(header.model),
         "turns": [
-            {"turn": t.turn, "player_input": safe_text(t.player_input), "narrative": safe_text(t.narrative),
-             "state_patch": _safe(list(t.state_patch)), "suggestions": [safe_text(s) for s in t.suggestions],
-             "state_hash": t.state_hash, "time": t.time, "undone": t.undone}
+            {
+                "turn": t.turn,
+                "player_input": safe_text(t.player_input),
+                "narrative": safe_text(t.narrative),
+                "state_patch": _safe(list(t.state_patch)),
+                "suggestions": [safe_text(s) for s in t.suggestions],
+                "state_hash": t.state_hash,
+                "time": t.time,
+                "undone": t.undone,
+            }
             for t in committed_turns(save)
         ],
         "final_state": built.state,

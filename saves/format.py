@@ -10,8 +10,8 @@ one JSON object:
 
 `hash` is the sha256 of the canonical JSON of the record without `hash`
 (which includes `prev`), so a record proves its own content and its place in
-the chain. This module holds the shapes both sides agree on; `saves.reader`
-loads a save, `saves.writer` appends to one, and neither knows the other.
+the chain. This module holds the shapes both sides agree on; `storyloom.saves.reader`
+loads a save, `storyloom.saves.writer` appends to one, and neither knows the other.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any
 
 import pydantic_core
 
-from engine.events import AttemptFinished, Event
-from engine.packs import StoryPack
-from engine.state import canonical_json
+from storyloom.engine.events import AttemptFinished, Event
+from storyloom.engine.packs import StoryPack
+from storyloom.engine.state import canonical_json
 
 FORMAT = "storyloom-save"
 VERSION = 1
@@ -79,22 +79,44 @@ class SaveHeader:
     version: int = VERSION
 
     @classmethod
-    def for_session(cls, pack: StoryPack, narrator: Any, *, source: str | None = None, seed: int = 0,
-                    budget: int = 2, faults: float = 0.0) -> SaveHeader:
+    def for_session(
+        cls,
+        pack: StoryPack,
+        narrator: Any,
+        *,
+        source: str | None = None,
+        seed: int = 0,
+        budget: int = 2,
+        faults: float = 0.0,
+    ) -> SaveHeader:
         """The header for a new session; `narrator` only contributes its `name` and `model`."""
         return cls(
-            story_id=pack.id, story_digest=pack.digest, story_title=pack.title,
+            story_id=pack.id,
+            story_digest=pack.digest,
+            story_title=pack.title,
             story_source=source if source is not None else pack.id,
-            narrator=str(getattr(narrator, "name", "unknown")), model=str(getattr(narrator, "model", "") or ""),
-            seed=int(seed), budget=int(budget), faults=float(faults),
+            narrator=str(getattr(narrator, "name", "unknown")),
+            model=str(getattr(narrator, "model", "") or ""),
+            seed=int(seed),
+            budget=int(budget),
+            faults=float(faults),
         )
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": FORMAT, "version": self.version, "storyloom": self.storyloom,
-            "story": {"id": self.story_id, "digest": self.story_digest, "title": self.story_title,
-                      "source": self.story_source},
-            "narrator": self.narrator, "model": self.model, "seed": self.seed, "budget": self.budget,
+            "format": FORMAT,
+            "version": self.version,
+            "storyloom": self.storyloom,
+            "story": {
+                "id": self.story_id,
+                "digest": self.story_digest,
+                "title": self.story_title,
+                "source": self.story_source,
+            },
+            "narrator": self.narrator,
+            "model": self.model,
+            "seed": self.seed,
+            "budget": self.budget,
             "faults": self.faults,
         }
 
@@ -103,10 +125,16 @@ class SaveHeader:
         """Read a (migrated) header. Raises KeyError/TypeError/ValueError when it is malformed."""
         story = data["story"]
         header = cls(
-            story_id=str(story["id"]), story_digest=str(story["digest"]), story_title=str(story.get("title", "")),
-            story_source=str(story.get("source", "")), narrator=str(data.get("narrator", "")),
-            model=str(data.get("model", "")), seed=int(data.get("seed", 0)), budget=int(data.get("budget", 2)),
-            faults=float(data.get("faults", 0.0)), storyloom=str(data.get("storyloom", "")),
+            story_id=str(story["id"]),
+            story_digest=str(story["digest"]),
+            story_title=str(story.get("title", "")),
+            story_source=str(story.get("source", "")),
+            narrator=str(data.get("narrator", "")),
+            model=str(data.get("model", "")),
+            seed=int(data.get("seed", 0)),
+            budget=int(data.get("budget", 2)),
+            faults=float(data.get("faults", 0.0)),
+            storyloom=str(data.get("storyloom", "")),
             version=int(data["version"]),
         )
         if not header.story_id or len(header.story_digest) != 64:
@@ -199,8 +227,9 @@ def record_hash(record: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 
-def migrate(version: int, header: dict[str, Any],
-            records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def migrate(
+    version: int, header: dict[str, Any], records: list[dict[str, Any]]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Bring a save's header and records from `version` to the current format, in memory.
 
     The file is never rewritten: the hash chain covers the bytes as written.
@@ -216,8 +245,8 @@ def migrate(version: int, header: dict[str, Any],
 
 
 def event_from_fields(kind: str, fields: dict[str, Any]) -> Event:
-    """The event of a record read as written, from its checked fields (see `saves.reader`)."""
-    from engine.events import EVENT_TYPES
+    """The event of a record read as written, from its checked fields (see `storyloom.saves.reader`)."""
+    from storyloom.engine.events import EVENT_TYPES
 
     cls = EVENT_TYPES[kind]
     if cls is AttemptFinished and not ("raw" in fields and "text" in fields):

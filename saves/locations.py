@@ -1,6 +1,7 @@
 """Where saves live: the saves folder, the saves in it, and the names new and rescued saves get.
 
-Nothing here reads or writes a save; it only names files (`saves.reader` and `saves.writer` open them).
+Nothing here reads or writes a save; it only names files (`storyloom.saves.reader` and
+`storyloom.saves.writer` open them).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import platformdirs
 
-from saves.errors import SaveUnreadable
-from saves.format import SUFFIX
+from storyloom.saves.errors import SaveUnreadable
+from storyloom.saves.format import SUFFIX
 
 
 def saves_dir() -> Path:

@@ -3,7 +3,7 @@
 `load_save` reads a file and `parse_save` reads bytes already read (the writer
 reads a save it reopens through the descriptor it holds locked); both end in
 the one reading below. A torn last line (a crash mid-write) is dropped with a
-warning; any other damage is refused with a specific `saves.errors` exception.
+warning; any other damage is refused with a specific `storyloom.saves.errors` exception.
 
 Why two readers behind `parse_save`: a save is read far more often than it is
 damaged, and most of its bytes are attempts the reader only has to check. So a
@@ -34,8 +34,8 @@ import pydantic_core
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from engine.events import AttemptFinished, Event, event_from_json
-from saves.errors import (
+from storyloom.engine.events import AttemptFinished, Event, event_from_json
+from storyloom.saves.errors import (
     BrokenChain,
     CorruptRecord,
     MissingRecord,
@@ -45,7 +45,7 @@ from saves.errors import (
     TamperedRecord,
     UnsupportedVersion,
 )
-from saves.format import (
+from storyloom.saves.format import (
     FORMAT,
     GENESIS,
     HEADER,
@@ -102,16 +102,28 @@ def parse_save(path: Path, blob: bytes) -> Save:
     tail = lines.pop()  # after the last newline: b"" when the last write was whole
     good_size = len(blob) - len(tail)
     if tail:
-        warnings.append(f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash while it "
-                        f"was written and is ignored; nothing before it is affected")
+        warnings.append(
+            f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash while it "
+            f"was written and is ignored; nothing before it is affected"
+        )
     if not lines:
-        raise SaveUnreadable(path, "the file is empty: it is not a storyloom save (or its first record was never "
-                                   "completely written)")
+        raise SaveUnreadable(
+            path, "the file is empty: it is not a storyloom save (or its first record was never completely written)"
+        )
     read = _read_as_written(path, lines) or _read_carefully(path, lines)
     header_raw, header, records = read
     last_hash, last_seq = (records[-1].hash, records[-1].seq) if records else (header_raw["hash"], header_raw["seq"])
-    return Save(path=path, header=header, records=records, warnings=tuple(warnings), size=len(blob),
-                good_size=good_size, last_hash=last_hash, last_seq=last_seq, header_time=str(header_raw["time"]))
+    return Save(
+        path=path,
+        header=header,
+        records=records,
+        warnings=tuple(warnings),
+        size=len(blob),
+        good_size=good_size,
+        last_hash=last_hash,
+        last_seq=last_seq,
+        header_time=str(header_raw["time"]),
+    )
 
 
 _Read = tuple[dict[str, Any], SaveHeader, tuple[Record, ...]]
@@ -139,8 +151,10 @@ def _header(path: Path, data: dict[str, Any]) -> SaveHeader:
         raise CorruptRecord(path, f"the header record is malformed ({exc})", line=1, seq=0) from None
 
 
-_TAIL = re.compile(rb',"hash":"([0-9a-f]{64})","kind":"([a-z_]{1,64})","prev":"([0-9a-f]{64})",'
-                   rb'"seq":(0|[1-9][0-9]{0,17}),"time":"([ !#-\[\]-~]*)"}')
+_TAIL = re.compile(
+    rb',"hash":"([0-9a-f]{64})","kind":"([a-z_]{1,64})","prev":"([0-9a-f]{64})",'
+    rb'"seq":(0|[1-9][0-9]{0,17}),"time":"([ !#-\[\]-~]*)"}'
+)
 """The end of a line as the journal writes it: the record's own members after `data`, in canonical
 JSON (sorted keys, no spaces), spelled in plain ASCII that needs no escape."""
 _MEMBER = len(',"hash":"",') + 64
@@ -161,8 +175,11 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
     try:
         header_raw = _parse_line(path, lines[0], 1)
         header_data = _check_header(path, header_raw)
-        if (header_data["version"] != VERSION or header_raw["prev"] != GENESIS
-                or not _hashed_as_written(lines[0], header_raw)):
+        if (
+            header_data["version"] != VERSION
+            or header_raw["prev"] != GENESIS
+            or not _hashed_as_written(lines[0], header_raw)
+        ):
             return None
         header = _header(path, header_data)
     except SaveError:
@@ -181,7 +198,7 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
         view = memoryview(line)
         hashed = hashlib.sha256(view[:at])
         hashed.update(b",")
-        hashed.update(view[at + _MEMBER:])
+        hashed.update(view[at + _MEMBER :])
         digest_text = hashed.hexdigest()
         if digest_text.encode() != digest:
             return None
@@ -190,14 +207,16 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
         if record is None:
             return None
         written, checked = record
-        records.append(Record(number - 1, written_at.decode(), kind_name, previous_text, digest_text, number, written,
-                              checked))
+        records.append(
+            Record(number - 1, written_at.decode(), kind_name, previous_text, digest_text, number, written, checked)
+        )
         previous, previous_text = digest, digest_text
     return header_raw, header, tuple(records)
 
 
-def _record_as_written(written: bytes, kind: str, reader: _Reader | None
-                       ) -> tuple[dict[str, Any] | bytes, Event | dict[str, Any] | None] | None:
+def _record_as_written(
+    written: bytes, kind: str, reader: _Reader | None
+) -> tuple[dict[str, Any] | bytes, Event | dict[str, Any] | None] | None:
     """A record's data and checked event (or event fields) from its `data` bytes, or None when the
     careful reading must judge it."""
     if reader is not None:
@@ -233,7 +252,7 @@ def _data_readers() -> dict[str, _Reader]:
 
     Kinds with a float field are left to the careful reading: pydantic reads JSON `1` there as
     `1.0`, `event_from_json` keeps `1`."""
-    from engine.events import EVENT_TYPES
+    from storyloom.engine.events import EVENT_TYPES
 
     readers: dict[str, _Reader] = {}
     for kind, cls in EVENT_TYPES.items():
@@ -241,8 +260,9 @@ def _data_readers() -> dict[str, _Reader]:
         hints = {f.name: get_type_hints(cls)[f.name] for f in declared}
         if any(_mentions(hint, float) for hint in hints.values()):
             continue
-        required = frozenset(f.name for f in declared if f.default is dataclasses.MISSING
-                             and f.default_factory is dataclasses.MISSING) - ({"raw"} if cls is AttemptFinished else set())
+        required = frozenset(
+            f.name for f in declared if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ) - ({"raw"} if cls is AttemptFinished else set())
         fields = TypedDict(f"{cls.__name__}Data", hints, total=False)  # type: ignore[misc]
         fields.__pydantic_config__ = ConfigDict(strict=True)  # type: ignore[attr-defined]
         validator = cast(pydantic_core.SchemaValidator, TypeAdapter(fields).validator)  # no pydantic plugins here
@@ -274,15 +294,23 @@ def _parse_line(path: Path, raw: bytes, number: int) -> dict[str, Any]:
     except (UnicodeDecodeError, ValueError) as exc:
         if number == 1:
             raise SaveUnreadable(path, "the first line is not JSON: this is not a storyloom save") from None
-        raise CorruptRecord(path, f"the record is not valid JSON ({exc}); the file was damaged or edited",
-                            line=number) from None
-    if not (isinstance(data, dict) and isinstance(data.get("seq"), int) and isinstance(data.get("hash"), str)
-            and isinstance(data.get("prev"), str) and isinstance(data.get("kind"), str)
-            and isinstance(data.get("data"), dict) and isinstance(data.get("time"), str)):
+        raise CorruptRecord(
+            path, f"the record is not valid JSON ({exc}); the file was damaged or edited", line=number
+        ) from None
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("seq"), int)
+        and isinstance(data.get("hash"), str)
+        and isinstance(data.get("prev"), str)
+        and isinstance(data.get("kind"), str)
+        and isinstance(data.get("data"), dict)
+        and isinstance(data.get("time"), str)
+    ):
         if number == 1:
             raise SaveUnreadable(path, "the first line is not a storyloom save header")
-        raise CorruptRecord(path, "the line is JSON but not a save record (seq, time, kind, data, prev, hash)",
-                            line=number)
+        raise CorruptRecord(
+            path, "the line is JSON but not a save record (seq, time, kind, data, prev, hash)", line=number
+        )
     return data
 
 
@@ -298,9 +326,13 @@ def _check_header(path: Path, header: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(version, int) or isinstance(version, bool):
         raise UnsupportedVersion(path, f"the save format version {version!r} is not a number", line=1, seq=0)
     if version > VERSION:
-        raise UnsupportedVersion(path, f"the save is in format version {version}, newer than this storyloom "
-                                       f"({storyloom_version()}, format {VERSION}) can read; upgrade storyloom",
-                                 line=1, seq=0)
+        raise UnsupportedVersion(
+            path,
+            f"the save is in format version {version}, newer than this storyloom "
+            f"({storyloom_version()}, format {VERSION}) can read; upgrade storyloom",
+            line=1,
+            seq=0,
+        )
     if version < 1:
         raise UnsupportedVersion(path, f"unknown save format version {version}", line=1, seq=0)
     return dict(data)
@@ -313,22 +345,36 @@ def _check_chain(path: Path, parsed: list[dict[str, Any]], lines: list[bytes]) -
     for index, record in enumerate(parsed):
         number = index + 1
         if not _hashed_as_written(lines[index], record) and record_hash(record) != record["hash"]:
-            raise TamperedRecord(path, f"record {record['seq']} does not match its hash: bytes inside it were "
-                                       f"changed after it was written", line=number, seq=record["seq"])
+            raise TamperedRecord(
+                path,
+                f"record {record['seq']} does not match its hash: bytes inside it were changed after it was written",
+                line=number,
+                seq=record["seq"],
+            )
         seq = record["seq"]
         if seq != expected_seq:
-            later = {r["seq"] for r in parsed[index + 1:]}
+            later = {r["seq"] for r in parsed[index + 1 :]}
             earlier = {r["seq"] for r in parsed[:index]}
             if seq < expected_seq or expected_seq in later:
                 what = "a second copy of" if seq in earlier else "out of place:"
-                raise ReorderedRecords(path, f"records are out of order: record {seq} is {what} it comes where "
-                                             f"record {expected_seq} belongs", line=number, seq=seq)
+                raise ReorderedRecords(
+                    path,
+                    f"records are out of order: record {seq} is {what} it comes where record {expected_seq} belongs",
+                    line=number,
+                    seq=seq,
+                )
             gap = f"record {expected_seq} is" if seq == expected_seq + 1 else f"records {expected_seq}..{seq - 1} are"
-            raise MissingRecord(path, f"{gap} missing: the record before this one (seq {seq}) was removed",
-                                line=number, seq=seq)
+            raise MissingRecord(
+                path, f"{gap} missing: the record before this one (seq {seq}) was removed", line=number, seq=seq
+            )
         if record["prev"] != previous_hash:
-            raise BrokenChain(path, f"record {seq} does not follow the hash of record {seq - 1}: the chain is "
-                                    f"broken (a record was replaced)", line=number, seq=seq)
+            raise BrokenChain(
+                path,
+                f"record {seq} does not follow the hash of record {seq - 1}: the chain is "
+                f"broken (a record was replaced)",
+                line=number,
+                seq=seq,
+            )
         previous_hash = record["hash"]
         expected_seq += 1
 
@@ -352,14 +398,16 @@ def _hashed_as_written(line: bytes, record: dict[str, Any]) -> bool:
     if len(record) != 6 or type(seq) is not int or not _HEX64.fullmatch(digest) or line.count(b'"hash":') != 1:
         return False
     try:
-        tail = (f'"kind":{_json_string(record["kind"])},"prev":{_json_string(record["prev"])},"seq":{seq},'
-                f'"time":{_json_string(record["time"])}}}').encode()
+        tail = (
+            f'"kind":{_json_string(record["kind"])},"prev":{_json_string(record["prev"])},"seq":{seq},'
+            f'"time":{_json_string(record["time"])}}}'
+        ).encode()
     except UnicodeEncodeError:
         return False
     member = b',"hash":"' + digest.encode() + b'",'
     if not (line.startswith(b'{"data":') and line.endswith(member + tail)):
         return False
-    return bool(hashlib.sha256(line[:-len(member) - len(tail)] + b"," + tail).hexdigest() == digest)
+    return bool(hashlib.sha256(line[: -len(member) - len(tail)] + b"," + tail).hexdigest() == digest)
 
 
 def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
@@ -368,8 +416,16 @@ def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
     event = _event_of(kind, data)
     if kind not in (HEADER, RESUMED) and event is None and _is_engine_kind(kind):
         raise CorruptRecord(path, f"record {raw['seq']} is not a valid {kind} event", line=number, seq=raw["seq"])
-    return Record(seq=raw["seq"], time=raw["time"], kind=kind, prev=raw["prev"], hash=raw["hash"], line=number,
-                  written=data, checked=event)
+    return Record(
+        seq=raw["seq"],
+        time=raw["time"],
+        kind=kind,
+        prev=raw["prev"],
+        hash=raw["hash"],
+        line=number,
+        written=data,
+        checked=event,
+    )
 
 
 def _event_of(kind: str, data: dict[str, Any]) -> Event | None:
@@ -383,6 +439,6 @@ def _event_of(kind: str, data: dict[str, Any]) -> Event | None:
 
 
 def _is_engine_kind(kind: str) -> bool:
-    from engine.events import EVENT_TYPES
+    from storyloom.engine.events import EVENT_TYPES
 
     return kind in EVENT_TYPES

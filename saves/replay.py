@@ -20,15 +20,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.events import Event, ProseDelta
-from engine.lifecycle import ATTEMPT_MAX_SECONDS, Session
-from engine.narration import Finish
-from engine.narrators.replay import RecordedAnswer, ReplayNarrator
-from engine.packs import StoryPack
-from engine.state import canonical_json, state_hash
-from saves.errors import CorruptRecord
-from saves.format import Record, Save
-from saves.verify import open_pack, rebuild
+from storyloom.engine.events import Event, ProseDelta
+from storyloom.engine.lifecycle import ATTEMPT_MAX_SECONDS, Session
+from storyloom.engine.narration import Finish
+from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
+from storyloom.engine.packs import StoryPack
+from storyloom.engine.state import canonical_json, state_hash
+from storyloom.saves.errors import CorruptRecord
+from storyloom.saves.format import Record, Save
+from storyloom.saves.verify import open_pack, rebuild
 
 _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
 """Recorded events after which a cancel lands in the engine at the same point (not mid-stream)."""
@@ -88,8 +88,9 @@ class Divergence:
     actual: dict[str, Any] | None
 
     def __str__(self) -> str:
-        return (f"turn {self.turn}: the record has {_describe(self.expected)}, "
-                f"but the replay gave {_describe(self.actual)}")
+        return (
+            f"turn {self.turn}: the record has {_describe(self.expected)}, but the replay gave {_describe(self.actual)}"
+        )
 
 
 @dataclass
@@ -115,8 +116,13 @@ def comparable(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     return {"event": kind, **json.loads(canonical_json(body))}
 
 
-def replay_plan(save: Save, *, speed: float = math.inf, pack: StoryPack | None = None,
-                sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> ReplayPlan:
+def replay_plan(
+    save: Save,
+    *,
+    speed: float = math.inf,
+    pack: StoryPack | None = None,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> ReplayPlan:
     """Read a save into a replay plan (see the module docstring).
 
     Raises:
@@ -129,8 +135,11 @@ def replay_plan(save: Save, *, speed: float = math.inf, pack: StoryPack | None =
         answers = _answers(save.records)
         steps = _steps(save.records)
     except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:  # a doctored `partial` or deltas
-        raise CorruptRecord(save.path, f"a record holds data of the wrong shape to replay ({type(exc).__name__}: "
-                                       f"{exc}); the file was damaged or edited") from None
+        raise CorruptRecord(
+            save.path,
+            f"a record holds data of the wrong shape to replay ({type(exc).__name__}: "
+            f"{exc}); the file was damaged or edited",
+        ) from None
     narrator = ReplayNarrator(answers, speed=speed, model=save.header.model, sleep=sleep)
     return ReplayPlan(pack, steps, narrator, save, final_hash)
 
@@ -147,9 +156,15 @@ def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
             attempt, open_attempt = data["attempt"], True
         elif kind == "narrator_retrying":
             prose = [(int(a), str(t)) for a, t in (data.get("partial") or {}).get("prose", [])]
-            answers.append(RecordedAnswer(turn, data["attempt"], RecordedAnswer.prose_deltas(prose),
-                                          error=("narrator.unavailable", data["reason"]),
-                                          retry_after=float(data["delay"])))
+            answers.append(
+                RecordedAnswer(
+                    turn,
+                    data["attempt"],
+                    RecordedAnswer.prose_deltas(prose),
+                    error=("narrator.unavailable", data["reason"]),
+                    retry_after=float(data["delay"]),
+                )
+            )
         elif kind == "attempt_finished":
             deltas = tuple((int(d[0]), str(d[1]), str(d[2])) for d in data.get("deltas", ()))
             finish = Finish(data.get("stop_reason", "end"), dict(data.get("usage", {})))
@@ -158,8 +173,11 @@ def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
         elif kind == "turn_failed" and open_attempt:
             issue = (data.get("issues") or [{"rule": "narrator.error", "message": "the narrator failed"}])[0]
             prose = [(int(a), str(t)) for a, t in (data.get("partial") or {}).get("prose", [])]
-            answers.append(RecordedAnswer(turn, attempt, RecordedAnswer.prose_deltas(prose),
-                                          error=(issue["rule"], issue["message"])))
+            answers.append(
+                RecordedAnswer(
+                    turn, attempt, RecordedAnswer.prose_deltas(prose), error=(issue["rule"], issue["message"])
+                )
+            )
             open_attempt = False
         elif kind == "turn_cancelled" and data.get("interrupted"):
             open_attempt = False  # the save stopped here (a crash): the replay cancels, nothing is asked
@@ -184,8 +202,9 @@ def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
         cancel_after = current["cancel_after"]
         if interrupted:
             cancel_after = len(events) - 1  # cancel where the record stops, so nothing more is committed
-        steps.append(ReplayStep(current["action"], current["turn"], current["input"], tuple(events),
-                                cancel_after, interrupted))
+        steps.append(
+            ReplayStep(current["action"], current["turn"], current["input"], tuple(events), cancel_after, interrupted)
+        )
         current = None
 
     for record in records:
@@ -194,8 +213,13 @@ def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
             continue
         if kind == "turn_started":
             close()
-            current = {"action": "retry" if data.get("retry", 0) else "play", "turn": data["turn"],
-                       "input": data.get("player_input", ""), "events": [], "cancel_after": None}
+            current = {
+                "action": "retry" if data.get("retry", 0) else "play",
+                "turn": data["turn"],
+                "input": data.get("player_input", ""),
+                "events": [],
+                "cancel_after": None,
+            }
         elif kind == "turn_undone":
             close()
             steps.append(ReplayStep("undo", data["turn"], expected=(comparable(kind, data),)))
@@ -248,8 +272,9 @@ class Replayer:
         # Replayed at `speed`, an attempt takes 1/speed of its recorded time, and so may its limit: an
         # attempt that finished in time when played finishes in time when replayed slower.
         limit = ATTEMPT_MAX_SECONDS / speed if math.isfinite(speed) else ATTEMPT_MAX_SECONDS
-        self.session = Session(plan.pack, plan.narrator, budget=plan.save.header.budget, sleep=scaled,
-                               attempt_timeout=limit)
+        self.session = Session(
+            plan.pack, plan.narrator, budget=plan.save.header.budget, sleep=scaled, attempt_timeout=limit
+        )
         plan.narrator.on_cancel = self.session.cancel
         plan.narrator.on_exhausted = self.session.cancel
         self.result = ReplayResult(expected_final_hash=plan.final_hash)

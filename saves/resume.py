@@ -3,7 +3,7 @@
 A resumed session is the same story the player left: the committed state,
 the model's history of committed exchanges, the undo stack (undo works across
 a resume) and the next turn number. Every commit is re-judged on the way in
-(`saves.verify.rebuild`), so a save that was tampered with is refused rather
+(`storyloom.saves.verify.rebuild`), so a save that was tampered with is refused rather
 than played.
 """
 
@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.lifecycle import Session
-from engine.narration import Narrator
-from engine.builtin import builtin_pack_ids
-from engine.packs import StoryPack
-from saves.choices import SessionChoices
-from saves.errors import SaveWriteError
-from saves.format import Save, SaveHeader
-from saves.locations import new_save_path, resolve_save
-from saves.verify import Rebuilt, open_pack, rebuild
-from saves.writer import Journal
+from storyloom.engine.builtin import builtin_pack_ids
+from storyloom.engine.lifecycle import Session
+from storyloom.engine.narration import Narrator
+from storyloom.engine.packs import StoryPack
+from storyloom.saves.choices import SessionChoices
+from storyloom.saves.errors import SaveWriteError
+from storyloom.saves.format import Save, SaveHeader
+from storyloom.saves.locations import new_save_path, resolve_save
+from storyloom.saves.verify import Rebuilt, open_pack, rebuild
+from storyloom.saves.writer import Journal
 
 
 @dataclass
@@ -48,8 +48,9 @@ class Resumed:
         return self.save.warnings
 
 
-def restore_session(save: Save, narrator: Narrator, *, pack: StoryPack | None = None, budget: int | None = None,
-                    **session_options: Any) -> tuple[Session, Rebuilt, StoryPack]:
+def restore_session(
+    save: Save, narrator: Narrator, *, pack: StoryPack | None = None, budget: int | None = None, **session_options: Any
+) -> tuple[Session, Rebuilt, StoryPack]:
     """A `Session` in the state a loaded save ends in (no journal; used by resume and replay).
 
     Raises:
@@ -58,15 +59,26 @@ def restore_session(save: Save, narrator: Narrator, *, pack: StoryPack | None = 
     """
     pack = open_pack(save.header, save.path, pack)
     built = rebuild(save, pack)
-    session = Session(pack, narrator, budget=save.header.budget if budget is None else budget,
-                      next_turn=built.next_turn, **session_options)
+    session = Session(
+        pack,
+        narrator,
+        budget=save.header.budget if budget is None else budget,
+        next_turn=built.next_turn,
+        **session_options,
+    )
     session.restore(built.state, tuple(built.history), list(built.undo_stack))
     session.pending = built.pending
     return session, built, pack
 
 
-def resume(ref: str | Path, narrator: Narrator, *, pack: StoryPack | None = None, budget: int | None = None,
-           **session_options: Any) -> Resumed:
+def resume(
+    ref: str | Path,
+    narrator: Narrator,
+    *,
+    pack: StoryPack | None = None,
+    budget: int | None = None,
+    **session_options: Any,
+) -> Resumed:
     """Reopen a save (a path or `latest`) and rebuild its session, ready to play on with `narrator`.
 
     The save is locked for writing first, so two processes never continue one
@@ -81,8 +93,14 @@ def resume(ref: str | Path, narrator: Narrator, *, pack: StoryPack | None = None
     return _reopen(ref, lambda _pack, _header: narrator, pack=pack, budget=budget, **session_options)
 
 
-def resume_with(ref: str | Path, make_narrator: Callable[[StoryPack, SessionChoices], Narrator],
-                choices: SessionChoices, *, budget: int | None = None, **session_options: Any) -> Resumed:
+def resume_with(
+    ref: str | Path,
+    make_narrator: Callable[[StoryPack, SessionChoices], Narrator],
+    choices: SessionChoices,
+    *,
+    budget: int | None = None,
+    **session_options: Any,
+) -> Resumed:
     """`resume`, building the narrator for the save's own story (the UI and headless play use this).
 
     Args:
@@ -94,12 +112,19 @@ def resume_with(ref: str | Path, make_narrator: Callable[[StoryPack, SessionChoi
     Raises:
         SaveError: see `resume`; also whatever `make_narrator` raises (the save is then left unlocked).
     """
-    return _reopen(ref, lambda pack, header: make_narrator(pack, choices.continuing(header)), budget=budget,
-                   **session_options)
+    return _reopen(
+        ref, lambda pack, header: make_narrator(pack, choices.continuing(header)), budget=budget, **session_options
+    )
 
 
-def _reopen(ref: str | Path, make_narrator: Callable[[StoryPack, SaveHeader], Narrator], *,
-            pack: StoryPack | None = None, budget: int | None = None, **session_options: Any) -> Resumed:
+def _reopen(
+    ref: str | Path,
+    make_narrator: Callable[[StoryPack, SaveHeader], Narrator],
+    *,
+    pack: StoryPack | None = None,
+    budget: int | None = None,
+    **session_options: Any,
+) -> Resumed:
     """Lock and read the save once, then build its narrator and session and note the resume in it."""
     journal = Journal.open_for_append(resolve_save(ref))
     try:
@@ -120,17 +145,25 @@ def _reopen(ref: str | Path, make_narrator: Callable[[StoryPack, SaveHeader], Na
     return Resumed(session, journal, save, built, pack)
 
 
-def header_for(pack: StoryPack, narrator: Narrator, choices: SessionChoices | None = None, *,
-               source: str | None = None) -> SaveHeader:
+def header_for(
+    pack: StoryPack, narrator: Narrator, choices: SessionChoices | None = None, *, source: str | None = None
+) -> SaveHeader:
     """A save header for a new session: only the player's `choices` are recorded (never a key)."""
     choices = choices or SessionChoices()
-    return SaveHeader.for_session(pack, narrator, source=source, seed=choices.seed, budget=choices.budget,
-                                  faults=choices.faults)
+    return SaveHeader.for_session(
+        pack, narrator, source=source, seed=choices.seed, budget=choices.budget, faults=choices.faults
+    )
 
 
-def start_new(pack: StoryPack, narrator: Narrator, choices: SessionChoices | None = None, *,
-              source: str | None = None, path: str | Path | None = None, **session_options: Any
-              ) -> tuple[Session, Journal]:
+def start_new(
+    pack: StoryPack,
+    narrator: Narrator,
+    choices: SessionChoices | None = None,
+    *,
+    source: str | None = None,
+    path: str | Path | None = None,
+    **session_options: Any,
+) -> tuple[Session, Journal]:
     """A new session with its save: at `path`, or a new file in the saves folder (autosave is the default).
 
     Args:

@@ -1,7 +1,7 @@
 """Rebuilding a session's committed story from its save, re-judging every commit on the way.
 
 `rebuild` is shared by `storyloom verify` and resume: both must agree on what
-a save holds, so both run each recorded commit through `engine.rules.judge`
+a save holds, so both run each recorded commit through `storyloom.engine.rules.judge`
 against the state before it and compare the resulting `state_hash` with the
 recorded one. A save that fails either check is refused, never patched up.
 """
@@ -11,21 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.events import (
+from storyloom.engine.events import (
     TurnCancelled,
     TurnCommitted,
     TurnFailed,
     TurnStarted,
     TurnUndone,
 )
-from engine.lifecycle import PendingTurn
-from engine.narration import Exchange
-from engine.packs import PackError, StoryPack, load_pack
-from engine.rules import judge_data
-from engine.state import WorldState, initial_state, state_hash
-from saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
-from saves.format import Save, SaveHeader
-from saves.reader import gc_paused, load_save
+from storyloom.engine.lifecycle import PendingTurn
+from storyloom.engine.narration import Exchange
+from storyloom.engine.packs import PackError, StoryPack, load_pack
+from storyloom.engine.rules import judge_data
+from storyloom.engine.state import WorldState, initial_state, state_hash
+from storyloom.saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
+from storyloom.saves.format import Save, SaveHeader
+from storyloom.saves.reader import gc_paused, load_save
 
 
 @dataclass
@@ -67,10 +67,13 @@ def open_pack(header: SaveHeader, path: Path, pack: StoryPack | None = None) -> 
     if pack.id != header.story_id:
         raise PackMismatch(path, f"this save is of the story {header.story_id!r}, not {pack.id!r}")
     if pack.digest != header.story_digest:
-        raise PackMismatch(path, f"the story {header.story_id!r} has changed since this save was made (pack digest "
-                                 f"{pack.digest[:12]}… now, {header.story_digest[:12]}… when saved); its turns "
-                                 f"cannot be checked against a different world. Restore the story file the save "
-                                 f"was played with")
+        raise PackMismatch(
+            path,
+            f"the story {header.story_id!r} has changed since this save was made (pack digest "
+            f"{pack.digest[:12]}… now, {header.story_digest[:12]}… when saved); its turns "
+            f"cannot be checked against a different world. Restore the story file the save "
+            f"was played with",
+        )
     return pack
 
 
@@ -81,8 +84,9 @@ def _find_pack(header: SaveHeader, path: Path) -> StoryPack:
             return load_pack(ref)
         except PackError as exc:
             tried.append(f"{ref}: {exc.problems[0].message if exc.problems else exc}")
-    raise PackMismatch(path, f"the story {header.story_id!r} this save was played with cannot be found ("
-                             + "; ".join(tried) + ")")
+    raise PackMismatch(
+        path, f"the story {header.story_id!r} this save was played with cannot be found (" + "; ".join(tried) + ")"
+    )
 
 
 @gc_paused()
@@ -131,24 +135,45 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     return built
 
 
-def _commit(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: TurnCommitted,
-            inputs: dict[int, TurnStarted]) -> None:
+def _commit(
+    save: Save,
+    pack: StoryPack,
+    built: Rebuilt,
+    seq: int,
+    line: int,
+    event: TurnCommitted,
+    inputs: dict[int, TurnStarted],
+) -> None:
     started = inputs.get(event.turn)
     if started is None:
-        raise InvalidCommit(save.path, f"record {seq} commits turn {event.turn}, which was never started",
-                            line=line, seq=seq)
-    turn = {"narrative": event.narrative, "state_patch": list(event.state_patch), "suggestions": list(event.suggestions)}
+        raise InvalidCommit(
+            save.path, f"record {seq} commits turn {event.turn}, which was never started", line=line, seq=seq
+        )
+    turn = {
+        "narrative": event.narrative,
+        "state_patch": list(event.state_patch),
+        "suggestions": list(event.suggestions),
+    }
     verdict = judge_data(turn, built.state, pack)
     if not verdict.ok:
         problems = "; ".join(f"{i.rule}: {i.message}" for i in verdict.issues)
-        raise InvalidCommit(save.path, f"record {seq}: the commit of turn {event.turn} does not pass the rules "
-                                       f"against the state before it ({problems})", line=line, seq=seq)
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: the commit of turn {event.turn} does not pass the rules "
+            f"against the state before it ({problems})",
+            line=line,
+            seq=seq,
+        )
     assert verdict.after is not None and verdict.turn is not None
     recomputed = state_hash(verdict.after)
     if recomputed != event.state_hash:
-        raise InvalidCommit(save.path, f"record {seq}: the commit of turn {event.turn} leads to state "
-                                       f"{recomputed[:12]}…, not the recorded {event.state_hash[:12]}…",
-                            line=line, seq=seq)
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: the commit of turn {event.turn} leads to state "
+            f"{recomputed[:12]}…, not the recorded {event.state_hash[:12]}…",
+            line=line,
+            seq=seq,
+        )
     built.undo_stack.append((built.state, len(built.history)))
     built.state = verdict.after
     built.history.append(Exchange(started.player_input, verdict.turn))
@@ -159,12 +184,18 @@ def _commit(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, ev
 
 def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
     if not built.undo_stack:
-        raise InvalidCommit(save.path, f"record {seq} undoes a turn, but there is no committed turn to undo",
-                            line=line, seq=seq)
+        raise InvalidCommit(
+            save.path, f"record {seq} undoes a turn, but there is no committed turn to undo", line=line, seq=seq
+        )
     state, length = built.undo_stack.pop()
     if state_hash(state) != event.state_hash:
-        raise InvalidCommit(save.path, f"record {seq}: undoing leads to state {state_hash(state)[:12]}…, not the "
-                                       f"recorded {event.state_hash[:12]}…", line=line, seq=seq)
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: undoing leads to state {state_hash(state)[:12]}…, not the "
+            f"recorded {event.state_hash[:12]}…",
+            line=line,
+            seq=seq,
+        )
     del built.history[length:]
     built.state, built.pending, built.ending = state, None, None
     built.undos += 1
@@ -194,8 +225,10 @@ def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
     for warning in save.warnings:
         lines.append(f"warning: {warning}")
     header = save.header
-    lines.append(f"story: {header.story_id} ({header.story_title}), narrator {header.narrator}"
-                 f"{' / ' + header.model if header.model else ''}, format version {header.version}")
+    lines.append(
+        f"story: {header.story_id} ({header.story_title}), narrator {header.narrator}"
+        f"{' / ' + header.model if header.model else ''}, format version {header.version}"
+    )
     lines.append(f"records: {len(save.records) + 1}, hash chain intact")
     try:
         pack = open_pack(header, path, pack)
@@ -204,8 +237,10 @@ def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
     except SaveError as exc:
         lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
         return Report(path, False, True, tuple(lines))
-    lines.append(f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
-                 f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches")
+    lines.append(
+        f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
+        f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches"
+    )
     if built.interrupted is not None:
         lines.append(f"note: turn {built.interrupted} was in flight when the save stopped; it was never committed")
     lines.append(f"final state: {state_hash(built.state)}")

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.events import (
+from storyloom.engine.events import (
     AttemptFinished,
     CorrectionStarted,
     Event,
@@ -29,9 +29,9 @@ from engine.events import (
     TurnFailed,
     TurnStarted,
 )
-from engine.state import canonical_json
-from saves.errors import SaveError, SaveExists, SaveLocked, SaveUnreadable, SaveWriteError
-from saves.format import (
+from storyloom.engine.state import canonical_json
+from storyloom.saves.errors import SaveError, SaveExists, SaveLocked, SaveUnreadable, SaveWriteError
+from storyloom.saves.format import (
     GENESIS,
     HEADER,
     RESUMED,
@@ -42,8 +42,8 @@ from saves.format import (
     record_hash,
     storyloom_version,
 )
-from saves.locations import rescue_paths
-from saves.reader import parse_save
+from storyloom.saves.locations import rescue_paths
+from storyloom.saves.reader import parse_save
 
 _DURABLE = {HEADER, RESUMED, "turn_committed", "turn_undone", "turn_failed", "turn_cancelled", "story_ended"}
 """Record kinds fsynced before `record` returns: every outcome a player may be shown."""
@@ -155,7 +155,7 @@ class Journal:
     def open_for_append(cls, path: str | Path) -> Journal:
         """Reopen a save to continue it: lock it, then read and check it, once.
 
-        The save is read through the locked descriptor and parsed by `saves.reader.parse_save`;
+        The save is read through the locked descriptor and parsed by `storyloom.saves.reader.parse_save`;
         that one reading is both what the caller resumes from (`loaded`) and the chain the
         journal keeps in memory to rescue the save, so a resume reads the file only once.
         A torn last line is cut off only when the first new record is written,
@@ -181,16 +181,22 @@ class Journal:
             cls._release(fd, path)
             raise
         journal = cls(path, fd, save.last_hash, save.last_seq, save)
-        journal._lines = blob[:save.good_size].splitlines(keepends=True)
+        journal._lines = blob[: save.good_size].splitlines(keepends=True)
         if save.good_size < save.size:
             journal._truncate_to = save.good_size
         return journal
 
     def note_resumed(self, narrator: Any) -> None:
         """Record that the save continues from here, and with which narrator and model."""
-        self._append(RESUMED, {"narrator": str(getattr(narrator, "name", "unknown")),
-                               "model": str(getattr(narrator, "model", "") or ""), "storyloom": storyloom_version(),
-                               "version": VERSION})
+        self._append(
+            RESUMED,
+            {
+                "narrator": str(getattr(narrator, "name", "unknown")),
+                "model": str(getattr(narrator, "model", "") or ""),
+                "storyloom": storyloom_version(),
+                "version": VERSION,
+            },
+        )
 
     def record_interrupted(self, turn: int) -> None:
         """Close a turn that was in flight when the save stopped (a crash): nothing of it was committed."""
@@ -227,8 +233,11 @@ class Journal:
             data.pop("state", None)
         if isinstance(event, AttemptFinished):
             data = compact_attempt(data)
-        if isinstance(event, TurnCancelled | TurnFailed) and not self._attempt_done and (
-                self._partial or isinstance(event, TurnCancelled)):
+        if (
+            isinstance(event, TurnCancelled | TurnFailed)
+            and not self._attempt_done
+            and (self._partial or isinstance(event, TurnCancelled))
+        ):
             data["partial"] = {"attempt": self._attempt_number, "prose": [list(p) for p in self._partial]}
         if isinstance(event, NarratorRetrying) and self._cleared:
             data["partial"] = {"attempt": event.attempt, "prose": [list(p) for p in self._cleared]}
@@ -259,8 +268,13 @@ class Journal:
         """
         if self._fd is None:
             raise SaveWriteError(self.path, "the save is closed")
-        record: dict[str, Any] = {"seq": self._seq + 1, "time": _now(), "kind": kind, "data": data,
-                                  "prev": self._last_hash}
+        record: dict[str, Any] = {
+            "seq": self._seq + 1,
+            "time": _now(),
+            "kind": kind,
+            "data": data,
+            "prev": self._last_hash,
+        }
         record["hash"] = record_hash(record)
         line = (canonical_json(record) + "\n").encode("utf-8")
         self._lines.append(line)
@@ -284,8 +298,10 @@ class Journal:
                     self._check_still_there()
         except OSError as exc:
             self.unsaved += 1
-            self._broken = SaveWriteError(self.path, f"the save could not be written ({exc.strerror or exc}); "
-                                                     f"the story goes on in memory, unsaved")
+            self._broken = SaveWriteError(
+                self.path,
+                f"the save could not be written ({exc.strerror or exc}); the story goes on in memory, unsaved",
+            )
             raise self._broken from None
 
     def _check_still_there(self) -> None:
@@ -319,7 +335,7 @@ class Journal:
         def write_chain(fd: int) -> None:
             view = memoryview(b"".join(self._lines))
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
 
         fd = _place_new_save(path, write_chain, "a file is already there; choose another path")

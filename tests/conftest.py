@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from engine import Session, parse_pack
-from engine.narration import Finish, NarratorError, NarrationRequest, StructuredDelta, TextDelta
+from storyloom.engine import Session, parse_pack
+from storyloom.engine.narration import Finish, NarrationRequest, NarratorError, StructuredDelta, TextDelta
 
 SHORE_PACK = """
 id = "shore"
@@ -70,7 +70,9 @@ def pack():
     return parse_pack(SHORE_PACK, "shore.toml")
 
 
-def turn_json(narrative: str | None = "You look around.", patch: list[dict[str, Any]] | None = None, **extra: Any) -> str:
+def turn_json(
+    narrative: str | None = "You look around.", patch: list[dict[str, Any]] | None = None, **extra: Any
+) -> str:
     data: dict[str, Any] = {}
     if narrative is not None:
         data["narrative"] = narrative
@@ -113,7 +115,7 @@ class ScriptedNarrator:
                 yield TextDelta(reply.text)
             if reply.structured is not None:
                 for i in range(0, len(reply.structured), self.chunk):
-                    yield StructuredDelta(reply.structured[i:i + self.chunk])
+                    yield StructuredDelta(reply.structured[i : i + self.chunk])
                     await asyncio.sleep(0)
             if reply.raise_after is not None:
                 raise reply.raise_after
@@ -124,7 +126,9 @@ class ScriptedNarrator:
             self.closed += 1
 
 
-def structured(narrative: str | None = "You look around.", patch: list[dict[str, Any]] | None = None, **extra: Any) -> Reply:
+def structured(
+    narrative: str | None = "You look around.", patch: list[dict[str, Any]] | None = None, **extra: Any
+) -> Reply:
     return Reply(structured=turn_json(narrative, patch, **extra))
 
 
@@ -132,9 +136,12 @@ def structured(narrative: str | None = "You look around.", patch: list[dict[str,
 def script():
     def make(pack, *replies: Reply, budget: int = 2) -> tuple[Session, ScriptedNarrator]:
         narrator = ScriptedNarrator(list(replies))
+
         async def no_sleep(_: float) -> None:
             return None
+
         return Session(pack, narrator, budget=budget, sleep=no_sleep), narrator
+
     return make
 
 

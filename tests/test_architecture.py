@@ -1,4 +1,5 @@
-"""The parts import only what docs/architecture.md says they may, and no module imports itself back.
+"""The parts import only what docs/architecture.md says they may, always under the `storyloom`
+namespace they install as, and no module imports itself back.
 
 Read from the source with `ast` (nothing is imported), so a wrong import fails here even when
 no test happens to run the code path that has it. Imports under `if TYPE_CHECKING:` are left out:
@@ -42,7 +43,7 @@ MODULES = _modules()
 
 
 def _project_name(name: str) -> str | None:
-    """The project module an imported name means (`engine.x`), or None for anything else."""
+    """The project module an imported name means (`storyloom.engine.x`), or None for anything else."""
     head = name.split(".")[0]
     if head == "storyloom":
         name = name.partition(".")[2]
@@ -78,6 +79,8 @@ def test_each_part_imports_only_what_it_may(module: str) -> None:
         project = _project_name(name)
         if project is not None and project.split(".")[0] not in ALLOWED[part]:
             wrong.append(f"line {line}: {name}")
+        if name.split(".")[0] in PARTS:  # works in the repository only: installed, it is storyloom.<part>
+            wrong.append(f"line {line}: {name} (import it as storyloom.{name})")
         if name.split(".")[0] in NEVER.get(part, ()):
             wrong.append(f"line {line}: {name}")
     assert not wrong, f"{module} imports what {part}/ may not: {wrong}"
@@ -103,7 +106,7 @@ def test_no_module_imports_itself_back() -> None:
         stack.append(node)
         for target in sorted(graph[node]):
             if state.get(target) == 1:
-                cycles.append(stack[stack.index(target):] + [target])
+                cycles.append(stack[stack.index(target) :] + [target])
             elif target not in state:
                 visit(target)
         stack.pop()

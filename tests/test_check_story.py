@@ -6,20 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from engine import load_pack
-from tui.cli import main
+from storyloom.engine import load_pack
+from storyloom.tui.cli import main
 
 PACKS = Path(__file__).parent / "packs"
 
 
-@pytest.mark.parametrize(("pack", "line", "key", "words"), [
-    ("broken_exit.toml", 9, "rooms.hall.exits.north", "unknown room 'attic'"),
-    ("broken_item_room.toml", 12, "items.lamp.at", "unknown room 'garden'"),
-    ("broken_start.toml", 4, "start", "'porch' is not a declared room"),
-    ("broken_alias.toml", 17, "items.torch.aliases", "duplicate alias 'light'"),
-    ("broken_stat.toml", 11, "stats.health.initial", "initial 12 is outside 0..10"),
-    ("broken_toml.toml", 7, "-", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    ("pack", "line", "key", "words"),
+    [
+        ("broken_exit.toml", 9, "rooms.hall.exits.north", "unknown room 'attic'"),
+        ("broken_item_room.toml", 12, "items.lamp.at", "unknown room 'garden'"),
+        ("broken_start.toml", 4, "start", "'porch' is not a declared room"),
+        ("broken_alias.toml", 17, "items.torch.aliases", "duplicate alias 'light'"),
+        ("broken_stat.toml", 11, "stats.health.initial", "initial 12 is outside 0..10"),
+        ("broken_toml.toml", 7, "-", "not valid TOML"),
+    ],
+)
 def test_a_broken_pack_exits_2_naming_file_line_key_and_problem(pack, line, key, words, capsys):
     path = PACKS / pack
     assert main(["check-story", str(path)]) == 2
@@ -31,7 +34,7 @@ def test_a_broken_pack_exits_2_naming_file_line_key_and_problem(pack, line, key,
 def test_every_problem_in_a_pack_is_listed_not_just_the_first(tmp_path, capsys):
     text = "\n".join((PACKS / name).read_text() for name in ("broken_exit.toml",))
     text = text.replace('start = "hall"', 'start = "porch"') + '\n[items.lamp]\nname = "lamp"\nat = "garden"\n'
-    text += '\n[stats.health]\ninitial = 12\nmin = 0\nmax = 10\n'
+    text += "\n[stats.health]\ninitial = 12\nmin = 0\nmax = 10\n"
     path = tmp_path / "many.toml"
     path.write_text(text)
     assert main(["check-story", str(path)]) == 2
@@ -73,8 +76,8 @@ def test_the_example_in_the_docs_is_the_example_pack_that_passes():
 
 
 async def test_the_retry_key_example_in_the_docs_fails_then_commits_on_retry():
-    from engine import Session
-    from engine.narrators.offline import OfflineNarrator
+    from storyloom.engine import Session
+    from storyloom.engine.narrators.offline import OfflineNarrator
 
     pack = load_pack("lighthouse")
     session = Session(pack, OfflineNarrator(pack, seed=8, faults=0.5))

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from saves.reader import load_save
-from saves.replay import Replayer, replay_plan
-from saves.verify import verify_save
+from storyloom.saves.reader import load_save
+from storyloom.saves.replay import Replayer, replay_plan
+from storyloom.saves.verify import verify_save
 from tests.test_saves_kit import LIGHTHOUSE_WALK
 
 KILLS = 50
@@ -34,8 +34,25 @@ COMMANDS = [*LIGHTHOUSE_WALK, "drop rope", "/undo", "look", "take rope", "east",
 
 def _writer(tmp_path: Path, n: int) -> tuple[list[str], Path, Path]:
     save, events = tmp_path / f"run{n}.jsonl", tmp_path / f"run{n}.events.jsonl"
-    argv = [sys.executable, "-m", "tui.cli", "play", "--headless", "--commands", str(tmp_path / "commands.txt"),
-            "--save", str(save), "--events", str(events), "--faults", "0.3", "--seed", str(n), "--pace", "0.0005"]
+    argv = [
+        sys.executable,
+        "-m",
+        "storyloom.tui.cli",
+        "play",
+        "--headless",
+        "--commands",
+        str(tmp_path / "commands.txt"),
+        "--save",
+        str(save),
+        "--events",
+        str(events),
+        "--faults",
+        "0.3",
+        "--seed",
+        str(n),
+        "--pace",
+        "0.0005",
+    ]
     return argv, save, events
 
 
@@ -55,8 +72,9 @@ def _reported_commits(events: Path) -> list[tuple[int, str]]:
 
 
 def _run(argv: list[str], env: dict[str, str], kill_after: float | None) -> int:
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                               cwd=Path(__file__).parent.parent)
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=Path(__file__).parent.parent
+    )
     if kill_after is None:
         return process.wait(timeout=60)
     time.sleep(kill_after)
@@ -76,8 +94,14 @@ def test_a_writer_killed_at_random_moments_never_loses_a_committed_turn(tmp_path
     full_run = time.monotonic() - started
     assert verify_save(save).sound
 
-    figures = {"kills": 0, "saves checked": 0, "torn lines dropped": 0, "commits reported": 0, "turns lost": 0,
-               "killed before the save existed": 0}
+    figures = {
+        "kills": 0,
+        "saves checked": 0,
+        "torn lines dropped": 0,
+        "commits reported": 0,
+        "turns lost": 0,
+        "killed before the save existed": 0,
+    }
     lost: list[str] = []
     n = 0
     while figures["kills"] < KILLS and n < 2 * KILLS:
@@ -104,8 +128,10 @@ def test_a_writer_killed_at_random_moments_never_loses_a_committed_turn(tmp_path
         lost += [f"run {n}: turn {turn} ({digest[:12]}…)" for turn, digest in missing]
         result = asyncio.run(Replayer(replay_plan(loaded)).run())
         assert result.faithful, f"run {n}: {result.divergence}"
-    print(f"\ncrash test (seed {SEED}, a full run takes {full_run:.2f} s): "
-          + ", ".join(f"{k} {v}" for k, v in figures.items()))
+    print(
+        f"\ncrash test (seed {SEED}, a full run takes {full_run:.2f} s): "
+        + ", ".join(f"{k} {v}" for k, v in figures.items())
+    )
     assert not lost, f"committed turns lost after a kill: {lost}"
     assert figures["kills"] == KILLS, f"only {figures['kills']} of {n} runs were killed mid-way"
     assert figures["commits reported"] > 0

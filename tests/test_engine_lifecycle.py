@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from engine import initial_state
-from engine.narration import NarratorRefusal, TransientNarratorError
+from storyloom.engine import initial_state
+from storyloom.engine.narration import NarratorRefusal, TransientNarratorError
 from tests.conftest import Reply, collect, event_names, prose_on_screen, structured
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
@@ -26,7 +26,10 @@ async def test_a_valid_turn_streams_its_prose_then_commits(pack, script):
 async def test_malformed_then_corrected_keeps_the_prose_when_the_correction_omits_it(pack, script):
     session, narrator = script(
         pack,
-        Reply(structured='{"narrative": "You lift the brass lamp.", "state_patch": [{"op": "replace", "path": "/items/lamp"'),
+        Reply(
+            structured='{"narrative": "You lift the brass lamp.", '
+            '"state_patch": [{"op": "replace", "path": "/items/lamp"'
+        ),
         structured(None, TAKE_LAMP),
     )
     events = await collect(session.play("take lamp"))
@@ -50,7 +53,7 @@ async def test_a_correction_that_rewrites_the_prose_swaps_it_in_one_event(pack, 
     events = await collect(session.play("take lamp"))
     swaps = [e for e in events if e.event == "prose_replaced"]
     assert len(swaps) == 1 and swaps[0].changed
-    after_correction = events[events.index(swaps[0]) - 2:]
+    after_correction = events[events.index(swaps[0]) - 2 :]
     assert "prose_delta" not in event_names(after_correction)
     assert prose_on_screen(events) == "You take the lantern, warm from the sun."
     assert events[-1].narrative == "You take the lantern, warm from the sun."
@@ -85,7 +88,9 @@ async def test_a_correction_carries_only_the_latest_rejection(pack, script):
 
 
 async def test_a_plain_text_reply_gets_the_corrective_request_then_commits(pack, script):
-    session, narrator = script(pack, Reply(text="I think the player takes the lamp."), structured("You take the lamp.", TAKE_LAMP))
+    session, narrator = script(
+        pack, Reply(text="I think the player takes the lamp."), structured("You take the lamp.", TAKE_LAMP)
+    )
     events = await collect(session.play("take lamp"))
     failed = next(e for e in events if e.event == "validation_failed")
     assert [i.rule for i in failed.issues] == ["output.missing"]
@@ -122,11 +127,16 @@ async def test_cancel_while_streaming_closes_the_stream_and_keeps_state(pack, sc
 
 
 async def test_cancel_during_correction_keeps_state_and_history(pack, script):
-    session, narrator = script(pack, structured("You take it.", TAKE_LAMP), Reply(structured='{"state_patch": [', hang=True))
+    session, narrator = script(
+        pack, structured("You take it.", TAKE_LAMP), Reply(structured='{"state_patch": [', hang=True)
+    )
+
     def cancel_once_the_correction_streams():
         asyncio.get_running_loop().call_later(0.05, session.cancel)
 
-    events = await asyncio.wait_for(_play_until(session, "take lamp", "correction_started", cancel_once_the_correction_streams), 2)
+    events = await asyncio.wait_for(
+        _play_until(session, "take lamp", "correction_started", cancel_once_the_correction_streams), 2
+    )
     assert event_names(events)[-2:] == ["correction_started", "turn_cancelled"]
     assert len(narrator.requests) == 2 and narrator.closed == 2
     assert session.state == initial_state(pack) and session.history == ()
@@ -171,8 +181,11 @@ async def test_a_refusal_fails_the_turn_at_once(pack, script):
 
 
 async def test_a_reply_cut_at_the_token_limit_asks_for_a_shorter_turn(pack, script):
-    session, _ = script(pack, Reply(structured='{"narrative": "You walk and walk', stop_reason="max_tokens"),
-                        structured("You wait.", []))
+    session, _ = script(
+        pack,
+        Reply(structured='{"narrative": "You walk and walk', stop_reason="max_tokens"),
+        structured("You wait.", []),
+    )
     events = await collect(session.play("wait"))
     failed = next(e for e in events if e.event == "validation_failed")
     assert failed.issues[0].rule == "output.truncated"
@@ -197,7 +210,7 @@ async def test_undo_restores_the_previous_committed_state(pack, script):
 
 
 async def test_event_json_round_trips(pack, script):
-    from engine import event_from_json
+    from storyloom.engine import event_from_json
 
     session, _ = script(pack, structured("You take it.", TAKE_LAMP), structured("You take the lamp.", TAKE_LAMP))
     for event in await collect(session.play("take lamp")):
@@ -219,7 +232,9 @@ async def test_a_rejected_correction_never_reaches_the_screen_and_the_commit_swa
 
 
 async def test_a_failed_turn_keeps_the_first_attempts_prose_on_screen(pack, script):
-    session, _ = script(pack, structured("You take it.", TAKE_LAMP), structured("You grab the iron key.", TAKE_KEY), budget=1)
+    session, _ = script(
+        pack, structured("You take it.", TAKE_LAMP), structured("You grab the iron key.", TAKE_KEY), budget=1
+    )
     events = await collect(session.play("take lamp"))
     assert events[-1].event == "turn_failed"
     assert "prose_replaced" not in event_names(events)
@@ -227,8 +242,10 @@ async def test_a_failed_turn_keeps_the_first_attempts_prose_on_screen(pack, scri
 
 
 async def test_a_patch_operation_without_op_names_the_missing_field(pack):
-    from engine import initial_state, judge
+    from storyloom.engine import initial_state, judge
 
-    verdict = judge('{"narrative": "Hi.", "state_patch": [{"path": "/location", "value": "path"}]}', initial_state(pack), pack)
+    verdict = judge(
+        '{"narrative": "Hi.", "state_patch": [{"path": "/location", "value": "path"}]}', initial_state(pack), pack
+    )
     assert verdict.issues[0].path == "/state_patch/0/op"
     assert verdict.issues[0].message.startswith("op is required in /state_patch/0")

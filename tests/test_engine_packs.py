@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import PackError, parse_pack
+from storyloom.engine import PackError, parse_pack
 from tests.conftest import SHORE_PACK
 
 
@@ -21,14 +21,22 @@ def test_the_shore_pack_loads_with_its_world(pack):
 
 
 def test_every_problem_is_listed_at_once_with_key_and_line():
-    broken = SHORE_PACK.replace('exits = { north = "path" }', 'exits = { north = "pier" }') \
-                       .replace('at = "path"', 'at = "attic"') \
-                       .replace('start = "shore"', 'start = "dock"') \
-                       .replace('aliases = ["key"]', 'aliases = ["key", "lamp"]') \
-                       .replace("initial = 10", "initial = 12")
+    broken = (
+        SHORE_PACK.replace('exits = { north = "path" }', 'exits = { north = "pier" }')
+        .replace('at = "path"', 'at = "attic"')
+        .replace('start = "shore"', 'start = "dock"')
+        .replace('aliases = ["key"]', 'aliases = ["key", "lamp"]')
+        .replace("initial = 10", "initial = 12")
+    )
     problems = problems_of(broken)
     by_key = {p.key: p for p in problems}
-    assert set(by_key) >= {"start", "rooms.shore.exits.north", "items.key.at", "items.key.aliases", "stats.health.initial"}
+    assert set(by_key) >= {
+        "start",
+        "rooms.shore.exits.north",
+        "items.key.at",
+        "items.key.aliases",
+        "stats.health.initial",
+    }
     assert "unknown room 'pier'" in by_key["rooms.shore.exits.north"].message
     assert "unknown room 'attic'" in by_key["items.key.at"].message
     assert "'lamp'" in by_key["items.key.aliases"].message

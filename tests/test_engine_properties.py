@@ -9,25 +9,37 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_outcome
 from hypothesis import strategies as st
 
-from engine import Session, initial_state, judge
-from engine.state import state_model
+from storyloom.engine import Session, initial_state, judge
+from storyloom.engine.state import state_model
 from tests.conftest import Reply, ScriptedNarrator
 
 NARRATIVES = [
-    "You wait.", "You take the brass lamp.", "You walk north to the Cliff Path.", "You take the iron key.",
-    "You climb to the Lamp Room.", "You lift the boulder.", "Back on the Rocky Shore, you drop the lantern.", "",
+    "You wait.",
+    "You take the brass lamp.",
+    "You walk north to the Cliff Path.",
+    "You take the iron key.",
+    "You climb to the Lamp Room.",
+    "You lift the boulder.",
+    "Back on the Rocky Shore, you drop the lantern.",
+    "",
 ]
 PLACES = ["shore", "path", "tower", "player", "nowhere", "moon", 3, None]
 VALUES = st.one_of(st.sampled_from(PLACES), st.integers(-3, 14), st.booleans(), st.text(max_size=4))
 
 ops = st.one_of(
     st.builds(lambda v: {"op": "replace", "path": "/location", "value": v}, st.sampled_from(PLACES)),
-    st.builds(lambda i, v: {"op": "replace", "path": f"/items/{i}", "value": v},
-              st.sampled_from(["lamp", "key", "boulder", "sword"]), st.sampled_from(PLACES)),
+    st.builds(
+        lambda i, v: {"op": "replace", "path": f"/items/{i}", "value": v},
+        st.sampled_from(["lamp", "key", "boulder", "sword"]),
+        st.sampled_from(PLACES),
+    ),
     st.builds(lambda v: {"op": "replace", "path": "/stats/health", "value": v}, VALUES),
     st.builds(lambda v: {"op": "add", "path": "/flags/door_open", "value": v}, VALUES),
-    st.builds(lambda p, o: {"op": o, "path": p}, st.sampled_from(["/items/lamp", "/stats", "/x", ""]),
-              st.sampled_from(["remove", "move", "copy"])),
+    st.builds(
+        lambda p, o: {"op": o, "path": p},
+        st.sampled_from(["/items/lamp", "/stats", "/x", ""]),
+        st.sampled_from(["remove", "move", "copy"]),
+    ),
     st.builds(lambda v: {"op": "test", "path": "/location", "value": v}, st.sampled_from(PLACES)),
 )
 
@@ -56,8 +68,11 @@ def satisfies_every_rule(state, pack) -> bool:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(plan=st.lists(replies(), min_size=1, max_size=12), budget=st.integers(0, 2),
-       cancel_at=st.one_of(st.none(), st.integers(0, 30)))
+@given(
+    plan=st.lists(replies(), min_size=1, max_size=12),
+    budget=st.integers(0, 2),
+    cancel_at=st.one_of(st.none(), st.integers(0, 30)),
+)
 def test_arbitrary_outputs_never_commit_an_invalid_state(pack, plan, budget, cancel_at):
     async def play() -> None:
         narrator = ScriptedNarrator(list(plan), chunk=5)

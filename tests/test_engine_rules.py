@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from engine import RULES, initial_state, judge
-from engine.state import state_hash
+from storyloom.engine import RULES, initial_state, judge
+from storyloom.engine.state import state_hash
 from tests.conftest import turn_json
 
 
@@ -18,8 +18,11 @@ def rules_of(verdict):
 def test_a_valid_take_passes_and_changes_only_the_copy(pack):
     before = initial_state(pack)
     frozen = json.dumps(before, sort_keys=True)
-    verdict = judge(turn_json("You pick up the brass lamp.", [{"op": "replace", "path": "/items/lamp", "value": "player"}]),
-                    before, pack)
+    verdict = judge(
+        turn_json("You pick up the brass lamp.", [{"op": "replace", "path": "/items/lamp", "value": "player"}]),
+        before,
+        pack,
+    )
     assert verdict.ok
     assert verdict.after["items"]["lamp"] == "player"
     assert json.dumps(before, sort_keys=True) == frozen
@@ -47,16 +50,19 @@ def test_huge_output_is_refused_unparsed(pack):
     assert rules_of(verdict) == {"output.too_large"}
 
 
-@pytest.mark.parametrize("data,path", [
-    ({"state_patch": []}, "/narrative"),
-    ({"narrative": "", "state_patch": []}, "/narrative"),
-    ({"narrative": "x" * 4001, "state_patch": []}, "/narrative"),
-    ({"narrative": 7, "state_patch": []}, "/narrative"),
-    ({"narrative": "Hi.", "state_patch": "none"}, "/state_patch"),
-    ({"narrative": "Hi.", "state_patch": [{"op": "move", "path": "/location", "from": "/x"}]}, "/state_patch/0/op"),
-    ({"narrative": "Hi.", "state_patch": [], "suggestions": ["a", "b", "c", "d", "e"]}, "/suggestions"),
-    ({"narrative": "Hi.", "state_patch": [], "mood": "grim"}, "/mood"),
-])
+@pytest.mark.parametrize(
+    "data,path",
+    [
+        ({"state_patch": []}, "/narrative"),
+        ({"narrative": "", "state_patch": []}, "/narrative"),
+        ({"narrative": "x" * 4001, "state_patch": []}, "/narrative"),
+        ({"narrative": 7, "state_patch": []}, "/narrative"),
+        ({"narrative": "Hi.", "state_patch": "none"}, "/state_patch"),
+        ({"narrative": "Hi.", "state_patch": [{"op": "move", "path": "/location", "from": "/x"}]}, "/state_patch/0/op"),
+        ({"narrative": "Hi.", "state_patch": [], "suggestions": ["a", "b", "c", "d", "e"]}, "/suggestions"),
+        ({"narrative": "Hi.", "state_patch": [], "mood": "grim"}, "/mood"),
+    ],
+)
 def test_schema_violations_name_the_field(pack, data, path):
     verdict = judge(json.dumps(data), initial_state(pack), pack)
     assert rules_of(verdict) == {"turn.schema"}
@@ -69,13 +75,16 @@ def test_a_patch_of_100000_operations_is_a_schema_issue(pack):
     assert not verdict.ok
 
 
-@pytest.mark.parametrize("path,word", [
-    ("/items/sword", "no item 'sword'"),
-    ("/stats/mana", "no stat 'mana'"),
-    ("/flags/gate_open", "no flag 'gate_open'"),
-    ("/weather", "only /location"),
-    ("/items", "only /location"),
-])
+@pytest.mark.parametrize(
+    "path,word",
+    [
+        ("/items/sword", "no item 'sword'"),
+        ("/stats/mana", "no stat 'mana'"),
+        ("/flags/gate_open", "no flag 'gate_open'"),
+        ("/weather", "only /location"),
+        ("/items", "only /location"),
+    ],
+)
 def test_unknown_paths_are_refused_and_the_declared_ones_listed(pack, path, word):
     verdict = judge(turn_json("Hi.", [{"op": "add", "path": path, "value": 1}]), initial_state(pack), pack)
     assert rules_of(verdict) == {"patch.path"}
@@ -83,40 +92,56 @@ def test_unknown_paths_are_refused_and_the_declared_ones_listed(pack, path, word
 
 
 def test_removing_a_declared_item_is_refused(pack):
-    verdict = judge(turn_json("The lamp is gone.", [{"op": "remove", "path": "/items/lamp"}]), initial_state(pack), pack)
+    verdict = judge(
+        turn_json("The lamp is gone.", [{"op": "remove", "path": "/items/lamp"}]), initial_state(pack), pack
+    )
     assert rules_of(verdict) == {"patch.path"}
 
 
 def test_a_failed_test_operation_is_a_patch_apply_issue(pack):
-    verdict = judge(turn_json("Hi.", [{"op": "test", "path": "/location", "value": "tower"}]), initial_state(pack), pack)
+    verdict = judge(
+        turn_json("Hi.", [{"op": "test", "path": "/location", "value": "tower"}]), initial_state(pack), pack
+    )
     assert rules_of(verdict) == {"patch.apply"}
 
 
-@pytest.mark.parametrize("path,value,section", [
-    ("/location", "moon", "location"),
-    ("/items/lamp", "moon", "items"),
-    ("/stats/health", "9", "stats"),
-    ("/stats/health", 9.5, "stats"),
-    ("/stats/health", True, "stats"),
-    ("/flags/door_open", "yes", "flags"),
-])
+@pytest.mark.parametrize(
+    "path,value,section",
+    [
+        ("/location", "moon", "location"),
+        ("/items/lamp", "moon", "items"),
+        ("/stats/health", "9", "stats"),
+        ("/stats/health", 9.5, "stats"),
+        ("/stats/health", True, "stats"),
+        ("/flags/door_open", "yes", "flags"),
+    ],
+)
 def test_values_of_the_wrong_kind_are_state_schema_issues(pack, path, value, section):
-    verdict = judge(turn_json("The lamp and the moon, the Cliff Path.", [{"op": "replace", "path": path, "value": value}]),
-                    initial_state(pack), pack)
+    verdict = judge(
+        turn_json("The lamp and the moon, the Cliff Path.", [{"op": "replace", "path": path, "value": value}]),
+        initial_state(pack),
+        pack,
+    )
     assert rules_of(verdict) == {"state.schema"}
     assert verdict.issues[0].path.startswith(f"/{section}")
 
 
 def test_moving_along_no_exit_lists_the_exits(pack):
-    verdict = judge(turn_json("You climb to the Lamp Room.", [{"op": "replace", "path": "/location", "value": "tower"}]),
-                    initial_state(pack), pack)
+    verdict = judge(
+        turn_json("You climb to the Lamp Room.", [{"op": "replace", "path": "/location", "value": "tower"}]),
+        initial_state(pack),
+        pack,
+    )
     assert rules_of(verdict) == {"move.exit"}
     assert "north to Cliff Path (path)" in verdict.issues[0].message
 
 
 def test_moving_along_an_exit_naming_the_room_passes(pack):
-    verdict = judge(turn_json("You walk north to the cliff path.", [{"op": "replace", "path": "/location", "value": "path"}]),
-                    initial_state(pack), pack)
+    verdict = judge(
+        turn_json("You walk north to the cliff path.", [{"op": "replace", "path": "/location", "value": "path"}]),
+        initial_state(pack),
+        pack,
+    )
     assert verdict.ok
 
 
@@ -129,36 +154,50 @@ def test_a_gated_exit_stays_closed_until_its_flag(pack):
 
 
 def test_taking_from_another_room_is_refused(pack):
-    verdict = judge(turn_json("You take the iron key.", [{"op": "replace", "path": "/items/key", "value": "player"}]),
-                    initial_state(pack), pack)
+    verdict = judge(
+        turn_json("You take the iron key.", [{"op": "replace", "path": "/items/key", "value": "player"}]),
+        initial_state(pack),
+        pack,
+    )
     assert rules_of(verdict) == {"item.take_reach"}
     assert "Cliff Path" in verdict.issues[0].message
 
 
 def test_taking_a_non_portable_item_is_refused(pack):
-    verdict = judge(turn_json("You lift the boulder.", [{"op": "replace", "path": "/items/boulder", "value": "player"}]),
-                    initial_state(pack), pack)
+    verdict = judge(
+        turn_json("You lift the boulder.", [{"op": "replace", "path": "/items/boulder", "value": "player"}]),
+        initial_state(pack),
+        pack,
+    )
     assert rules_of(verdict) == {"item.not_portable"}
 
 
 def test_dropping_into_another_room_is_refused(pack):
     holding = initial_state(pack)
     holding = {**holding, "items": {**holding["items"], "lamp": "player"}}
-    verdict = judge(turn_json("You drop the lamp.", [{"op": "replace", "path": "/items/lamp", "value": "tower"}]), holding, pack)
+    verdict = judge(
+        turn_json("You drop the lamp.", [{"op": "replace", "path": "/items/lamp", "value": "tower"}]), holding, pack
+    )
     assert rules_of(verdict) == {"item.drop_reach"}
 
 
 def test_stats_stay_in_bounds_and_nothing_is_clamped(pack):
-    verdict = judge(turn_json("You feel mighty.", [{"op": "replace", "path": "/stats/health", "value": 11}]),
-                    initial_state(pack), pack)
+    verdict = judge(
+        turn_json("You feel mighty.", [{"op": "replace", "path": "/stats/health", "value": 11}]),
+        initial_state(pack),
+        pack,
+    )
     assert rules_of(verdict) == {"stat.bounds"}
     assert verdict.after is None
     assert "0..10" in verdict.issues[0].message
 
 
 def test_an_item_moved_without_being_named_is_refused(pack):
-    verdict = judge(turn_json("You take it.", [{"op": "replace", "path": "/items/lamp", "value": "player"}]),
-                    initial_state(pack), pack)
+    verdict = judge(
+        turn_json("You take it.", [{"op": "replace", "path": "/items/lamp", "value": "player"}]),
+        initial_state(pack),
+        pack,
+    )
     assert rules_of(verdict) == {"prose.item"}
     assert "'brass lamp', 'lamp', 'lantern'" in verdict.issues[0].message
 
@@ -170,8 +209,11 @@ def test_an_alias_names_the_item_but_a_longer_word_does_not(pack):
 
 
 def test_a_move_without_naming_the_room_is_refused(pack):
-    verdict = judge(turn_json("You walk north.", [{"op": "replace", "path": "/location", "value": "path"}]),
-                    initial_state(pack), pack)
+    verdict = judge(
+        turn_json("You walk north.", [{"op": "replace", "path": "/location", "value": "path"}]),
+        initial_state(pack),
+        pack,
+    )
     assert rules_of(verdict) == {"prose.room"}
 
 
@@ -185,16 +227,23 @@ def test_every_rule_id_is_documented_in_the_readme():
 
 def test_state_hash_is_stable_under_key_order(pack):
     state = initial_state(pack)
-    shuffled = {"flags": state["flags"], "stats": state["stats"], "items": dict(reversed(state["items"].items())),
-                "location": state["location"]}
+    shuffled = {
+        "flags": state["flags"],
+        "stats": state["stats"],
+        "items": dict(reversed(state["items"].items())),
+        "location": state["location"],
+    }
     assert state_hash(state) == state_hash(shuffled)
     assert state_hash(state) != state_hash({**state, "location": "path"})
 
 
-@pytest.mark.parametrize("raw", [
-    '{"narrative": "You look.", "state_patch": []}{"narrative": "You look again.", "state_patch": []}',
-    '{"narrative": "You look.", "state_patch": []}\n\nDone!',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"narrative": "You look.", "state_patch": []}{"narrative": "You look again.", "state_patch": []}',
+        '{"narrative": "You look.", "state_patch": []}\n\nDone!',
+    ],
+)
 def test_a_complete_object_with_more_after_it_is_not_called_cut_off(pack, raw):
     verdict = judge(raw, initial_state(pack), pack)
     assert rules_of(verdict) == {"output.json"}

@@ -1,4 +1,4 @@
-"""The one Markdown transcript (`saves.export.markdown_transcript`): untrusted text renders as written.
+"""The one Markdown transcript (`storyloom.saves.export.markdown_transcript`): untrusted text renders as written.
 
 Rendered with markdown-it (Textual's own Markdown parser, so it is installed with the app):
 whatever a model, a pack or a player writes, the transcript shows it as plain text, never as a
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from engine.safety import safe_text
-from saves.export import markdown_text, markdown_transcript
+from storyloom.engine.safety import safe_text
+from storyloom.saves.export import markdown_text, markdown_transcript
 
 PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
@@ -66,15 +66,22 @@ def test_hostile_text_renders_as_the_text_itself():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab1 \n\t\\`*_[]()<>#|&~!-+=.:;/\"'{}") + ["\x1b", "\u202e"]),
-               max_size=40))
+@given(
+    st.text(alphabet=st.sampled_from(list("ab1 \n\t\\`*_[]()<>#|&~!-+=.:;/\"'{}") + ["\x1b", "\u202e"]), max_size=40)
+)
 def test_any_text_renders_as_itself(text):
     assert_shown_as_written(text, markdown_text(text))
 
 
 def test_the_transcript_marks_out_each_exchange_and_nothing_inside_them_is_markup():
-    transcript = markdown_transcript(HOSTILE[3], HOSTILE[0], [("take *all* [x](y)", HOSTILE[1])],
-                                     byline="*by the offline narrator*", ending=(HOSTILE[2], "The end."), undone=2)
+    transcript = markdown_transcript(
+        HOSTILE[3],
+        HOSTILE[0],
+        [("take *all* [x](y)", HOSTILE[1])],
+        byline="*by the offline narrator*",
+        ending=(HOSTILE[2], "The end."),
+        undone=2,
+    )
     assert transcript.startswith("# \\# heading")
     kinds = [t.type for t in PARSER.parse(transcript)]
     inline = [c.type for t in PARSER.parse(transcript) if t.children for c in t.children]
@@ -82,8 +89,15 @@ def test_the_transcript_marks_out_each_exchange_and_nothing_inside_them_is_marku
     assert kinds.count("hr") == 3  # before the exchange, the ending and the note on undone turns
     assert inline.count("strong_open") == 1 and inline.count("em_open") == 2  # the command; byline and note
     assert {"link_open", "image", "html_inline", "code_inline", "s_open"}.isdisjoint(inline)
-    assert {"html_block", "code_block", "fence", "bullet_list_open", "ordered_list_open", "table_open",
-            "blockquote_open"}.isdisjoint(kinds)
+    assert {
+        "html_block",
+        "code_block",
+        "fence",
+        "bullet_list_open",
+        "ordered_list_open",
+        "table_open",
+        "blockquote_open",
+    }.isdisjoint(kinds)
     assert "**> take \\*all\\* \\[x\\](y)**" in transcript
     assert "*2 turn(s) were undone during play and are not shown.*" in transcript
     html = PARSER.render(transcript)

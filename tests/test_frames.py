@@ -2,7 +2,7 @@
 
 Each test records every frame the app paints, from before the key press (Enter, or ctrl+r) until
 one second after the turn commits, fails or is cancelled, and checks on every frame, as rules
-(`tui.testing.frames.assert_no_shift`), what the player would see:
+(`storyloom.tui.testing.frames.assert_no_shift`), what the player would see:
 
 1. no line already painted ever moves down;
 2. a line moves up only when text is added below it, by exactly the rows the transcript grew;
@@ -29,21 +29,23 @@ from typing import Any
 
 import pytest
 
-from engine import Session, parse_pack
-from engine.narration import Exchange, TransientNarratorError
-from engine.turns import Turn
+from storyloom.engine import Session, parse_pack
+from storyloom.engine.narration import Exchange, TransientNarratorError
+from storyloom.engine.turns import Turn
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.testing.frames import Frame, FrameRecorder, assert_no_shift
+from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from storyloom.tui.testing.pilot import until
 from tests.conftest import SHORE_PACK
-from tui.app import StoryloomApp
-from tui.testing.frames import Frame, FrameRecorder, assert_no_shift
-from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
-from tui.testing.pilot import until
 
 SIZES = [(80, 24), (100, 30), (120, 40), (160, 50)]
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 QUICK = (100, 30)
 """The size every case also runs at without the slow mark."""
-TAKE_BOTH = [{"op": "replace", "path": "/items/lamp", "value": "player"},
-             {"op": "replace", "path": "/items/boulder", "value": "player"}]
+TAKE_BOTH = [
+    {"op": "replace", "path": "/items/lamp", "value": "player"},
+    {"op": "replace", "path": "/items/boulder", "value": "player"},
+]
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 HISTORY = 12
 """Committed turns the story resumes with (shown folded above the live turns)."""
@@ -56,9 +58,11 @@ STATUSES = ("correcting (", "narrator busy", "couldn't make this turn consistent
 def prose(paragraphs: int, tag: str) -> str:
     """Prose of `paragraphs` paragraphs, each opening with its own name (`[a1]`, `[a2]`, ...) so its
     first line can be followed on screen, and long enough to wrap onto two to four lines."""
-    sentences = ("The lamp's glass is cold and crusted with salt, and the wind pulls at your coat.",
-                 "The rain drums on the black rocks and runs in threads between them.",
-                 "Far out, a bell rings once, slow and lost.")
+    sentences = (
+        "The lamp's glass is cold and crusted with salt, and the wind pulls at your coat.",
+        "The rain drums on the black rocks and runs in threads between them.",
+        "Far out, a bell rings once, slow and lost.",
+    )
     return "\n\n".join(f"[{tag}{k}] " + " ".join(sentences[: 1 + k % 3]) for k in range(1, paragraphs + 1))
 
 
@@ -79,28 +83,63 @@ def _partial(text: str) -> str:
 
 
 CASES: dict[str, Case] = {
-    "prose-kept": Case(lambda gate, n: [GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
-                                        GatedReply(turn_text(None, TAKE_LAMP), before=gate)]),
-    "swapped-longer": Case(lambda gate, n: [GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
-                                            GatedReply(turn_text(prose(n + 3, "b"), TAKE_LAMP), before=gate)]),
-    "swapped-shorter": Case(lambda gate, n: [GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
-                                             GatedReply(turn_text(prose(1, "c"), TAKE_LAMP), before=gate)]),
-    "failed-then-retry": Case(lambda gate, n: [GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
-                                               GatedReply(turn_text(None, TAKE_BOTH)),
-                                               GatedReply(turn_text(prose(n, "d"), TAKE_LAMP), before=gate)],
-                              budget=1, action="retry"),
-    "cancelled-mid-stream": Case(lambda gate, n: [GatedReply(turn_text(prose(n, "a"), TAKE_LAMP), pause=gate,
-                                                             pause_at=len(turn_text(prose(n, "a"))) // 2)],
-                                 action="cancel", releases=False),
-    "cancelled-mid-correction": Case(lambda gate, n: [GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
-                                                      GatedReply(turn_text(None, TAKE_LAMP), before=gate)],
-                                     action="cancel", releases=False),
-    "narrator-busy": Case(lambda gate, n: [
-        GatedReply(_partial(turn_text(prose(n, "a"), TAKE_LAMP)),
-                   error=TransientNarratorError("overloaded", retry_after=0.3)),
-        GatedReply(turn_text(prose(n, "a"), TAKE_LAMP), before=gate)]),
-    "no-prose-first": Case(lambda gate, n: [GatedReply("I take the lamp.", plain=True),
-                                            GatedReply(turn_text(prose(n, "a"), TAKE_LAMP), before=gate)]),
+    "prose-kept": Case(
+        lambda gate, n: [
+            GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
+            GatedReply(turn_text(None, TAKE_LAMP), before=gate),
+        ]
+    ),
+    "swapped-longer": Case(
+        lambda gate, n: [
+            GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
+            GatedReply(turn_text(prose(n + 3, "b"), TAKE_LAMP), before=gate),
+        ]
+    ),
+    "swapped-shorter": Case(
+        lambda gate, n: [
+            GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
+            GatedReply(turn_text(prose(1, "c"), TAKE_LAMP), before=gate),
+        ]
+    ),
+    "failed-then-retry": Case(
+        lambda gate, n: [
+            GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
+            GatedReply(turn_text(None, TAKE_BOTH)),
+            GatedReply(turn_text(prose(n, "d"), TAKE_LAMP), before=gate),
+        ],
+        budget=1,
+        action="retry",
+    ),
+    "cancelled-mid-stream": Case(
+        lambda gate, n: [
+            GatedReply(turn_text(prose(n, "a"), TAKE_LAMP), pause=gate, pause_at=len(turn_text(prose(n, "a"))) // 2)
+        ],
+        action="cancel",
+        releases=False,
+    ),
+    "cancelled-mid-correction": Case(
+        lambda gate, n: [
+            GatedReply(turn_text(prose(n, "a"), TAKE_BOTH)),
+            GatedReply(turn_text(None, TAKE_LAMP), before=gate),
+        ],
+        action="cancel",
+        releases=False,
+    ),
+    "narrator-busy": Case(
+        lambda gate, n: [
+            GatedReply(
+                _partial(turn_text(prose(n, "a"), TAKE_LAMP)),
+                error=TransientNarratorError("overloaded", retry_after=0.3),
+            ),
+            GatedReply(turn_text(prose(n, "a"), TAKE_LAMP), before=gate),
+        ]
+    ),
+    "no-prose-first": Case(
+        lambda gate, n: [
+            GatedReply("I take the lamp.", plain=True),
+            GatedReply(turn_text(prose(n, "a"), TAKE_LAMP), before=gate),
+        ]
+    ),
 }
 
 
@@ -123,13 +162,16 @@ def transcript_height(app: StoryloomApp) -> int:
     """Rows of story in the transcript (its messages and blocks, not the docked follow hint): what
     "the rows added below" counts. Not `virtual_size`, which is at least the view's height."""
     transcript = app.game.transcript
-    return sum(child.outer_size.height for child in transcript.children
-               if child.display and child.styles.dock == "none")
+    return sum(
+        child.outer_size.height for child in transcript.children if child.display and child.styles.dock == "none"
+    )
 
 
 def history() -> tuple[Exchange, ...]:
-    return tuple(Exchange(f"wait {i:02d}", Turn(narrative=f"[h{i:02d}] You wait. The rain goes on, and on."))
-                 for i in range(1, HISTORY + 1))
+    return tuple(
+        Exchange(f"wait {i:02d}", Turn(narrative=f"[h{i:02d}] You wait. The rain goes on, and on."))
+        for i in range(1, HISTORY + 1)
+    )
 
 
 async def until_true(pilot: Any, condition: Callable[[], bool], seconds: float = 10.0) -> None:
@@ -141,8 +183,9 @@ async def until_true(pilot: Any, condition: Callable[[], bool], seconds: float =
         await pilot.pause(0.01)
 
 
-async def play(frame_recorder: Any, case: Case, size: tuple[int, int], *, paragraphs: int = 3,
-               page_up: bool = False) -> Played:
+async def play(
+    frame_recorder: Any, case: Case, size: tuple[int, int], *, paragraphs: int = 3, page_up: bool = False
+) -> Played:
     """Resume a story, play one live turn, then play `case` as "take lamp" and record it whole.
 
     With `page_up`, the player pages up once the turn's first prose (or status) is painted (mark "page_up").
@@ -164,12 +207,23 @@ async def play(frame_recorder: Any, case: Case, size: tuple[int, int], *, paragr
         await until_true(pilot, lambda: app.game.message(HISTORY + 1) is not None and not app.game.running)
         await pilot.pause(0.1)
         recorder = frame_recorder(
-            app, screen=True,
-            regions={"message": f"#turn-{turn}", "status": f"#turn-{turn} StatusRow", "input": "#command",
-                     "side": "#side-panel", "header": "Header", "footer": "Footer"},
-            texts={"prose": f"#turn-{turn} Prose", "status": f"#turn-{turn} StatusRow",
-                   "content": transcript_height,
-                   "outcome": lambda app: (m.outcome if (m := app.game.message(turn)) else None)})
+            app,
+            screen=True,
+            regions={
+                "message": f"#turn-{turn}",
+                "status": f"#turn-{turn} StatusRow",
+                "input": "#command",
+                "side": "#side-panel",
+                "header": "Header",
+                "footer": "Footer",
+            },
+            texts={
+                "prose": f"#turn-{turn} Prose",
+                "status": f"#turn-{turn} StatusRow",
+                "content": transcript_height,
+                "outcome": lambda app: m.outcome if (m := app.game.message(turn)) else None,
+            },
+        )
         holder.append(recorder)
         recorder.mark("key")
         await pilot.press(*"take lamp", "enter")
@@ -210,14 +264,20 @@ def assert_turn_geometry(played: Played, *, page_up: bool = False) -> list[Frame
     fixed = ("input", "side", "header", "footer")
     if page_up:  # three windows: to the page up; from the frame after it; from a retry's ctrl+r (it follows)
         cuts = [f.index for f in played.recorder.frames if "page_up" in f.marks or ("key" in f.marks and f.index)]
-        scrolled = played.recorder.frames[cuts[0] + 1:cuts[1] if len(cuts) > 1 else None]
+        scrolled = played.recorder.frames[cuts[0] + 1 : cuts[1] if len(cuts) > 1 else None]
         assert_no_shift(played.recorder.between("key", "page_up"), played.lines, content="content", fixed=fixed)
         assert_no_shift(scrolled, played.lines, settled=lambda frame: True, fixed=fixed)
         if len(cuts) > 1:
-            assert_no_shift(played.recorder.frames[cuts[1]:], played.lines, content="content", fixed=fixed)
+            assert_no_shift(played.recorder.frames[cuts[1] :], played.lines, content="content", fixed=fixed)
     else:
-        assert_no_shift(frames, played.lines, content="content", swap="prose", fixed=fixed,
-                        settled=lambda frame: (frame.texts["status"] or "").startswith(STATUSES))
+        assert_no_shift(
+            frames,
+            played.lines,
+            content="content",
+            swap="prose",
+            fixed=fixed,
+            settled=lambda frame: (frame.texts["status"] or "").startswith(STATUSES),
+        )
     assert_no_shift(played.recorder.frames, [], fixed=fixed)  # not even before the key press
     with_message = [f for f in frames if f.regions["message"] is not None]
     assert with_message, "the turn's message was never painted"
@@ -283,8 +343,10 @@ def check_outcome(name: str, played: Played, *, painted: bool = True) -> None:
 
 
 def size_params(quick: tuple[int, int] = QUICK) -> list[Any]:
-    return [pytest.param(size, id=label, marks=() if size == quick else pytest.mark.slow)
-            for size, label in zip(SIZES, SIZE_IDS)]
+    return [
+        pytest.param(size, id=label, marks=() if size == quick else pytest.mark.slow)
+        for size, label in zip(SIZES, SIZE_IDS, strict=True)
+    ]
 
 
 @pytest.mark.parametrize("size", size_params())
@@ -306,8 +368,9 @@ async def test_after_page_up_nothing_moves_at_all(frame_recorder: Any, name: str
 
 @pytest.mark.parametrize("size", size_params())
 @pytest.mark.parametrize("paragraphs", range(1, 9))
-async def test_one_to_eight_paragraphs_stream_without_a_jump(frame_recorder: Any, paragraphs: int,
-                                                             size: tuple[int, int]) -> None:
+async def test_one_to_eight_paragraphs_stream_without_a_jump(
+    frame_recorder: Any, paragraphs: int, size: tuple[int, int]
+) -> None:
     case = Case(lambda gate, n: [GatedReply(turn_text(prose(n, "p"), TAKE_LAMP))], releases=False)
     played = await play(frame_recorder, case, size, paragraphs=paragraphs)
     frames = assert_turn_geometry(played)
@@ -316,19 +379,24 @@ async def test_one_to_eight_paragraphs_stream_without_a_jump(frame_recorder: Any
     assert rows == sorted(rows) and frames[-1].row_of(f"[p{paragraphs}]") is not None
 
 
-@pytest.mark.parametrize("name,baseline", [("prose-kept", "correction_prose_kept"),
-                                           ("swapped-longer", "correction_prose_changed"),
-                                           ("failed-then-retry", "correction_failed"),
-                                           ("cancelled-mid-correction", "correction_cancelled")])
-async def test_the_states_a_player_sees_match_the_reviewed_baseline(frame_recorder: Any, frame_baselines: Any,
-                                                                    name: str, baseline: str) -> None:
+@pytest.mark.parametrize(
+    "name,baseline",
+    [
+        ("prose-kept", "correction_prose_kept"),
+        ("swapped-longer", "correction_prose_changed"),
+        ("failed-then-retry", "correction_failed"),
+        ("cancelled-mid-correction", "correction_cancelled"),
+    ],
+)
+async def test_the_states_a_player_sees_match_the_reviewed_baseline(
+    frame_recorder: Any, frame_baselines: Any, name: str, baseline: str
+) -> None:
     """The order of what the player sees from the end of the stream on (how long each state lasts is
     timing; the order is not), reviewed once and kept."""
     played = await play(frame_recorder, CASES[name], QUICK)
     retry = [f.index for f in played.recorder.frames if "key" in f.marks][1:]
     window = [f for f in after_stream(played) if not retry or f.index < retry[0]]  # a retry streams again
-    data = {key: value for key, value in played.recorder.sequences(window).items()
-            if key not in ("texts.content",)}
+    data = {key: value for key, value in played.recorder.sequences(window).items() if key not in ("texts.content",)}
     frame_baselines.check(baseline, data)
 
 
@@ -350,21 +418,24 @@ async def test_the_message_below_takes_the_blank_rows_the_turn_above_kept(frame_
     first = next(f for f in played.whole_turn() if f.row_of("› take lamp") is not None)
     echo = first.row_of("› take lamp")
     above = max(r for r in (first.row_of("[e1]"), first.row_of("[e2]")) if r is not None)
-    assert echo - above == 2, first.screen[above:echo + 1]  # the prose, the empty status row, the echo
+    assert echo - above == 2, first.screen[above : echo + 1]  # the prose, the empty status row, the echo
 
 
 async def test_status_updates_never_trigger_a_layout() -> None:
     """The status row is one line, so a status change repaints without laying out the screen."""
     gate = asyncio.Event()
     first = prose(1, "a")
-    session = Session(parse_pack(SHORE_PACK, "shore.toml"),
-                      GatedNarrator([GatedReply(turn_text(first, TAKE_BOTH)),
-                                     GatedReply(turn_text(None, TAKE_LAMP), before=gate)]))
+    session = Session(
+        parse_pack(SHORE_PACK, "shore.toml"),
+        GatedNarrator([GatedReply(turn_text(first, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate)]),
+    )
     app = StoryloomApp(session, blink=False)
     async with app.run_test(size=QUICK) as pilot:
         await pilot.press(*"take lamp", "enter")
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().status.kind == "correcting")
+        await until(
+            pilot,
+            lambda: app.game.latest_message() is not None and app.game.latest_message().status.kind == "correcting",
+        )
         await pilot.pause()
         message = app.game.latest_message()
         before = message.region

@@ -6,7 +6,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from tui.testing.frames import FrameBaselines
+from storyloom.tui.testing.frames import FrameBaselines
 
 
 class Growing(App[None]):

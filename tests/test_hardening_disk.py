@@ -9,7 +9,6 @@ the exit code is 1 with the number of records that could not be saved.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import io
 import os
@@ -18,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from engine.narrators.offline import OfflineNarrator
-from engine.packs import load_pack
-from saves.locations import saves_dir
-from saves.reader import load_save
-from saves.resume import start_new
-from saves.verify import verify_save
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.packs import load_pack
+from storyloom.saves.locations import saves_dir
+from storyloom.saves.reader import load_save
+from storyloom.saves.resume import start_new
+from storyloom.saves.verify import verify_save
+from storyloom.tui.cli import main
+from storyloom.tui.cli.headless import finish, play_commands, recorder
+from storyloom.tui.session import PlaySession
 from tests.hardening.figures import tally
-from tui.cli import main
-from tui.cli.headless import finish, play_commands, recorder
-from tui.session import PlaySession
 
 COMMANDS = ["look", "examine the boat", "take rope", "north", "go up", "open the tower door", "west", "take key"]
 
@@ -47,8 +46,9 @@ def _path_of(fd: int) -> str:
         return ""
 
 
-def fail_disk(monkeypatch, where: str, code: int, *, call: str = "write", after: int = 0,
-              everywhere: bool = False) -> None:
+def fail_disk(
+    monkeypatch, where: str, code: int, *, call: str = "write", after: int = 0, everywhere: bool = False
+) -> None:
     """From the `after`-th call on, `os.<call>` on files under `where` (or any .jsonl file) raises `code`."""
     original = getattr(os, call)
     seen = {"n": 0}
@@ -84,9 +84,9 @@ def test_a_save_that_stops_taking_writes_is_rescued_and_play_goes_on(tmp_path, m
     rescued = [p for p in saves_dir().iterdir() if p.name.endswith("-rescued.jsonl")]
     assert len(rescued) == 1 and f"saved to {rescued[0]} instead" in captured.err
     assert captured.out.count("\n> ") == len(COMMANDS)  # every command was played
-    assert commits(rescued[0]) == len(COMMANDS)          # ... and every commit is in the rescued save
+    assert commits(rescued[0]) == len(COMMANDS)  # ... and every commit is in the rescued save
     assert verify_save(rescued[0]).sound
-    assert commits(save) < len(COMMANDS)                 # the first save stopped early, still loadable
+    assert commits(save) < len(COMMANDS)  # the first save stopped early, still loadable
     tally("disk faults: write/fsync failures mid-game (rescued)")
 
 
@@ -198,9 +198,9 @@ def test_resuming_a_save_in_a_folder_that_became_read_only_goes_on_elsewhere(tmp
 
 
 async def test_the_app_saves_elsewhere_when_the_disk_fills_and_says_where(tmp_path, monkeypatch):
-    from tui.app import StoryloomApp
-    from tui.cli.ui import AppSaveNotes
-    from tui.testing.pilot import until
+    from storyloom.tui.app import StoryloomApp
+    from storyloom.tui.cli.ui import AppSaveNotes
+    from storyloom.tui.testing.pilot import until
 
     pack = load_pack("lighthouse")
     session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "disk" / "game.jsonl")
@@ -213,9 +213,9 @@ async def test_the_app_saves_elsewhere_when_the_disk_fills_and_says_where(tmp_pa
     monkeypatch.setattr(app, "notify", lambda message, **kw: (notes.append(message), original_notify(message, **kw)))
     with journal:
         async with app.run_test(size=(100, 30)) as pilot:
-            for command in COMMANDS[:3]:
+            for played, command in enumerate(COMMANDS[:3], start=1):
                 await pilot.press(*command, "enter")
-                await until(pilot, lambda: not session.busy and len(session.history) >= COMMANDS.index(command) + 1)
+                await until(pilot, lambda played=played: not session.busy and len(session.history) >= played)
     assert any("No space left on device" in n and "now saved to" in n for n in notes)
     assert journal.path.parent != tmp_path / "disk" and journal.broken is None
     assert commits(journal.path) == 3 and verify_save(journal.path).sound

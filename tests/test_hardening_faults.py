@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session
-from engine.events import NarratorRetrying, TurnCommitted, TurnFailed
-from engine.lifecycle import MAX_TRANSIENT_RETRIES
-from engine.narrators._shared import Timeouts
-from engine.narrators.anthropic import AnthropicNarrator
-from engine.narrators.openai import OpenAINarrator
-from engine.state import initial_state
-from saves.format import SaveHeader
-from saves.reader import load_save
-from saves.verify import verify_save
-from saves.writer import Journal
+from storyloom.engine import Session
+from storyloom.engine.events import NarratorRetrying, TurnCommitted, TurnFailed
+from storyloom.engine.lifecycle import MAX_TRANSIENT_RETRIES
+from storyloom.engine.narrators._shared import Timeouts
+from storyloom.engine.narrators.anthropic import AnthropicNarrator
+from storyloom.engine.narrators.openai import OpenAINarrator
+from storyloom.engine.state import initial_state
+from storyloom.saves.format import SaveHeader
+from storyloom.saves.reader import load_save
+from storyloom.saves.verify import verify_save
+from storyloom.saves.writer import Journal
 from tests.conftest import turn_json
 from tests.hardening.corpus import assert_inert
 from tests.hardening.figures import tally
@@ -32,8 +32,9 @@ from tests.wire import anthropic_sse as asse
 from tests.wire import openai_sse as osse
 from tests.wire.server import Reset, Silent, Status, Stream, WireServer
 
-GOOD = turn_json("You lift the brass lamp from the rocks.",
-                 [{"op": "replace", "path": "/items/lamp", "value": "player"}])
+GOOD = turn_json(
+    "You lift the brass lamp from the rocks.", [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+)
 KEY = "sk-test-hardening-0123456789abcdef"
 
 
@@ -67,17 +68,27 @@ OPENAI_FAULTS: dict[str, object] = {
 
 IGNORED: dict[str, tuple[str, bytes]] = {
     "openai: choices of the wrong type": ("openai", b'data: {"choices": "x"}\n\n'),
-    "openai: finish_reason that is an object": ("openai", b'data: {"choices": [{"index": 0, "delta": {}, '
-                                                          b'"finish_reason": {"a": 1}}]}\n\n'),
-    "openai: usage of the wrong types": ("openai", b'data: {"choices": [], "usage": {"prompt_tokens": "many", '
-                                                   b'"completion_tokens": 1e400, "prompt_tokens_details": 7}}\n\n'),
-    "openai: bytes that are not UTF-8 in stray text": ("openai", b'data: {"choices": [{"index": 0, "delta": '
-                                                                b'{"content": "x\xff\xfe\xc3y"}}]}\n\n'),
+    "openai: finish_reason that is an object": (
+        "openai",
+        b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": {"a": 1}}]}\n\n',
+    ),
+    "openai: usage of the wrong types": (
+        "openai",
+        b'data: {"choices": [], "usage": {"prompt_tokens": "many", '
+        b'"completion_tokens": 1e400, "prompt_tokens_details": 7}}\n\n',
+    ),
+    "openai: bytes that are not UTF-8 in stray text": (
+        "openai",
+        b'data: {"choices": [{"index": 0, "delta": {"content": "x\xff\xfe\xc3y"}}]}\n\n',
+    ),
     "anthropic: an event that is a list": ("anthropic", b"data: [1,2]\n\n"),
     "anthropic: an unknown event": ("anthropic", b'event: bogus\ndata: {"type": "bogus"}\n\n'),
-    "anthropic: block start with a bad index": ("anthropic", b'event: content_block_start\ndata: {"type": '
-                                                             b'"content_block_start", "index": "x", '
-                                                             b'"content_block": {"type": "text"}}\n\n'),
+    "anthropic: block start with a bad index": (
+        "anthropic",
+        b'event: content_block_start\ndata: {"type": '
+        b'"content_block_start", "index": "x", '
+        b'"content_block": {"type": "text"}}\n\n',
+    ),
 }
 """Odd events a narrator may skip: the turn must then commit exactly as if they were not there."""
 
@@ -87,8 +98,9 @@ ANTHROPIC_FAULTS: dict[str, object] = {
     "500": Status(500, asse.error_body("api_error", "Internal server error")),
     "529 overloaded": Status(529, asse.error_body("overloaded_error", "Overloaded")),
     "body that is not JSON": Status(502, b"<html>\x1b]0;title\x07bad gateway</html>"),
-    "message_start of the wrong shape": Stream([b'event: message_start\n'
-                                                b'data: {"type":"message_start","message":5}\n\n']),
+    "message_start of the wrong shape": Stream(
+        [b'event: message_start\ndata: {"type":"message_start","message":5}\n\n']
+    ),
     "bytes that are not UTF-8": _a(b"event: ping\ndata: \xff\xfe\n\n"),
     "an event nested 10,000 deep": _a(b"event: content_block_delta\ndata: " + b"[" * 10_000 + b"\n\n"),
     "error event in the stream": _a(asse.error_event()),
@@ -108,8 +120,9 @@ def anthropic_for(server: WireServer) -> AnthropicNarrator:
     return AnthropicNarrator(api_key=KEY, base_url=server.url, timeouts=Timeouts(read=0.5))
 
 
-async def fail_then_retry(tmp_path: Path, pack, make: Callable[[WireServer], object], fault: object,
-                          good: Stream) -> list:
+async def fail_then_retry(
+    tmp_path: Path, pack, make: Callable[[WireServer], object], fault: object, good: Stream
+) -> list:
     """Every attempt of the first try meets `fault`; the manual retry gets a good answer."""
     with WireServer() as server:
         server.script(*[fault] * (MAX_TRANSIENT_RETRIES + 1), good)
@@ -150,8 +163,9 @@ async def test_openai_fault_fails_clearly_commits_nothing_and_retry_works(name, 
 
 @pytest.mark.parametrize("name", list(ANTHROPIC_FAULTS))
 async def test_anthropic_fault_fails_clearly_commits_nothing_and_retry_works(name, pack, tmp_path):
-    events = await fail_then_retry(tmp_path, pack, anthropic_for, ANTHROPIC_FAULTS[name],
-                                   Stream(asse.turn_stream(GOOD)))
+    events = await fail_then_retry(
+        tmp_path, pack, anthropic_for, ANTHROPIC_FAULTS[name], Stream(asse.turn_stream(GOOD))
+    )
     statuses = [e for e in events if isinstance(e, NarratorRetrying)]
     assert len(statuses) == MAX_TRANSIENT_RETRIES and all(s.reason for s in statuses)
     tally("narrator faults: anthropic wire faults", MAX_TRANSIENT_RETRIES + 1)
@@ -177,7 +191,7 @@ async def test_a_silent_or_stalled_server_is_retried_after_the_read_timeout(whic
 async def test_a_server_that_drips_a_byte_at_a_time_is_stopped_at_the_deadline_and_retry_works(which, pack):
     stream = osse.tool_stream(GOOD) if which == "openai" else asse.turn_stream(GOOD)
     head = b"".join(stream[:3])
-    drip = Stream([head[i:i + 1] for i in range(len(head))] * 50, delay=0.02)  # never silent long, never done
+    drip = Stream([head[i : i + 1] for i in range(len(head))] * 50, delay=0.02)  # never silent long, never done
     with WireServer() as server:
         server.script(drip, Stream(stream))
         narrator = openai_for(server) if which == "openai" else anthropic_for(server)
@@ -196,8 +210,14 @@ async def test_lone_surrogate_escapes_in_model_text_never_reach_the_save(which, 
     if which == "openai":
         answer = Stream([*osse.content_stream(bad_text)[:-3], *osse.tool_stream(GOOD)])
     else:
-        answer = Stream([asse.message_start(), *asse.text_block(0, bad_text),
-                         *asse.tool_block(1, GOOD), *asse.message_end("tool_use")])
+        answer = Stream(
+            [
+                asse.message_start(),
+                *asse.text_block(0, bad_text),
+                *asse.tool_block(1, GOOD),
+                *asse.message_end("tool_use"),
+            ]
+        )
     with WireServer() as server:
         server.script(answer)
         narrator = openai_for(server) if which == "openai" else anthropic_for(server)
@@ -233,13 +253,35 @@ async def test_an_odd_event_a_narrator_skips_changes_nothing(name, pack, tmp_pat
 async def test_a_server_streaming_without_end_is_cut_off_at_the_output_limit(which, pack):
     piece = "drip " * 30
     if which == "openai":
-        head = [osse.chunk({"role": "assistant", "content": None, "tool_calls": [{
-            "index": 0, "id": "call_1", "type": "function", "function": {"name": "report_turn", "arguments": ""}}]})]
+        head = [
+            osse.chunk(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "report_turn", "arguments": ""},
+                        }
+                    ],
+                }
+            )
+        ]
         body = [osse.chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})]
     else:
         head = [asse.message_start(), *asse.tool_block(0, '{"narrative": "')[:2]]
-        body = [asse.event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                   "delta": {"type": "input_json_delta", "partial_json": piece}})]
+        body = [
+            asse.event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": piece},
+                },
+            )
+        ]
     endless = Stream([*head, *body * 3000], then="stall")  # 450,000 characters, then nothing, never an end
     with WireServer() as server:
         server.script(endless, Stream(osse.tool_stream(GOOD) if which == "openai" else asse.turn_stream(GOOD)))

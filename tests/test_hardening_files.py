@@ -1,6 +1,6 @@
 """Damaged story packs and saves: success or a clear message, never a traceback, and never a write.
 
-Every input goes through the real command line (`tui.cli.main`): `check-story` (and a short
+Every input goes through the real command line (`storyloom.tui.cli.main`): `check-story` (and a short
 headless play when the pack passes) for packs; `verify`, `export --format md|json` and
 `replay --headless` for saves; a resume that is refused must leave the save as it was.
 The file's bytes and modification time are compared before and after every reading command.
@@ -17,26 +17,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.narration import TransientNarratorError
-from engine.narrators.offline import OfflineNarrator
-from engine.packs import load_pack
-from saves.reader import load_save
-from saves.resume import start_new
+from storyloom.engine.narration import TransientNarratorError
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.packs import load_pack
+from storyloom.saves.reader import load_save
+from storyloom.saves.resume import start_new
+from storyloom.tui.cli import main
+from storyloom.tui.cli.headless import play_commands
 from tests.conftest import SHORE_PACK, Reply, ScriptedNarrator, structured, turn_json
 from tests.hardening.corpus import assert_inert
 from tests.hardening.figures import tally
 from tests.hardening.mutate import damaged_pack, damaged_save
 from tests.hardening.play import shore_file
-from tui.cli import main
-from tui.cli.headless import play_commands
 
 PACKS = {
     "example": (Path(__file__).parent / "packs" / "example.toml").read_text(encoding="utf-8"),
     "shore": SHORE_PACK,
     "lighthouse": (Path(__file__).parents[1] / "engine" / "stories" / "lighthouse.toml").read_text(encoding="utf-8"),
 }
-DEFAULT = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-                   derandomize=True)
+DEFAULT = settings(
+    max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True
+)
 """The default suite draws the same inputs every run (CI stays reproducible); the slow one explores."""
 SLOW = settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
@@ -63,13 +64,19 @@ def good_save(folder) -> bytes:
 
     async def play() -> None:
         with journal:
-            await play_commands(session, ["look", "examine the boat"], on_event=journal.record,
-                                out=open(os.devnull, "w"), err=open(os.devnull, "w"))
+            await play_commands(
+                session,
+                ["look", "examine the boat"],
+                on_event=journal.record,
+                out=open(os.devnull, "w"),
+                err=open(os.devnull, "w"),
+            )
             async for event in session.retry() if session.pending else session.play("take rope"):
                 journal.record(event)
             async for event in session.play("take rope"):
                 journal.record(event)
             journal.record(session.undo())
+
     asyncio.run(play())
     assert main(["verify", str(path)]) == 0
     return path.read_bytes()
@@ -82,11 +89,14 @@ def faulty_save(folder) -> bytes:
     pack = load_pack(str(pack_path))
     path = folder / "faulty.jsonl"
     good = structured("You lift the brass lamp.", [{"op": "replace", "path": "/items/lamp", "value": "player"}])
-    narrator = ScriptedNarrator([
-        Reply(structured=good.structured, raise_after=TransientNarratorError("overloaded")), good,
-        Reply(structured=turn_json("You climb north to the Cliff Path."), hang=True),
-        structured("You climb north to the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}]),
-    ])
+    narrator = ScriptedNarrator(
+        [
+            Reply(structured=good.structured, raise_after=TransientNarratorError("overloaded")),
+            good,
+            Reply(structured=turn_json("You climb north to the Cliff Path."), hang=True),
+            structured("You climb north to the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}]),
+        ]
+    )
 
     async def no_sleep(_: float) -> None:
         return None
@@ -103,6 +113,7 @@ def faulty_save(folder) -> bytes:
                     session.cancel()
             async for event in session.retry():
                 journal.record(event)
+
     asyncio.run(play())
     kinds = [r.kind for r in load_save(path).records]
     assert {"narrator_retrying", "turn_cancelled"} <= set(kinds) and kinds.count("turn_committed") == 2
@@ -141,8 +152,21 @@ def check_pack(folder: Path, blob: bytes, capsys) -> None:
         commands.write_text("look\nnorth\ntake lamp\ninventory\n", encoding="utf-8")
         save = folder / "played.jsonl"
         save.unlink(missing_ok=True)
-        played, _ = run(["play", "--headless", "--story", str(path), "--commands", str(commands),
-                         "--save", str(save), "--faults", "0.3"], capsys)
+        played, _ = run(
+            [
+                "play",
+                "--headless",
+                "--story",
+                str(path),
+                "--commands",
+                str(commands),
+                "--save",
+                str(save),
+                "--faults",
+                "0.3",
+            ],
+            capsys,
+        )
         assert played in (0, 3)
     unchanged(path, blob, stat)
 

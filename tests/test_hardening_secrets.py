@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session, load_pack
-from engine.narrators.anthropic import AnthropicNarrator
+from storyloom.engine import Session, load_pack
+from storyloom.engine.narrators.anthropic import AnthropicNarrator
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.cli import main
 from tests.conftest import turn_json
 from tests.hardening.figures import tally
 from tests.hardening.play import shore_file
 from tests.wire import anthropic_sse as asse
 from tests.wire import openai_sse as osse
 from tests.wire.server import Status, Stream, WireServer
-from tui.app import StoryloomApp
-from tui.cli import main
 
 KEY = "sk-ant-api03-PLANTED0hardening0KEY0do0not0leak0Zq9x7Wv2-AbCdEf"
 PIECES = [KEY, KEY[:16], KEY[-16:], KEY[10:30]]
@@ -52,22 +52,29 @@ def written_files(folder: Path) -> list[Path]:
 def openai_script() -> list:
     echo = osse.error_body(f"Incorrect API key provided: {KEY}", "invalid_request_error", "invalid_api_key")
     busy = osse.error_body(f"upstream failed for key {KEY[:20]}...", "server_error")
-    return [Status(401, echo), *[Status(500, busy, NOW)] * 5,
-            Stream([osse.data({"error": {"message": f"key {KEY} overloaded", "type": "server_error"}})]),
-            Stream(osse.tool_stream(GOOD))]
+    return [
+        Status(401, echo),
+        *[Status(500, busy, NOW)] * 5,
+        Stream([osse.data({"error": {"message": f"key {KEY} overloaded", "type": "server_error"}})]),
+        Stream(osse.tool_stream(GOOD)),
+    ]
 
 
 def anthropic_script() -> list:
     echo = asse.error_body("authentication_error", f"invalid x-api-key: {KEY}")
     busy = asse.error_body("api_error", f"internal error for {KEY[-20:]}")
-    return [Status(401, echo), *[Status(500, busy, NOW)] * 5,
-            Stream([asse.message_start(), asse.error_event("overloaded_error", f"overloaded {KEY}")]),
-            Stream(asse.turn_stream(GOOD))]
+    return [
+        Status(401, echo),
+        *[Status(500, busy, NOW)] * 5,
+        Stream([asse.message_start(), asse.error_event("overloaded_error", f"overloaded {KEY}")]),
+        Stream(asse.turn_stream(GOOD)),
+    ]
 
 
 @pytest.mark.parametrize("narrator", ["openai", "anthropic"])
-def test_the_key_never_appears_in_output_saves_events_exports_config_or_logs(narrator, tmp_path, capsys, caplog,
-                                                                            monkeypatch):
+def test_the_key_never_appears_in_output_saves_events_exports_config_or_logs(
+    narrator, tmp_path, capsys, caplog, monkeypatch
+):
     caplog.set_level(logging.DEBUG)
     pack = shore_file(tmp_path)
     commands = tmp_path / "commands.txt"
@@ -81,17 +88,54 @@ def test_the_key_never_appears_in_output_saves_events_exports_config_or_logs(nar
             monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
             where = []
         commands.write_text("take lamp\n", encoding="utf-8")
-        first = main(["play", "--headless", "--narrator", narrator, *where, "--story", str(pack),
-                      "--commands", str(commands), "--save", str(save), "--events", str(events)])
-        resumed = [main(["play", "--headless", "--narrator", narrator, *where, "--commands", str(commands),
-                         "--resume", str(save), "--events", str(tmp_path / f"events{n}.jsonl")]) for n in (2, 3)]
+        first = main(
+            [
+                "play",
+                "--headless",
+                "--narrator",
+                narrator,
+                *where,
+                "--story",
+                str(pack),
+                "--commands",
+                str(commands),
+                "--save",
+                str(save),
+                "--events",
+                str(events),
+            ]
+        )
+        resumed = [
+            main(
+                [
+                    "play",
+                    "--headless",
+                    "--narrator",
+                    narrator,
+                    *where,
+                    "--commands",
+                    str(commands),
+                    "--resume",
+                    str(save),
+                    "--events",
+                    str(tmp_path / f"events{n}.jsonl"),
+                ]
+            )
+            for n in (2, 3)
+        ]
         sent = [r.headers.get("x-api-key") or r.headers.get("authorization", "") for r in server.requests]
     # the 401 fails the first turn, five 500s the second try; the third meets an error event, then commits
     assert (first, *resumed) == (3, 3, 0) and len(server.requests) == 8
     assert any(KEY in header for header in sent)  # the key did go to the server it belongs to, and only there
     monkeypatch.setenv("STORYLOOM_NARRATOR", narrator)
-    for argv in (["verify", str(save)], ["export", str(save)], ["export", str(save), "--format", "json"],
-                 ["replay", str(save), "--headless", "--speed", "inf"], ["saves"], ["config"]):
+    for argv in (
+        ["verify", str(save)],
+        ["export", str(save)],
+        ["export", str(save), "--format", "json"],
+        ["replay", str(save), "--headless", "--speed", "inf"],
+        ["saves"],
+        ["config"],
+    ):
         main(argv)
     captured = capsys.readouterr()
     assert "rejected the API key" in captured.err and "is having trouble" in captured.err
@@ -102,8 +146,7 @@ def test_the_key_never_appears_in_output_saves_events_exports_config_or_logs(nar
     assert save in files and events in files
     for path in files:
         assert_no_key(path.read_text(encoding="utf-8", errors="replace"), str(path))
-    tally("secrets: planted key through play, resume, verify, export, replay, saves, config, logs",
-          len(files) + 2)
+    tally("secrets: planted key through play, resume, verify, export, replay, saves, config, logs", len(files) + 2)
 
 
 def test_the_config_file_refuses_a_key_without_echoing_it(tmp_path, capsys):

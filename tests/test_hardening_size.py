@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from engine import Session
-from engine.events import TurnCommitted, TurnFailed
-from engine.lifecycle import PROSE_STREAM_MAX_CHARS
-from engine.narration import Finish, NarrationRequest, StructuredDelta, TextDelta
-from engine.rules import OUTPUT_MAX_CHARS
-from engine.state import initial_state
-from tests.conftest import Reply, ScriptedNarrator, structured, turn_json
+from storyloom.engine import Session
+from storyloom.engine.events import TurnCommitted, TurnFailed
+from storyloom.engine.lifecycle import PROSE_STREAM_MAX_CHARS
+from storyloom.engine.narration import Finish, NarrationRequest, StructuredDelta, TextDelta
+from storyloom.engine.rules import OUTPUT_MAX_CHARS
+from storyloom.engine.state import initial_state
+from tests.conftest import Reply, ScriptedNarrator, turn_json
 from tests.hardening.figures import tally
 from tests.hardening.play import play_into_save
 
@@ -39,36 +39,65 @@ SHAPES: dict[str, tuple[str, set[str]]] = {
     # name: (raw output, the rules that may reject it)
     "narrative over the limit (4,001 chars)": (turn_json("x" * 4001), {"turn.schema"}),
     "narrative of a million chars": (turn_json("word " * 200_000), {"output.too_large"}),
-    "patch of 100,000 operations": (turn_json(LOOK, [{"op": "test", "path": "/location", "value": "shore"}] * 100_000),
-                                    {"output.too_large"}),
+    "patch of 100,000 operations": (
+        turn_json(LOOK, [{"op": "test", "path": "/location", "value": "shore"}] * 100_000),
+        {"output.too_large"},
+    ),
     "patch of 3,500 operations (under the size limit)": (
-        turn_json(LOOK, [{"op": "test", "path": "/location", "value": "shore"}] * 3500), {"turn.schema"}),
+        turn_json(LOOK, [{"op": "test", "path": "/location", "value": "shore"}] * 3500),
+        {"turn.schema"},
+    ),
     "JSON nested 10,000 deep in a patch value": (
         '{"narrative": "You look.", "state_patch": [{"op": "test", "path": "/location", "value": '
-        + _deep(10_000) + "}]}", {"output.json"}),
+        + _deep(10_000)
+        + "}]}",
+        {"output.json"},
+    ),
     "JSON nested 10,000 deep as the whole answer": (_deep(10_000), {"output.json"}),
     "JSON nested 900 deep (parses) in a test op": (
-        '{"narrative": "You look.", "state_patch": [{"op": "test", "path": "/location", "value": '
-        + _deep(900) + "}]}", {"patch.apply", "output.json"}),
-    "number 1e400 as a stat": (turn_json(LOOK, [{"op": "replace", "path": "/stats/health", "value": 1}])
-                               .replace('"value": 1', '"value": 1e400'), {"state.schema"}),
-    "number -1e400 in a test op": (turn_json(LOOK, [{"op": "test", "path": "/stats/health", "value": 1}])
-                                   .replace('"value": 1', '"value": -1e400'), {"patch.apply"}),
-    "integer of 5,000 digits": (turn_json(LOOK, [{"op": "replace", "path": "/stats/health", "value": 1}])
-                                .replace('"value": 1', '"value": ' + "9" * 5000), {"output.json"}),
-    "integer of 4,000 digits": (turn_json(LOOK, [{"op": "replace", "path": "/stats/health", "value": 1}])
-                                .replace('"value": 1', '"value": ' + "9" * 4000), {"stat.bounds"}),
-    "NaN": ('{"narrative": "You look.", "state_patch": [{"op": "replace", "path": "/stats/health", "value": NaN}]}',
-            {"output.json"}),
-    "Infinity": ('{"narrative": "You look.", "state_patch": [{"op": "test", "path": "/stats/health", '
-                 '"value": -Infinity}]}', {"output.json"}),
+        '{"narrative": "You look.", "state_patch": [{"op": "test", "path": "/location", "value": ' + _deep(900) + "}]}",
+        {"patch.apply", "output.json"},
+    ),
+    "number 1e400 as a stat": (
+        turn_json(LOOK, [{"op": "replace", "path": "/stats/health", "value": 1}]).replace(
+            '"value": 1', '"value": 1e400'
+        ),
+        {"state.schema"},
+    ),
+    "number -1e400 in a test op": (
+        turn_json(LOOK, [{"op": "test", "path": "/stats/health", "value": 1}]).replace('"value": 1', '"value": -1e400'),
+        {"patch.apply"},
+    ),
+    "integer of 5,000 digits": (
+        turn_json(LOOK, [{"op": "replace", "path": "/stats/health", "value": 1}]).replace(
+            '"value": 1', '"value": ' + "9" * 5000
+        ),
+        {"output.json"},
+    ),
+    "integer of 4,000 digits": (
+        turn_json(LOOK, [{"op": "replace", "path": "/stats/health", "value": 1}]).replace(
+            '"value": 1', '"value": ' + "9" * 4000
+        ),
+        {"stat.bounds"},
+    ),
+    "NaN": (
+        '{"narrative": "You look.", "state_patch": [{"op": "replace", "path": "/stats/health", "value": NaN}]}',
+        {"output.json"},
+    ),
+    "Infinity": (
+        '{"narrative": "You look.", "state_patch": [{"op": "test", "path": "/stats/health", "value": -Infinity}]}',
+        {"output.json"},
+    ),
     "lone surrogate escape in prose": ('{"narrative": "You look \\ud800 around.", "state_patch": []}', {"output.json"}),
     "lone surrogate escape in a test op": (
         '{"narrative": "You look.", "state_patch": [{"op": "test", "path": "/location", "value": "\\udfff"}]}',
-        {"output.json"}),
+        {"output.json"},
+    ),
     "lone surrogate escape as a key": ('{"narrative": "You look.", "\\udc80": 1}', {"output.json"}),
     "a string of 150,000 chars in a patch value": (
-        turn_json(LOOK, [{"op": "test", "path": "/location", "value": "y" * 150_000}]), {"patch.apply"}),
+        turn_json(LOOK, [{"op": "test", "path": "/location", "value": "y" * 150_000}]),
+        {"patch.apply"},
+    ),
     "a top-level array": ("[1, 2, 3]", {"output.json"}),
     "a bare huge float": ("1e400", {"output.json"}),
 }

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.safety import safe_text
+from storyloom.engine.safety import safe_text
+from storyloom.tui.cli import main
 from tests.conftest import Reply, ScriptedNarrator, turn_json
 from tests.hardening.corpus import ALL, CONTROL_SEQUENCES, MARKUP, assert_inert, unsafe_characters
 from tests.hardening.figures import tally
 from tests.hardening.play import play_into_save
-from tui.cli import main
 
 SAMPLES = list(ALL.items())
 
@@ -35,9 +35,10 @@ def private_dirs(tmp_path, monkeypatch):
 
 def hostile_replies() -> list[Reply]:
     """One committed turn per sample: the sample in the prose and in a suggestion."""
-    return [Reply(structured=turn_json(f"You look around. {sample} The sea is grey.",
-                                       suggestions=[sample[:80], "look"]))
-            for _, sample in SAMPLES]
+    return [
+        Reply(structured=turn_json(f"You look around. {sample} The sea is grey.", suggestions=[sample[:80], "look"]))
+        for _, sample in SAMPLES
+    ]
 
 
 @pytest.fixture
@@ -45,7 +46,8 @@ def hostile_save(tmp_path):
     """A save of one turn per corpus sample (the player's command carries the sample too)."""
     commands = [f"look {sample}".replace("\n", " ") for _, sample in SAMPLES]
     save, out, err, code = asyncio.run(
-        play_into_save(tmp_path, lambda pack: ScriptedNarrator(hostile_replies()), commands))
+        play_into_save(tmp_path, lambda pack: ScriptedNarrator(hostile_replies()), commands)
+    )
     assert code == 0, err
     return save, out, err
 
@@ -108,9 +110,15 @@ def test_markdown_export_shows_model_links_and_images_as_text(hostile_save, caps
     save, _, _ = hostile_save
     assert main(["export", str(save), "--format", "md"]) == 0
     text = capsys.readouterr().out
-    active = [m.group(0) for m in re.finditer(r"(?<!\\)!?(?<!\\)\[[^\]\n]*(?<!\\)\]\([^)\n]*\)"
-                                              r"|(?<!\\)<(?:https?|file|javascript):[^>\n]*(?<!\\)>"
-                                              r"|(?<!\\)<(?:a|img)\b[^>\n]*>", text)]
+    active = [
+        m.group(0)
+        for m in re.finditer(
+            r"(?<!\\)!?(?<!\\)\[[^\]\n]*(?<!\\)\]\([^)\n]*\)"
+            r"|(?<!\\)<(?:https?|file|javascript):[^>\n]*(?<!\\)>"
+            r"|(?<!\\)<(?:a|img)\b[^>\n]*>",
+            text,
+        )
+    ]
     assert not active, f"model text became a live Markdown link, image or HTML tag: {active}"
     assert "VISIBLE" in text
     tally("hostile text: markdown links/images/html in md export", 5)
@@ -161,9 +169,11 @@ def test_a_refused_resume_prints_a_doctored_save_s_text_inert(hostile_save, tmp_
 
 def test_a_broken_pack_s_problems_print_inert_in_headless_play(tmp_path, capsys):
     pack = tmp_path / "bad.toml"
-    pack.write_text('id = "bad"\ntitle = "t"\nintro = "i"\nstart = "\\u001b]0;x\\u0007hall"\n'
-                    '[rooms."\\u001b[2Jhall"]\nname = "Hall"\ndescription = "d"\nexits = { north = "away" }\n',
-                    encoding="utf-8")
+    pack.write_text(
+        'id = "bad"\ntitle = "t"\nintro = "i"\nstart = "\\u001b]0;x\\u0007hall"\n'
+        '[rooms."\\u001b[2Jhall"]\nname = "Hall"\ndescription = "d"\nexits = { north = "away" }\n',
+        encoding="utf-8",
+    )
     commands = tmp_path / "c.txt"
     commands.write_text("look\n", encoding="utf-8")
     assert main(["play", "--headless", "--story", str(pack), "--commands", str(commands)]) == 2
@@ -185,8 +195,11 @@ def test_the_app_s_start_up_errors_print_inert(case, hostile_save, tmp_path, cap
         argv = ["play", "--resume", str(save)]
     else:
         pack = tmp_path / "bad.toml"
-        pack.write_text('id = "bad"\ntitle = "t"\nintro = "i"\nstart = "hall"\n[rooms."\\u001b[2Jhall"]\n'
-                        'name = "Hall"\ndescription = "d"\nexits = { north = "away" }\n', encoding="utf-8")
+        pack.write_text(
+            'id = "bad"\ntitle = "t"\nintro = "i"\nstart = "hall"\n[rooms."\\u001b[2Jhall"]\n'
+            'name = "Hall"\ndescription = "d"\nexits = { north = "away" }\n',
+            encoding="utf-8",
+        )
         argv = ["play", "--story", str(pack)]
     assert main(argv) == 2  # refused before the app starts
     captured = capsys.readouterr()

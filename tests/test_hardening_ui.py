@@ -12,17 +12,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from engine import Session, load_pack, parse_pack
-from engine.narration import TransientNarratorError
+from storyloom.engine import Session, load_pack, parse_pack
+from storyloom.engine.narration import TransientNarratorError
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from storyloom.tui.testing.pilot import until
 from tests.conftest import SHORE_PACK
 from tests.hardening.corpus import ALL, MARKUP, assert_inert
 from tests.hardening.figures import tally
-from tui.app import StoryloomApp
-from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
-from tui.testing.pilot import until
 
 SAMPLES = list(ALL.values())
-BATCHES = [SAMPLES[i:i + 4] for i in range(0, len(SAMPLES), 4)]
+BATCHES = [SAMPLES[i : i + 4] for i in range(0, len(SAMPLES), 4)]
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
 PROSE = "You lift the brass lamp from the rocks."
@@ -48,8 +48,10 @@ async def settled(pilot: Any, app: StoryloomApp) -> None:
 
 
 async def test_hostile_prose_and_suggestions_paint_no_control_sequence():
-    replies = [GatedReply(turn_text(f"You look around. {' '.join(batch)} The sea.", suggestions=["look", "wait"]))
-               for batch in BATCHES]
+    replies = [
+        GatedReply(turn_text(f"You look around. {' '.join(batch)} The sea.", suggestions=["look", "wait"]))
+        for batch in BATCHES
+    ]
     app = make_app(*replies)
     async with app.run_test(size=(120, 40)) as pilot:
         for index in range(len(BATCHES)):
@@ -94,7 +96,7 @@ def _click_points(app: StoryloomApp, widget: Any, *, every: int | None) -> list[
     strips = app.screen._compositor.render_strips()
     points = []
     for y in range(region.height):
-        line = "".join(segment.text for segment in strips[region.y + y])[region.x:region.right]
+        line = "".join(segment.text for segment in strips[region.y + y])[region.x : region.right]
         if every:
             points += [(x, y) for x in range(0, region.width, every)]
             continue
@@ -126,8 +128,11 @@ async def click_all_over_markup(monkeypatch: Any, every: int | None) -> int:
         assert len(app.screen_stack) == 1  # no palette or other screen opened
         assert not [a for a in ran if any(w in a for w in ("quit", "bell", "command_palette", "dismiss"))], ran
         screen = painted_segments(app)
-        for sample in ("[@click=app.quit]VISIBLE[/]", "[link=https://evil.example/]VISIBLE[/link]",
-                       "[VISIBLE](file:///etc/passwd)"):
+        for sample in (
+            "[@click=app.quit]VISIBLE[/]",
+            "[link=https://evil.example/]VISIBLE[/link]",
+            "[VISIBLE](file:///etc/passwd)",
+        ):
             assert sample in screen
     return len(points)
 
@@ -142,8 +147,10 @@ async def test_resizing_to_20x8_and_back_during_a_correction_keeps_the_geometry(
     app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate))
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().status.kind == "correcting")
+        await until(
+            pilot,
+            lambda: app.game.latest_message() is not None and app.game.latest_message().status.kind == "correcting",
+        )
         await pilot.pause()
         message = app.game.latest_message()
         before = (message.region, message.prose.region, message.status.region)

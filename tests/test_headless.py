@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session, event_from_json, initial_state, load_pack
-from engine.narrators.offline import OfflineNarrator
-from tui.cli import main
-from tui.cli.headless import play_commands
+from storyloom.engine import Session, event_from_json, initial_state, load_pack
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.tui.cli import main
+from storyloom.tui.cli.headless import play_commands
 
 PACKS = Path(__file__).parent / "packs"
 WALKS = Path(__file__).parent / "walkthroughs"
@@ -33,6 +33,7 @@ def commands_file(tmp_path):
         path = tmp_path / "commands.txt"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return str(path)
+
     return write
 
 
@@ -105,15 +106,24 @@ async def test_the_event_hook_sees_each_event_before_it_is_printed():
     out = io.StringIO()
     printed_when_seen = []
     session = Session(pack, OfflineNarrator(pack))
-    await play_commands(session, ["look"], on_event=lambda e: printed_when_seen.append((e.event, out.getvalue())),
-                        out=out, err=io.StringIO())
+    await play_commands(
+        session,
+        ["look"],
+        on_event=lambda e: printed_when_seen.append((e.event, out.getvalue())),
+        out=out,
+        err=io.StringIO(),
+    )
     committed = [text for name, text in printed_when_seen if name == "turn_committed"]
     assert committed and "Kitchen" not in committed[0].split("> look", 1)[1]
 
 
 def test_the_story_ending_is_printed_and_play_stops_there(commands_file, capsys):
-    code = headless("--story", EXAMPLE, "--commands",
-                    commands_file("take candle", "light candle", "take key", "e", "open door", "d", "take jar", "wait"))
+    code = headless(
+        "--story",
+        EXAMPLE,
+        "--commands",
+        commands_file("take candle", "light candle", "take key", "e", "open door", "d", "take jar", "wait"),
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "Plums for Tea" in out and "cutting the bread" in out
@@ -122,8 +132,9 @@ def test_the_story_ending_is_printed_and_play_stops_there(commands_file, capsys)
 
 def test_undo_takes_back_the_last_committed_turn(commands_file, capsys, tmp_path):
     events = tmp_path / "events.jsonl"
-    code = headless("--story", EXAMPLE, "--commands", commands_file("take candle", "/undo", "inventory"),
-                    "--events", str(events))
+    code = headless(
+        "--story", EXAMPLE, "--commands", commands_file("take candle", "/undo", "inventory"), "--events", str(events)
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "(undone" in out
@@ -153,12 +164,15 @@ def test_model_and_pack_text_is_made_safe_before_it_is_printed(commands_file, ca
     assert "Hostile" in out and "in red" in out
 
 
-@pytest.mark.parametrize("args", [
-    ["--commands", "/no/such/commands.txt"],
-    ["--story", "no-such-story", "--commands", "-"],
-    ["--story", str(PACKS / "broken_exit.toml"), "--commands", "-"],
-    [],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--commands", "/no/such/commands.txt"],
+        ["--story", "no-such-story", "--commands", "-"],
+        ["--story", str(PACKS / "broken_exit.toml"), "--commands", "-"],
+        [],
+    ],
+)
 def test_bad_input_files_exit_2_with_a_message(args, capsys):
     assert headless(*args) == 2
     assert capsys.readouterr().err.strip()
@@ -188,7 +202,6 @@ def test_headless_play_never_imports_textual():
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
-
 def test_the_repair_paths_the_docs_promise_for_seed_5(commands_file, capsys):
     assert headless("--commands", commands_file("look", "take rope", "north"), "--seed", "5", "--faults", "0.5") == 0
     err = capsys.readouterr().err
@@ -200,8 +213,10 @@ def test_a_pack_given_by_path_plays_exactly_as_the_built_in_one(tmp_path):
     story_file = Path(__file__).parents[1] / "engine" / "stories" / "lighthouse.toml"
     cmds = str(WALKS / "lighthouse.txt")
     assert headless("--commands", cmds, "--seed", "2", "--events", str(tmp_path / "by-id")) == 0
-    assert headless("--story", str(story_file), "--commands", cmds, "--seed", "2",
-                    "--events", str(tmp_path / "by-path")) == 0
+    assert (
+        headless("--story", str(story_file), "--commands", cmds, "--seed", "2", "--events", str(tmp_path / "by-path"))
+        == 0
+    )
     assert (tmp_path / "by-id").read_bytes() == (tmp_path / "by-path").read_bytes()
 
 
@@ -210,7 +225,7 @@ def test_a_reader_that_leaves_early_stops_headless_play_quietly(tmp_path):
     import sys
 
     env = {**__import__("os").environ, "XDG_DATA_HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
-    command = f"yes look | head -300 | {sys.executable} -m tui.cli play --headless --commands - | head -1"
+    command = f"yes look | head -300 | {sys.executable} -m storyloom.tui.cli play --headless --commands - | head -1"
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=60)
     assert done.stdout.strip() == "The Lighthouse Keeper"
     assert "Errno" not in done.stderr and "Traceback" not in done.stderr and "Exception ignored" not in done.stderr

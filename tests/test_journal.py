@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.events import NarratorRetrying, ProseDelta, TurnCommitted
-from saves.errors import SaveExists, SaveLocked
-from saves.format import VERSION, SaveHeader, record_hash
-from saves.reader import load_save
-from saves.writer import Journal
+from storyloom.engine.events import NarratorRetrying, ProseDelta, TurnCommitted
+from storyloom.saves.errors import SaveExists, SaveLocked
+from storyloom.saves.format import VERSION, SaveHeader, record_hash
+from storyloom.saves.reader import load_save
+from storyloom.saves.writer import Journal
 from tests.conftest import ScriptedNarrator, structured
 from tests.test_saves_kit import kinds, play, played_save
 
@@ -42,16 +42,18 @@ def test_every_record_is_numbered_timed_and_chained_to_the_one_before(tmp_path: 
 
 
 def test_a_session_records_inputs_attempts_corrections_and_commits_but_not_prose_deltas(tmp_path: Path) -> None:
-    path, _, events = played_save(tmp_path / "s.jsonl", ["look", "take rope", "north"], faults=1.0, seed=1,
-                                  stubborn=0.0)
+    path, _, events = played_save(
+        tmp_path / "s.jsonl", ["look", "take rope", "north"], faults=1.0, seed=1, stubborn=0.0
+    )
     recorded = kinds(path)
     assert "prose_delta" not in recorded and any(isinstance(e, ProseDelta) for e in events)
     for kind in ("turn_started", "attempt_finished", "validation_failed", "correction_started", "turn_committed"):
         assert kind in recorded
     attempt = next(r.data for r in load_save(path).records if r.kind == "attempt_finished")
     assert {"raw", "text", "stop_reason", "usage", "deltas", "issues"} <= set(attempt)
-    started = [json.loads(line)["data"] for line in path.read_text().splitlines()
-               if json.loads(line)["kind"] == "turn_started"]
+    started = [
+        json.loads(line)["data"] for line in path.read_text().splitlines() if json.loads(line)["kind"] == "turn_started"
+    ]
     assert [s["player_input"] for s in started] == ["look", "take rope", "north"]
 
 
@@ -76,11 +78,12 @@ def test_a_commit_is_fsynced_before_record_returns(tmp_path: Path, pack, monkeyp
 
 
 def test_the_header_never_holds_an_api_key_or_other_settings(tmp_path: Path, pack) -> None:
-    from saves.resume import header_for
-    from tui.settings import Settings
+    from storyloom.saves.resume import header_for
+    from storyloom.tui.settings import Settings
 
-    settings = Settings(seed=1, budget=2, faults=0.0, api_key="sk-ant-secret-123",
-                        base_url="https://user:password@example.test")
+    settings = Settings(
+        seed=1, budget=2, faults=0.0, api_key="sk-ant-secret-123", base_url="https://user:password@example.test"
+    )
     narrator = ScriptedNarrator([])
     narrator.api_key = "sk-ant-secret-123"  # type: ignore[attr-defined]
     with Journal.create(tmp_path / "s.jsonl", header_for(pack, narrator, settings.choices())):
@@ -99,7 +102,7 @@ def test_a_new_save_never_overwrites_an_existing_file(tmp_path: Path, pack) -> N
 
 async def test_a_cancelled_turn_keeps_the_prose_that_was_shown(tmp_path: Path, pack) -> None:
     narrator = ScriptedNarrator([structured("You walk along the shore for a long while.")], chunk=5)
-    from engine import Session
+    from storyloom.engine import Session
 
     session = Session(pack, narrator)
     with Journal.create(tmp_path / "s.jsonl", SaveHeader.for_session(pack, narrator)) as journal:
@@ -111,7 +114,7 @@ async def test_a_cancelled_turn_keeps_the_prose_that_was_shown(tmp_path: Path, p
 
 _HOLDER = textwrap.dedent("""
     import sys
-    from saves.writer import Journal
+    from storyloom.saves.writer import Journal
     journal = Journal.open_for_append(sys.argv[1])
     print("locked", flush=True)
     sys.stdin.readline()
@@ -120,8 +123,13 @@ _HOLDER = textwrap.dedent("""
 
 def test_a_second_writer_is_refused_with_the_pid_of_the_first(tmp_path: Path) -> None:
     path, _, _ = played_save(tmp_path / "s.jsonl", ["look"], faults=0.0)
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         before = path.read_bytes()
@@ -146,7 +154,7 @@ def test_the_lock_is_released_on_close_so_the_save_can_be_continued(tmp_path: Pa
 
 
 def test_migrating_a_version_1_save_changes_nothing_and_an_unknown_version_is_refused() -> None:
-    from saves.format import migrate
+    from storyloom.saves.format import migrate
 
     header, records = {"format": "storyloom-save", "version": 1}, [{"kind": "turn_started", "data": {"turn": 1}}]
     assert migrate(1, header, records) == (header, records)
@@ -156,12 +164,13 @@ def test_migrating_a_version_1_save_changes_nothing_and_an_unknown_version_is_re
 
 def test_an_attempt_s_output_is_stored_once_and_read_back_whole(tmp_path: Path, pack) -> None:
     """The raw output is its structured deltas joined: the save keeps the deltas and rebuilds the rest."""
-    from engine.events import AttemptFinished
+    from storyloom.engine.events import AttemptFinished
 
     deltas = ((0, "t", "Let me think. "), (5, "s", '{"narrative": "You '), (9, "s", 'look."}'))
     odd = AttemptFinished(turn=1, attempt=2, kind="correction", raw='{"narrative": "other"}', deltas=deltas)
-    usual = AttemptFinished(turn=1, attempt=1, kind="turn", raw='{"narrative": "You look."}',
-                            text="Let me think. ", deltas=deltas)
+    usual = AttemptFinished(
+        turn=1, attempt=1, kind="turn", raw='{"narrative": "You look."}', text="Let me think. ", deltas=deltas
+    )
     with Journal.create(tmp_path / "s.jsonl", SaveHeader.for_session(pack, ScriptedNarrator([]))) as journal:
         journal.record(usual)
         journal.record(odd)
@@ -175,23 +184,35 @@ def test_an_attempt_s_output_is_stored_once_and_read_back_whole(tmp_path: Path, 
 def _both_readings(path: Path):
     """A save read line by line as written (how `load_save` reads a sound save) and read carefully
     (generic JSON, then each event checked: how it names damage)."""
-    from saves.reader import _read_as_written, _read_carefully
+    from storyloom.saves.reader import _read_as_written, _read_carefully
 
     lines = path.read_bytes().split(b"\n")[:-1]
     return _read_as_written(path, lines), _read_carefully(path, lines)
 
 
 def test_a_sound_save_reads_the_same_record_for_record_as_the_careful_reading(tmp_path: Path) -> None:
-    path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope", "/undo", "/cancel north", "/retry", "north",
-                                                    "up", "west", "take key"], faults=0.6, seed=3)
+    path, _, _ = played_save(
+        tmp_path / "s.jsonl",
+        ["look", "take rope", "/undo", "/cancel north", "/retry", "north", "up", "west", "take key"],
+        faults=0.6,
+        seed=3,
+    )
     with Journal.open_for_append(path) as journal:
         journal.note_resumed(ScriptedNarrator([]))
         journal.record(NarratorRetrying(turn=99, attempt=1, delay=1, reason="overloaded"))  # an int delay stays an int
         journal.record_interrupted(99)
     fast, careful = _both_readings(path)
     assert fast is not None, "a save as the journal writes it was not read as written"
-    assert {"resumed", "turn_undone", "turn_cancelled", "attempt_finished", "validation_failed", "correction_started",
-            "narrator_retrying", "prose_replaced"} <= set(kinds(path))
+    assert {
+        "resumed",
+        "turn_undone",
+        "turn_cancelled",
+        "attempt_finished",
+        "validation_failed",
+        "correction_started",
+        "narrator_retrying",
+        "prose_replaced",
+    } <= set(kinds(path))
     assert fast[:2] == careful[:2] and len(fast[2]) == len(careful[2])
     for quick, slow in zip(fast[2], careful[2], strict=True):
         assert quick == slow and quick.turn == slow.turn
@@ -210,7 +231,7 @@ def _resigned_line(record: dict[str, object], seq: int, prev: str) -> tuple[byte
 
 
 def test_a_record_holding_nan_is_refused_as_not_json_even_re_signed(tmp_path: Path) -> None:
-    from saves.errors import CorruptRecord
+    from storyloom.saves.errors import CorruptRecord
 
     path, _, _ = played_save(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -226,10 +247,11 @@ def test_a_record_holding_nan_is_refused_as_not_json_even_re_signed(tmp_path: Pa
     assert raised.value.seq is None and raised.value.line == records.index(commit) + 1
 
 
-@pytest.mark.parametrize("forge", [lambda data: data.update(attempt="1"), lambda data: data.pop("attempt")],
-                         ids=["wrong type", "left out"])
+@pytest.mark.parametrize(
+    "forge", [lambda data: data.update(attempt="1"), lambda data: data.pop("attempt")], ids=["wrong type", "left out"]
+)
 def test_an_attempt_with_a_bad_field_is_refused_on_loading_even_re_signed(tmp_path: Path, forge) -> None:
-    from saves.errors import CorruptRecord
+    from storyloom.saves.errors import CorruptRecord
     from tests.test_saves_kit import rewrite_records
 
     path, _, _ = played_save(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session
-from engine.narrators.offline import OfflineNarrator
-from tui.cli import save_commands as commands
-from saves.errors import (
+from storyloom.engine import Session
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.saves.errors import (
     BrokenChain,
     CorruptRecord,
     MissingRecord,
@@ -22,11 +21,12 @@ from saves.errors import (
     TamperedRecord,
     UnsupportedVersion,
 )
-from saves.format import SaveHeader
-from saves.reader import load_save
-from saves.resume import resume
-from saves.verify import verify_save
-from saves.writer import Journal
+from storyloom.saves.format import SaveHeader
+from storyloom.saves.reader import load_save
+from storyloom.saves.resume import resume
+from storyloom.saves.verify import verify_save
+from storyloom.saves.writer import Journal
+from storyloom.tui.cli import save_commands as commands
 from tests.conftest import ScriptedNarrator, structured
 from tests.test_saves_kit import played_save, rewrite_records, shore_pack_file
 
@@ -49,7 +49,7 @@ def _refused(path: Path, error: type[SaveError]) -> SaveError:
     report = verify_save(path)
     assert not report.sound and raised.value.reason in "\n".join(report.lines)
     with pytest.raises(error):
-        from engine import load_pack
+        from storyloom.engine import load_pack
 
         resume(path, OfflineNarrator(load_pack("lighthouse")))
     assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
@@ -73,7 +73,7 @@ def test_a_torn_last_line_is_dropped_with_a_warning_and_everything_before_it_loa
 async def test_continuing_a_save_with_a_torn_line_cuts_it_off_and_appends_cleanly(save: Path) -> None:
     with save.open("ab") as f:
         f.write(b'{"seq":99,"ti')
-    from engine import load_pack
+    from storyloom.engine import load_pack
 
     resumed = resume(save, OfflineNarrator(load_pack("lighthouse")))
     with resumed.journal:
@@ -133,8 +133,7 @@ def test_a_replaced_record_that_keeps_its_number_breaks_the_chain(tmp_path: Path
 
 
 def test_an_unknown_format_version_asks_for_a_newer_storyloom(save: Path) -> None:
-    rewrite_records(save, lambda records: [{**records[0], "data": {**records[0]["data"], "version": 2}},
-                                           *records[1:]])
+    rewrite_records(save, lambda records: [{**records[0], "data": {**records[0]["data"], "version": 2}}, *records[1:]])
     error = _refused(save, UnsupportedVersion)
     assert "format version 2" in str(error) and "upgrade storyloom" in str(error)
     report = verify_save(save)

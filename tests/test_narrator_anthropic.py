@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from engine import Session
-from engine.narrators._shared import Timeouts
-from engine.narrators.anthropic import AnthropicNarrator
-from engine.narration import NarratorError
+from storyloom.engine import Session
+from storyloom.engine.narration import NarratorError
+from storyloom.engine.narrators._shared import Timeouts
+from storyloom.engine.narrators.anthropic import AnthropicNarrator
 from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import anthropic_sse as sse
 from tests.wire.server import Status, Stream, WireServer
@@ -23,8 +23,10 @@ from tests.wire.server import Status, Stream, WireServer
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 LAMP_PROSE = "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry."
 GOOD = turn_json(LAMP_PROSE, TAKE_LAMP)
-MISSING_WORDS = ("Report your final answer through the structured output (the tool) now. "
-                 "Do not redo any work and do not add explanations.")
+MISSING_WORDS = (
+    "Report your final answer through the structured output (the tool) now. "
+    "Do not redo any work and do not add explanations."
+)
 
 
 @pytest.fixture
@@ -34,8 +36,9 @@ def server():
 
 
 def session_for(pack, server, *, sleeps=None, budget=2, **options):
-    narrator = AnthropicNarrator(api_key="sk-ant-test-key", base_url=server.url,
-                                 timeouts=options.pop("timeouts", Timeouts(read=2.0)), **options)
+    narrator = AnthropicNarrator(
+        api_key="sk-ant-test-key", base_url=server.url, timeouts=options.pop("timeouts", Timeouts(read=2.0)), **options
+    )
 
     async def record_sleep(seconds: float) -> None:
         if sleeps is not None:
@@ -109,15 +112,30 @@ async def test_a_text_only_answer_gets_the_corrective_request_then_commits(pack,
     assert event_names(events)[-1] == "turn_committed"
     assert session.state["items"]["lamp"] == "player"
     messages = server.requests[1].body["messages"]
-    assert messages[-2] == {"role": "assistant", "content": [{"type": "text", "text": "You pick up the lamp. It is heavy."}]}
+    assert messages[-2] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "You pick up the lamp. It is heavy."}],
+    }
     assert messages[-1] == {"role": "user", "content": [{"type": "text", "text": MISSING_WORDS}]}
 
 
 async def test_a_thinking_only_answer_with_thinking_on_gets_the_corrective_request(pack, server):
-    thinking_only = [sse.message_start(), *sse.thinking_block(0, "The player wants the lamp. I should"),
-                     *sse.message_end("end_turn")]
-    server.script(Stream(thinking_only), Stream([sse.message_start(), *sse.thinking_block(0, "Report it."),
-                                                 *sse.tool_block(1, GOOD), *sse.message_end("tool_use")]))
+    thinking_only = [
+        sse.message_start(),
+        *sse.thinking_block(0, "The player wants the lamp. I should"),
+        *sse.message_end("end_turn"),
+    ]
+    server.script(
+        Stream(thinking_only),
+        Stream(
+            [
+                sse.message_start(),
+                *sse.thinking_block(0, "Report it."),
+                *sse.tool_block(1, GOOD),
+                *sse.message_end("tool_use"),
+            ]
+        ),
+    )
     session = session_for(pack, server, thinking=True)
     events = await play(session)
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.missing"]
@@ -139,8 +157,10 @@ async def test_older_models_think_with_a_token_budget(pack, server):
 
 async def test_a_turn_cut_off_at_max_tokens_is_an_issue_and_the_correction_commits(pack, server):
     cut = sse.tool_block(0, GOOD)[:-6]  # the input stops mid-narrative, no content_block_stop
-    server.script(Stream([sse.message_start(), *cut, *sse.message_end("max_tokens")]),
-                  Stream(sse.turn_stream(turn_json("You take the lamp.", TAKE_LAMP))))
+    server.script(
+        Stream([sse.message_start(), *cut, *sse.message_end("max_tokens")]),
+        Stream(sse.turn_stream(turn_json("You take the lamp.", TAKE_LAMP))),
+    )
     session = session_for(pack, server)
     events = await play(session)
     attempt = next(e for e in events if e.event == "attempt_finished")
@@ -154,8 +174,11 @@ async def test_a_turn_cut_off_at_max_tokens_is_an_issue_and_the_correction_commi
 
 
 async def test_a_refusal_fails_the_turn_at_once_without_corrections(pack, server):
-    refusal = [sse.message_start(), *sse.text_block(0, "I can't"), *sse.message_end(
-        "refusal", stop_details={"type": "refusal", "category": None, "explanation": "policy"})]
+    refusal = [
+        sse.message_start(),
+        *sse.text_block(0, "I can't"),
+        *sse.message_end("refusal", stop_details={"type": "refusal", "category": None, "explanation": "policy"}),
+    ]
     server.script(Stream(refusal))
     session = session_for(pack, server)
     before = session.state
@@ -184,9 +207,14 @@ async def test_an_overloaded_error_event_mid_stream_is_retried_without_spending_
 
 
 async def test_a_429_waits_as_long_as_retry_after_says(pack, server):
-    server.script(Status(429, sse.error_body("rate_limit_error", "Number of request tokens has exceeded your "
-                                             "per-minute rate limit"), {"retry-after": "7"}),
-                  Stream(sse.turn_stream(GOOD)))
+    server.script(
+        Status(
+            429,
+            sse.error_body("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
+            {"retry-after": "7"},
+        ),
+        Stream(sse.turn_stream(GOOD)),
+    )
     sleeps: list[float] = []
     session = session_for(pack, server, sleeps=sleeps)
     events = await play(session)
@@ -198,8 +226,10 @@ async def test_a_429_waits_as_long_as_retry_after_says(pack, server):
 
 
 async def test_a_529_overloaded_answer_is_retried(pack, server):
-    server.script(Status(529, sse.error_body("overloaded_error", "Overloaded"), {"retry-after": "3"}),
-                  Stream(sse.turn_stream(GOOD)))
+    server.script(
+        Status(529, sse.error_body("overloaded_error", "Overloaded"), {"retry-after": "3"}),
+        Stream(sse.turn_stream(GOOD)),
+    )
     sleeps: list[float] = []
     events = await play(session_for(pack, server, sleeps=sleeps))
     assert sleeps == [3.0]
@@ -208,10 +238,17 @@ async def test_a_529_overloaded_answer_is_retried(pack, server):
 
 
 async def test_a_correction_carries_only_the_last_rejection_and_stays_the_same_size(pack, server):
-    wrong_room = turn_json("You hurl the brass lamp far out to sea.", [{"op": "replace", "path": "/items/lamp", "value": "sea"}])
-    wrong_item = turn_json("You grab the brass sword from the rock.", [{"op": "replace", "path": "/items/sword", "value": "player"}])
-    server.script(Stream(sse.turn_stream(wrong_room)), Stream(sse.turn_stream(wrong_item, cache_read=2000)),
-                  Stream(sse.turn_stream(GOOD, cache_read=2000)))
+    wrong_room = turn_json(
+        "You hurl the brass lamp far out to sea.", [{"op": "replace", "path": "/items/lamp", "value": "sea"}]
+    )
+    wrong_item = turn_json(
+        "You grab the brass sword from the rock.", [{"op": "replace", "path": "/items/sword", "value": "player"}]
+    )
+    server.script(
+        Stream(sse.turn_stream(wrong_room)),
+        Stream(sse.turn_stream(wrong_item, cache_read=2000)),
+        Stream(sse.turn_stream(GOOD, cache_read=2000)),
+    )
     session = session_for(pack, server)
     events = await play(session)
     assert event_names(events)[-1] == "turn_committed"
@@ -223,16 +260,18 @@ async def test_a_correction_carries_only_the_last_rejection_and_stays_the_same_s
     result = third.body["messages"][-1]["content"][0]
     assert result["type"] == "tool_result" and result["is_error"] is True
     issues = json.loads(result["content"].split("as JSON:", 1)[1].split("\n\n")[1])
-    assert issues == [issue.to_json() for issue in next(e for e in events if e.event == "validation_failed"
-                                                        and e.attempt == 2).issues]
+    assert issues == [
+        issue.to_json() for issue in next(e for e in events if e.event == "validation_failed" and e.attempt == 2).issues
+    ]
     assert "leave `narrative` out" in result["content"]
     usage = [e.usage for e in events if e.event == "attempt_finished"]
     assert usage[1] == {"input_tokens": 4100, "output_tokens": 180, "cached_tokens": 2000}
 
 
 async def test_malformed_tool_json_reaches_the_judge_instead_of_crashing(pack, server):
-    server.script(Stream(sse.turn_stream('{"narrative": "You take it."}} "state_patch": []')),
-                  Stream(sse.turn_stream(GOOD)))
+    server.script(
+        Stream(sse.turn_stream('{"narrative": "You take it."}} "state_patch": []')), Stream(sse.turn_stream(GOOD))
+    )
     session = session_for(pack, server)
     events = await play(session)
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.json"]
@@ -247,7 +286,9 @@ async def test_pause_turn_is_continued_with_the_partial_answer(pack, server):
     assert "validation_failed" not in event_names(events)
     assert event_names(events)[-1] == "turn_committed"
     assert server.requests[1].body["messages"][-1] == {
-        "role": "assistant", "content": [{"type": "text", "text": "Let me think about the shore."}]}
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Let me think about the shore."}],
+    }
     assert server.requests[1].body["messages"][:-1] == server.requests[0].body["messages"]
 
 
@@ -261,7 +302,9 @@ async def test_a_rejected_key_says_which_variable_to_set(pack, server):
 
 
 async def test_a_context_window_overflow_suggests_summarising_or_a_larger_model(pack, server):
-    server.script(Stream([sse.message_start(), *sse.tool_block(0, GOOD)[:4], *sse.message_end("model_context_window_exceeded")]))
+    server.script(
+        Stream([sse.message_start(), *sse.tool_block(0, GOOD)[:4], *sse.message_end("model_context_window_exceeded")])
+    )
     events = await play(session_for(pack, server))
     message = events[-1].issues[0].message
     assert event_names(events)[-1] == "turn_failed"
@@ -269,7 +312,9 @@ async def test_a_context_window_overflow_suggests_summarising_or_a_larger_model(
 
 
 async def test_a_prompt_too_long_error_gets_the_same_advice(pack, server):
-    server.script(Status(400, sse.error_body("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum")))
+    server.script(
+        Status(400, sse.error_body("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"))
+    )
     events = await play(session_for(pack, server))
     assert "context window" in events[-1].issues[0].message
 
@@ -296,18 +341,35 @@ def story_files(tmp_path, monkeypatch):
 
 
 def test_headless_play_with_the_anthropic_narrator_end_to_end(server, story_files, monkeypatch, capsys):
-    from tui.cli import main
+    from storyloom.tui.cli import main
 
     story, commands = story_files
-    north = turn_json("You climb north onto the Cliff Path, the lamp swinging.", [
-        {"op": "replace", "path": "/location", "value": "path"}])
-    server.script(Stream(sse.turn_stream(GOOD)), Stream(sse.text_stream("You walk north.")),
-                  Stream(sse.turn_stream(north, cache_read=1900)))
+    north = turn_json(
+        "You climb north onto the Cliff Path, the lamp swinging.",
+        [{"op": "replace", "path": "/location", "value": "path"}],
+    )
+    server.script(
+        Stream(sse.turn_stream(GOOD)),
+        Stream(sse.text_stream("You walk north.")),
+        Stream(sse.turn_stream(north, cache_read=1900)),
+    )
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-e2e-key")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     events_path = story.parent / "events.jsonl"
-    code = main(["play", "--headless", "--narrator", "anthropic", "--story", str(story),
-                 "--commands", str(commands), "--events", str(events_path)])
+    code = main(
+        [
+            "play",
+            "--headless",
+            "--narrator",
+            "anthropic",
+            "--story",
+            str(story),
+            "--commands",
+            str(commands),
+            "--events",
+            str(events_path),
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert LAMP_PROSE in out and "Cliff Path" in out
@@ -322,7 +384,12 @@ def test_headless_play_with_the_anthropic_narrator_end_to_end(server, story_file
 async def test_with_thinking_on_history_is_sent_as_text_so_no_thinking_block_is_demanded(pack, server):
     # The API insists that the last assistant tool call keep its thinking block when thinking is on;
     # history keeps no thinking, so committed turns go back as their JSON text instead.
-    think = [sse.message_start(), *sse.thinking_block(0, "Easy."), *sse.tool_block(1, GOOD), *sse.message_end("tool_use")]
+    think = [
+        sse.message_start(),
+        *sse.thinking_block(0, "Easy."),
+        *sse.tool_block(1, GOOD),
+        *sse.message_end("tool_use"),
+    ]
     server.script(Stream(think), Stream(think))
     session = session_for(pack, server, thinking=True)
     await play(session)

@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from engine import Session
-from engine.narrators._shared import Timeouts
-from engine.narration import NarratorError
-from engine.narrators.openai import OpenAINarrator
+from storyloom.engine import Session
+from storyloom.engine.narration import NarratorError
+from storyloom.engine.narrators._shared import Timeouts
+from storyloom.engine.narrators.openai import OpenAINarrator
 from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import openai_sse as sse
 from tests.wire.server import Status, Stream, WireServer
@@ -23,8 +23,10 @@ from tests.wire.server import Status, Stream, WireServer
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 LAMP_PROSE = "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry."
 GOOD = turn_json(LAMP_PROSE, TAKE_LAMP)
-MISSING_WORDS = ("Report your final answer through the structured output (the tool) now. "
-                 "Do not redo any work and do not add explanations.")
+MISSING_WORDS = (
+    "Report your final answer through the structured output (the tool) now. "
+    "Do not redo any work and do not add explanations."
+)
 
 
 @pytest.fixture
@@ -34,8 +36,9 @@ def server():
 
 
 def session_for(pack, server, *, sleeps=None, budget=2, **options):
-    narrator = OpenAINarrator(base_url=f"{server.url}/v1", timeouts=options.pop("timeouts", Timeouts(read=2.0)),
-                              **options)
+    narrator = OpenAINarrator(
+        base_url=f"{server.url}/v1", timeouts=options.pop("timeouts", Timeouts(read=2.0)), **options
+    )
 
     async def record_sleep(seconds: float) -> None:
         if sleeps is not None:
@@ -85,8 +88,9 @@ async def test_json_mode_streams_the_narrative_from_the_content(pack, server):
 
 
 async def test_a_server_that_ignores_the_json_schema_gets_told_so(pack, server):
-    server.script(Stream(sse.content_stream("You pick up the lamp and feel its weight.")),
-                  Stream(sse.content_stream(GOOD)))
+    server.script(
+        Stream(sse.content_stream("You pick up the lamp and feel its weight.")), Stream(sse.content_stream(GOOD))
+    )
     session = session_for(pack, server, output="json")
     events = await play(session)
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.json"]
@@ -113,14 +117,22 @@ async def test_text_instead_of_a_tool_call_gets_the_corrective_request(pack, ser
     assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.missing"]
     assert event_names(events)[-1] == "turn_committed"
     messages = server.requests[1].body["messages"]
-    assert messages[-2:] == [{"role": "assistant", "content": "You take the lamp."},
-                             {"role": "user", "content": MISSING_WORDS}]
+    assert messages[-2:] == [
+        {"role": "assistant", "content": "You take the lamp."},
+        {"role": "user", "content": MISSING_WORDS},
+    ]
 
 
 async def test_a_correction_carries_only_the_last_rejected_call(pack, server):
-    wrong_room = turn_json("You hurl the brass lamp far out to sea.", [{"op": "replace", "path": "/items/lamp", "value": "sea"}])
-    wrong_item = turn_json("You grab the brass sword from the rock.", [{"op": "replace", "path": "/items/sword", "value": "player"}])
-    server.script(Stream(sse.tool_stream(wrong_room)), Stream(sse.tool_stream(wrong_item)), Stream(sse.tool_stream(GOOD)))
+    wrong_room = turn_json(
+        "You hurl the brass lamp far out to sea.", [{"op": "replace", "path": "/items/lamp", "value": "sea"}]
+    )
+    wrong_item = turn_json(
+        "You grab the brass sword from the rock.", [{"op": "replace", "path": "/items/sword", "value": "player"}]
+    )
+    server.script(
+        Stream(sse.tool_stream(wrong_room)), Stream(sse.tool_stream(wrong_item)), Stream(sse.tool_stream(GOOD))
+    )
     session = session_for(pack, server)
     events = await play(session)
     assert event_names(events)[-1] == "turn_committed"
@@ -157,9 +169,14 @@ async def test_a_refusal_fails_the_turn_at_once(pack, server):
 
 
 async def test_a_429_waits_as_long_as_retry_after_says(pack, server):
-    server.script(Status(429, sse.error_body("Rate limit reached for requests", "requests", "rate_limit_exceeded"),
-                         {"retry-after": "5"}),
-                  Stream(sse.tool_stream(GOOD)))
+    server.script(
+        Status(
+            429,
+            sse.error_body("Rate limit reached for requests", "requests", "rate_limit_exceeded"),
+            {"retry-after": "5"},
+        ),
+        Stream(sse.tool_stream(GOOD)),
+    )
     sleeps: list[float] = []
     events = await play(session_for(pack, server, sleeps=sleeps))
     assert sleeps == [5.0]
@@ -168,15 +185,21 @@ async def test_a_429_waits_as_long_as_retry_after_says(pack, server):
 
 
 async def test_an_exhausted_quota_is_not_retried(pack, server):
-    server.script(Status(429, sse.error_body("You exceeded your current quota", "insufficient_quota", "insufficient_quota")))
+    server.script(
+        Status(429, sse.error_body("You exceeded your current quota", "insufficient_quota", "insufficient_quota"))
+    )
     events = await play(session_for(pack, server, sleeps=[]))
     assert event_names(events)[-1] == "turn_failed" and "out of credit" in events[-1].issues[0].message
     assert len(server.requests) == 1
 
 
 async def test_an_error_chunk_mid_stream_is_retried(pack, server):
-    broken = [*sse.tool_stream(GOOD)[:6], sse.data({"error": {"message": "The server is overloaded", "type": "server_error",
-                                                              "param": None, "code": None}})]
+    broken = [
+        *sse.tool_stream(GOOD)[:6],
+        sse.data(
+            {"error": {"message": "The server is overloaded", "type": "server_error", "param": None, "code": None}}
+        ),
+    ]
     server.script(Stream(broken), Stream(sse.tool_stream(GOOD)))
     events = await play(session_for(pack, server, sleeps=[]))
     assert "overloaded" in next(e for e in events if e.event == "narrator_retrying").reason
@@ -195,8 +218,16 @@ async def test_a_503_while_the_model_loads_is_retried_and_nothing_broken_is_comm
 
 async def test_a_key_is_sent_as_a_bearer_token_and_a_refused_one_names_the_variable(pack, server):
     key = "sk-proj-PLANTEDkey0123456789abcdef"
-    server.script(Status(401, sse.error_body(f"Incorrect API key provided: {key[:12]}...{key[-6:]} or {key}",
-                                             "invalid_request_error", "invalid_api_key")))
+    server.script(
+        Status(
+            401,
+            sse.error_body(
+                f"Incorrect API key provided: {key[:12]}...{key[-6:]} or {key}",
+                "invalid_request_error",
+                "invalid_api_key",
+            ),
+        )
+    )
     events = await play(session_for(pack, server, api_key=key))
     assert server.requests[0].headers["authorization"] == f"Bearer {key}"
     message = events[-1].issues[0].message
@@ -205,15 +236,22 @@ async def test_a_key_is_sent_as_a_bearer_token_and_a_refused_one_names_the_varia
 
 
 async def test_an_unknown_model_says_to_choose_another(pack, server):
-    server.script(Status(404, {"error": {"message": "model \"llama9\" not found, try pulling it first",
-                                         "type": "api_error"}}))
+    server.script(
+        Status(404, {"error": {"message": 'model "llama9" not found, try pulling it first', "type": "api_error"}})
+    )
     events = await play(session_for(pack, server, model="llama9"))
     assert "--model" in events[-1].issues[0].message and "llama9" in events[-1].issues[0].message
 
 
 async def test_a_context_length_error_suggests_summarising_or_a_larger_model(pack, server):
-    server.script(Status(400, sse.error_body("This model's maximum context length is 8192 tokens",
-                                             "invalid_request_error", "context_length_exceeded")))
+    server.script(
+        Status(
+            400,
+            sse.error_body(
+                "This model's maximum context length is 8192 tokens", "invalid_request_error", "context_length_exceeded"
+            ),
+        )
+    )
     events = await play(session_for(pack, server))
     assert "context window" in events[-1].issues[0].message and "Summarise" in events[-1].issues[0].message
 
@@ -224,8 +262,8 @@ def test_an_unknown_output_mode_is_refused():
 
 
 def test_headless_play_with_an_openai_compatible_server_end_to_end(server, tmp_path, monkeypatch, capsys):
+    from storyloom.tui.cli import main
     from tests.conftest import SHORE_PACK
-    from tui.cli import main
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
@@ -236,10 +274,29 @@ def test_headless_play_with_an_openai_compatible_server_end_to_end(server, tmp_p
     commands = tmp_path / "commands.txt"
     commands.write_text("take lamp\ngo north\n", encoding="utf-8")
     north = turn_json("You climb north onto the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}])
-    server.script(Stream(sse.content_stream(GOOD)), Stream(sse.content_stream("Sure! You go north.")),
-                  Stream(sse.content_stream(north)))
-    code = main(["play", "--headless", "--narrator", "openai", "--base-url", f"{server.url}/v1", "--model", "llama3.1",
-                 "--output", "json", "--story", str(story), "--commands", str(commands)])
+    server.script(
+        Stream(sse.content_stream(GOOD)),
+        Stream(sse.content_stream("Sure! You go north.")),
+        Stream(sse.content_stream(north)),
+    )
+    code = main(
+        [
+            "play",
+            "--headless",
+            "--narrator",
+            "openai",
+            "--base-url",
+            f"{server.url}/v1",
+            "--model",
+            "llama3.1",
+            "--output",
+            "json",
+            "--story",
+            str(story),
+            "--commands",
+            str(commands),
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert LAMP_PROSE in out and "Cliff Path" in out
@@ -248,16 +305,19 @@ def test_headless_play_with_an_openai_compatible_server_end_to_end(server, tmp_p
     assert {r.body["model"] for r in server.requests} == {"llama3.1"}
 
 
-@pytest.mark.parametrize(("headers", "wait"), [
-    ({"retry-after": "12"}, 12.0),
-    ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
-    ({"retry-after": "Thu, 01 Jan 2026 00:00:05 GMT"}, 5.0),
-    ({"retry-after": "soon"}, None),
-    ({"retry-after": "86400"}, None),  # a day: not worth waiting for; the engine backs off and then fails
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        ({"retry-after": "12"}, 12.0),
+        ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
+        ({"retry-after": "Thu, 01 Jan 2026 00:00:05 GMT"}, 5.0),
+        ({"retry-after": "soon"}, None),
+        ({"retry-after": "86400"}, None),  # a day: not worth waiting for; the engine backs off and then fails
+        ({}, None),
+    ],
+)
 def test_the_wait_a_server_asks_for_is_read_from_its_headers(headers, wait):
-    from engine.narrators._shared import retry_after
+    from storyloom.engine.narrators._shared import retry_after
 
     assert retry_after(headers, now=1767225600.0) == wait
 
@@ -265,8 +325,11 @@ def test_the_wait_a_server_asks_for_is_read_from_its_headers(headers, wait):
 async def test_old_llama_cpp_error_field_before_done_is_retried_then_named(pack, server):
     # llama.cpp builds of 2025 reported a mid-stream failure as a non-standard `error:` field
     # and then sent `data: [DONE]`; the half-written turn must not be judged.
-    failing = [*sse.tool_stream(GOOD)[:6],
-               b'error: {"code":500,"message":"context shift is disabled","type":"server_error"}\n\n', sse.DONE]
+    failing = [
+        *sse.tool_stream(GOOD)[:6],
+        b'error: {"code":500,"message":"context shift is disabled","type":"server_error"}\n\n',
+        sse.DONE,
+    ]
     server.script(*[Stream(failing)] * 5)
     sleeps: list[float] = []
     events = await play(session_for(pack, server, sleeps=sleeps))
@@ -293,11 +356,26 @@ async def test_calls_without_an_index_are_told_apart_by_their_ids(pack, server):
     second = turn_json("You leave the lamp where it is.")
 
     def call(call_id: str, arguments: str) -> bytes:
-        return sse.chunk({"role": "assistant", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "report_turn", "arguments": arguments}}]})
+        return sse.chunk(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": "report_turn", "arguments": arguments}}
+                ],
+            }
+        )
 
-    server.script(Stream([call("function-call-1", GOOD), call("function-call-2", second),
-                          sse.chunk({}, "stop"), sse.usage_chunk(), sse.DONE]))
+    server.script(
+        Stream(
+            [
+                call("function-call-1", GOOD),
+                call("function-call-2", second),
+                sse.chunk({}, "stop"),
+                sse.usage_chunk(),
+                sse.DONE,
+            ]
+        )
+    )
     session = session_for(pack, server, budget=0)
     events = await play(session)
     assert event_names(events)[-1] == "turn_committed"

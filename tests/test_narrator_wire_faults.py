@@ -14,16 +14,18 @@ from dataclasses import dataclass
 
 import pytest
 
-from engine import Session
-from engine.narrators._shared import Timeouts
-from engine.narrators.anthropic import AnthropicNarrator
-from engine.narrators.openai import OpenAINarrator
+from storyloom.engine import Session
+from storyloom.engine.narrators._shared import Timeouts
+from storyloom.engine.narrators.anthropic import AnthropicNarrator
+from storyloom.engine.narrators.openai import OpenAINarrator
 from tests.conftest import event_names, turn_json
 from tests.wire import anthropic_sse, openai_sse
 from tests.wire.server import Reset, Silent, Stream, WireServer
 
-GOOD = turn_json("You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry.",
-                 [{"op": "replace", "path": "/items/lamp", "value": "player"}])
+GOOD = turn_json(
+    "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry.",
+    [{"op": "replace", "path": "/items/lamp", "value": "player"}],
+)
 
 
 @dataclass(frozen=True)
@@ -46,20 +48,24 @@ class Wire:
 
 
 WIRES = [
-    Wire("openai",
-         lambda url, timeouts: OpenAINarrator(base_url=f"{url}/v1", timeouts=timeouts),
-         turn=openai_sse.tool_stream(GOOD),
-         opening=openai_sse.tool_stream(GOOD)[:6],
-         unfinished=openai_sse.tool_stream(GOOD)[:-3],
-         cut_off="before it was complete",
-         unreachable=lambda url: "is the model server running?"),
-    Wire("anthropic",
-         lambda url, timeouts: AnthropicNarrator(api_key="sk-ant-test-key", base_url=url, timeouts=timeouts),
-         turn=anthropic_sse.turn_stream(GOOD),
-         opening=[anthropic_sse.message_start(), *anthropic_sse.tool_block(0, GOOD)[:6]],
-         unfinished=[anthropic_sse.message_start(), *anthropic_sse.tool_block(0, GOOD)],
-         cut_off="stopped before it was complete",
-         unreachable=lambda url: f"cannot connect to Anthropic at {url}"),
+    Wire(
+        "openai",
+        lambda url, timeouts: OpenAINarrator(base_url=f"{url}/v1", timeouts=timeouts),
+        turn=openai_sse.tool_stream(GOOD),
+        opening=openai_sse.tool_stream(GOOD)[:6],
+        unfinished=openai_sse.tool_stream(GOOD)[:-3],
+        cut_off="before it was complete",
+        unreachable=lambda url: "is the model server running?",
+    ),
+    Wire(
+        "anthropic",
+        lambda url, timeouts: AnthropicNarrator(api_key="sk-ant-test-key", base_url=url, timeouts=timeouts),
+        turn=anthropic_sse.turn_stream(GOOD),
+        opening=[anthropic_sse.message_start(), *anthropic_sse.tool_block(0, GOOD)[:6]],
+        unfinished=[anthropic_sse.message_start(), *anthropic_sse.tool_block(0, GOOD)],
+        cut_off="stopped before it was complete",
+        unreachable=lambda url: f"cannot connect to Anthropic at {url}",
+    ),
 ]
 
 
@@ -93,8 +99,10 @@ async def test_a_reset_connection_is_retried_and_nothing_broken_is_committed(pac
     events = await play(session)
     assert event_names(events).count("narrator_retrying") == 1
     assert "lost the connection" in next(e for e in events if e.event == "narrator_retrying").reason
-    assert [e.event for e in events if e.event in ("attempt_finished", "turn_committed")] == \
-        ["attempt_finished", "turn_committed"]
+    assert [e.event for e in events if e.event in ("attempt_finished", "turn_committed")] == [
+        "attempt_finished",
+        "turn_committed",
+    ]
     assert session.state["items"]["lamp"] == "player"
 
 

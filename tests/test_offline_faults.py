@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session, initial_state, judge, load_pack
-from engine.events import (
+from storyloom.engine import Session, initial_state, judge, load_pack
+from storyloom.engine.events import (
     AttemptFinished,
     CorrectionStarted,
     ProseReplaced,
@@ -16,10 +16,10 @@ from engine.events import (
     TurnFailed,
     ValidationFailed,
 )
-from engine.narration import NarrationRequest, Rejection, TextDelta
-from engine.narrators.offline import FAULT_KINDS, OfflineNarrator
-from engine.rules import names
-from engine.turns import Issue
+from storyloom.engine.narration import NarrationRequest, Rejection, TextDelta
+from storyloom.engine.narrators.offline import FAULT_KINDS, OfflineNarrator
+from storyloom.engine.rules import names
+from storyloom.engine.turns import Issue
 
 PACKS = Path(__file__).parent / "packs"
 WALKS = Path(__file__).parent / "walkthroughs"
@@ -176,11 +176,33 @@ def test_in_any_state_a_non_stubborn_fault_is_fixed_by_the_first_correction():
     from hypothesis import strategies as st
 
     cellar = load_pack(PACKS / "example.toml")
-    vocabulary = ["look", "take", "drop", "go", "use", "open", "close", "light", "i", "wait", "e", "w", "down",
-                  "all", *[w for i in cellar.items for w in cellar.item_words(i)], "Back Hall", "Cellar"]
+    vocabulary = [
+        "look",
+        "take",
+        "drop",
+        "go",
+        "use",
+        "open",
+        "close",
+        "light",
+        "i",
+        "wait",
+        "e",
+        "w",
+        "down",
+        "all",
+        *[w for i in cellar.items for w in cellar.item_words(i)],
+        "Back Hall",
+        "Cellar",
+    ]
     places = st.sampled_from([*cellar.rooms, "player", "nowhere"])
     states = st.builds(
-        lambda loc, items, flags, courage: {"location": loc, "items": items, "flags": flags, "stats": {"courage": courage}},
+        lambda loc, items, flags, courage: {
+            "location": loc,
+            "items": items,
+            "flags": flags,
+            "stats": {"courage": courage},
+        },
         st.sampled_from(list(cellar.rooms)),
         st.fixed_dictionaries({i: places for i in cellar.items}),
         st.fixed_dictionaries({f: st.booleans() for f in cellar.flags}),
@@ -188,8 +210,12 @@ def test_in_any_state_a_non_stubborn_fault_is_fixed_by_the_first_correction():
     )
 
     @settings(max_examples=300, deadline=None)
-    @given(state=states, words=st.lists(st.sampled_from(vocabulary), max_size=4),
-           kind=st.sampled_from(FAULT_KINDS), seed=st.integers(0, 5))
+    @given(
+        state=states,
+        words=st.lists(st.sampled_from(vocabulary), max_size=4),
+        kind=st.sampled_from(FAULT_KINDS),
+        seed=st.integers(0, 5),
+    )
     def check(state, words, kind, seed):
         narrator = OfflineNarrator(cellar, seed=seed, faults=1.0, fault_kinds=[kind], stubborn=0.0)
         request = NarrationRequest(cellar, state, (), " ".join(words), turn=1)
@@ -199,8 +225,11 @@ def test_in_any_state_a_non_stubborn_fault_is_fixed_by_the_first_correction():
             return  # the fault did not apply in this state (nothing to take from afar, say)
         rejection = Rejection(raw=first.structured, text=first.text, issues=verdict.issues)
         kept = verdict.turn.narrative if verdict.turn is not None else None
-        fix = narrator.respond(NarrationRequest(cellar, state, (), " ".join(words), turn=1, attempt=2,
-                                                correction=rejection, kept_narrative=kept))
+        fix = narrator.respond(
+            NarrationRequest(
+                cellar, state, (), " ".join(words), turn=1, attempt=2, correction=rejection, kept_narrative=kept
+            )
+        )
         assert judge(fix.structured, state, cellar, kept_narrative=kept).ok
 
     check()

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session, initial_state, judge, load_pack
-from engine.events import ProseDelta, TurnCancelled, TurnCommitted, ValidationFailed
-from engine.narration import Finish, NarrationRequest, StructuredDelta
-from engine.narrators.offline import OfflineNarrator
-from engine.rules import names
+from storyloom.engine import Session, initial_state, judge, load_pack
+from storyloom.engine.events import ProseDelta, TurnCancelled, TurnCommitted, ValidationFailed
+from storyloom.engine.narration import Finish, NarrationRequest, StructuredDelta
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.rules import names
 
 PACKS = Path(__file__).parent / "packs"
 WALKS = Path(__file__).parent / "walkthroughs"
@@ -78,7 +78,9 @@ def test_look_names_the_room_what_lies_in_it_and_the_ways_out(cellar, line):
     assert result["turn"].state_patch == []
 
 
-@pytest.mark.parametrize("line", ["examine the key", "x key", "Examine The BRASS KEY", "look at the key", "inspect key"])
+@pytest.mark.parametrize(
+    "line", ["examine the key", "x key", "Examine The BRASS KEY", "look at the key", "inspect key"]
+)
 def test_examine_describes_an_item_by_name_or_alias_in_any_case(cellar, line):
     text = turn_for(cellar, initial_state(cellar), line)["turn"].narrative
     assert "warm from the hook" in text
@@ -112,8 +114,10 @@ def test_a_gated_exit_is_shut_until_its_flag_is_true(cellar):
     assert turn_for(cellar, opened, "d")["after"]["location"] == "cellar"
 
 
-@pytest.mark.parametrize("line", ["take candle", "get the candle", "pick up the candle", "pick the candle up",
-                                  "grab stub", "take stub of candle"])
+@pytest.mark.parametrize(
+    "line",
+    ["take candle", "get the candle", "pick up the candle", "pick the candle up", "grab stub", "take stub of candle"],
+)
 def test_take_puts_an_item_in_the_pocket_and_names_it(cellar, line):
     result = turn_for(cellar, initial_state(cellar), line)
     assert result["after"]["items"]["candle"] == "player"
@@ -262,15 +266,14 @@ def test_the_narrator_rejects_a_fault_rate_outside_zero_to_one(cellar):
 
 
 def test_it_is_built_by_the_settings_with_its_pace(cellar):
-    from tui.session import create_narrator
-    from tui.settings import Settings
+    from storyloom.tui.session import create_narrator
+    from storyloom.tui.settings import Settings
 
     narrator = create_narrator(Settings(seed=4, faults=0.25), cellar, interactive=True)
     assert isinstance(narrator, OfflineNarrator)
     assert (narrator.name, narrator.model, narrator.seed, narrator.faults) == ("offline", "offline-1", 4, 0.25)
     assert narrator.pace > 0 and narrator.correction_delay > narrator.pace
     assert create_narrator(Settings(), cellar, interactive=False).correction_delay == 0
-
 
 
 @pytest.mark.parametrize(("line", "expected"), [("enter the hall", "hall"), ("go into the back hall", "hall")])
@@ -298,9 +301,37 @@ def test_in_and_out_are_directions(line):
 
 
 _CELLAR = load_pack(PACKS / "example.toml")
-_VOCABULARY = ["look", "x", "take", "get", "pick", "up", "drop", "go", "to", "the", "a", "use", "open", "close",
-               "light", "i", "wait", "help", "n", "e", "w", "down", "in", "out", "all", "me", "north",
-               *[w for i in _CELLAR.items for w in _CELLAR.item_words(i)], *[r.name for r in _CELLAR.rooms.values()]]
+_VOCABULARY = [
+    "look",
+    "x",
+    "take",
+    "get",
+    "pick",
+    "up",
+    "drop",
+    "go",
+    "to",
+    "the",
+    "a",
+    "use",
+    "open",
+    "close",
+    "light",
+    "i",
+    "wait",
+    "help",
+    "n",
+    "e",
+    "w",
+    "down",
+    "in",
+    "out",
+    "all",
+    "me",
+    "north",
+    *[w for i in _CELLAR.items for w in _CELLAR.item_words(i)],
+    *[r.name for r in _CELLAR.rooms.values()],
+]
 
 
 def _states():
@@ -308,7 +339,12 @@ def _states():
 
     places = st.sampled_from([*_CELLAR.rooms, "player", "nowhere"])
     return st.builds(
-        lambda loc, items, flags, courage: {"location": loc, "items": items, "flags": flags, "stats": {"courage": courage}},
+        lambda loc, items, flags, courage: {
+            "location": loc,
+            "items": items,
+            "flags": flags,
+            "stats": {"courage": courage},
+        },
         st.sampled_from(list(_CELLAR.rooms)),
         st.fixed_dictionaries({i: places for i in _CELLAR.items}),
         st.fixed_dictionaries({f: st.booleans() for f in _CELLAR.flags}),

@@ -10,12 +10,12 @@ import io
 
 import pytest
 
-from engine.events import TurnCommitted
-from saves.errors import SaveError
-from saves.locations import list_saves, saves_dir
-from saves.reader import load_save
-from tui.session import PlaySession
-from tui.settings import Settings
+from storyloom.engine.events import TurnCommitted
+from storyloom.saves.errors import SaveError
+from storyloom.saves.locations import list_saves, saves_dir
+from storyloom.saves.reader import load_save
+from storyloom.tui.session import PlaySession
+from storyloom.tui.settings import Settings
 
 
 @pytest.fixture(autouse=True)

@@ -7,19 +7,23 @@ from string import Template
 
 import pytest
 
-from engine import initial_state, judge
-from engine.narration import Exchange, NarrationRequest
-from engine.narrators import prompts
-from engine.narrators.anthropic import AnthropicNarrator
-from engine.narrators.openai import OpenAINarrator
+from storyloom.engine import initial_state, judge
+from storyloom.engine.narration import Exchange, NarrationRequest
+from storyloom.engine.narrators import prompts
+from storyloom.engine.narrators.anthropic import AnthropicNarrator
+from storyloom.engine.narrators.openai import OpenAINarrator
 from tests.conftest import turn_json
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 
 
 def narrators():
-    return [AnthropicNarrator(api_key="sk-ant-test-key"), AnthropicNarrator(api_key="sk-ant-test-key", thinking=True),
-            OpenAINarrator(), OpenAINarrator(output="json")]
+    return [
+        AnthropicNarrator(api_key="sk-ant-test-key"),
+        AnthropicNarrator(api_key="sk-ant-test-key", thinking=True),
+        OpenAINarrator(),
+        OpenAINarrator(output="json"),
+    ]
 
 
 def request_after_one_turn(pack) -> NarrationRequest:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from engine import Session
-from engine.narrators._shared import Timeouts
-from engine.narrators.anthropic import AnthropicNarrator
-from engine.narrators.openai import OpenAINarrator
+from storyloom.engine import Session
+from storyloom.engine.narrators._shared import Timeouts
+from storyloom.engine.narrators.anthropic import AnthropicNarrator
+from storyloom.engine.narrators.openai import OpenAINarrator
 from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import anthropic_sse, openai_sse, recordings
 from tests.wire.server import Stream, WireServer
@@ -53,47 +53,67 @@ SYNTHETIC_USAGE_ANTHROPIC = tokens(2100, 180)
 
 EXPECTED: dict[str, Expect] = {
     "openai_tool_call_id_and_name_first": Expect("openai", usage=tokens(44, 16)),
-    "openai_json_cut_at_length": Expect("openai", output="json", rule="output.truncated", corrections=1,
-                                        usage=tokens(79, 1)),
-    "openai_refusal": Expect("openai", output="json", ends="turn_failed", rule="narrator.refusal",
-                             says="I'm sorry, I can't assist with that request."),
+    "openai_json_cut_at_length": Expect(
+        "openai", output="json", rule="output.truncated", corrections=1, usage=tokens(79, 1)
+    ),
+    "openai_refusal": Expect(
+        "openai",
+        output="json",
+        ends="turn_failed",
+        rule="narrator.refusal",
+        says="I'm sorry, I can't assist with that request.",
+    ),
     "openai_text_instead_of_call": Expect("openai", rule="output.missing", corrections=1, usage=tokens(14, 47)),
     "openai_two_parallel_calls": Expect("openai", usage=tokens(149, 60)),
     "anthropic_tool_use_after_text_and_ping": Expect("anthropic", usage=tokens(377, 65)),
     "anthropic_cut_at_max_tokens": Expect("anthropic", rule="output.truncated", corrections=1, usage=tokens(450, 124)),
-    "anthropic_thinking_signature_refusal": Expect("anthropic", ends="turn_failed", rule="narrator.refusal",
-                                                   says="declined to write this turn"),
-    "anthropic_refusal_with_explanation": Expect("anthropic", ends="turn_failed", rule="narrator.refusal",
-                                                 says="This request was refused due to policy."),
+    "anthropic_thinking_signature_refusal": Expect(
+        "anthropic", ends="turn_failed", rule="narrator.refusal", says="declined to write this turn"
+    ),
+    "anthropic_refusal_with_explanation": Expect(
+        "anthropic", ends="turn_failed", rule="narrator.refusal", says="This request was refused due to policy."
+    ),
     "anthropic_text_only_end_turn": Expect("anthropic", rule="output.missing", corrections=1, usage=tokens(11, 6)),
-    "xai_grok_usage_in_every_chunk": Expect("openai", output="json", rule="output.truncated", corrections=1,
-                                            usage=tokens(38, 200)),
-    "mistral_usage_in_the_finish_chunk": Expect("openai", output="json", rule="output.truncated", corrections=1,
-                                                usage=tokens(34, 100)),
+    "xai_grok_usage_in_every_chunk": Expect(
+        "openai", output="json", rule="output.truncated", corrections=1, usage=tokens(38, 200)
+    ),
+    "mistral_usage_in_the_finish_chunk": Expect(
+        "openai", output="json", rule="output.truncated", corrections=1, usage=tokens(34, 100)
+    ),
     "deepinfra_spaced_json_and_estimated_cost": Expect("openai", output="json", usage=tokens(48, 189)),
     "openai_usage_omitted": Expect("openai", output="json", usage=tokens()),
     "ollama_whole_calls_in_one_chunk_each": Expect("openai", usage=tokens()),
-    "openrouter_processing_comments_then_cut": Expect("openai", output="json", retries=1,
-                                                      says="stopped the answer before it was complete",
-                                                      usage=SYNTHETIC_USAGE_OPENAI),
-    "llama_cpp_error_field_then_done": Expect("openai", ends="turn_failed", rule="narrator.error",
-                                              says="no longer fits"),
-    "anthropic_overloaded_error_event": Expect("anthropic", retries=1, says="overloaded",
-                                               usage=SYNTHETIC_USAGE_ANTHROPIC),
+    "openrouter_processing_comments_then_cut": Expect(
+        "openai",
+        output="json",
+        retries=1,
+        says="stopped the answer before it was complete",
+        usage=SYNTHETIC_USAGE_OPENAI,
+    ),
+    "llama_cpp_error_field_then_done": Expect(
+        "openai", ends="turn_failed", rule="narrator.error", says="no longer fits"
+    ),
+    "anthropic_overloaded_error_event": Expect(
+        "anthropic", retries=1, says="overloaded", usage=SYNTHETIC_USAGE_ANTHROPIC
+    ),
     "anthropic_text_padded_lines": Expect("anthropic", rule="output.missing", corrections=1, usage=tokens(36, 265)),
-    "anthropic_compaction_block_then_text": Expect("anthropic", rule="output.missing", corrections=1,
-                                                   usage=tokens(30, 8)),
+    "anthropic_compaction_block_then_text": Expect(
+        "anthropic", rule="output.missing", corrections=1, usage=tokens(30, 8)
+    ),
     "xai_reasoning_content_then_whole_call": Expect("openai", usage=tokens(307, 26, 306)),
     "azure_prompt_filter_results_first": Expect("openai", output="json", usage=tokens(15, 5)),
     "mistral_content_as_a_list_of_parts": Expect("openai", output="json", usage=tokens(28, 139)),
     "openai_tool_call_finished_with_stop": Expect("openai", usage=tokens(44, 16)),
-    "openrouter_reasoning_then_error_chunk": Expect("openai", output="json", ends="turn_failed", rule="narrator.error",
-                                                  says="Token limit reached"),
-    "llama_cpp_data_error_after_call_pieces": Expect("openai", retries=1, says="Failed to parse input",
-                                                   usage=SYNTHETIC_USAGE_OPENAI),
+    "openrouter_reasoning_then_error_chunk": Expect(
+        "openai", output="json", ends="turn_failed", rule="narrator.error", says="Token limit reached"
+    ),
+    "llama_cpp_data_error_after_call_pieces": Expect(
+        "openai", retries=1, says="Failed to parse input", usage=SYNTHETIC_USAGE_OPENAI
+    ),
     "openrouter_reasoning_details_then_content": Expect("openai", output="json", usage=tokens(43, 36)),
-    "groq_reasoning_then_tool_use_failed_error_event": Expect("openai", retries=1, says="Tool call validation failed",
-                                                            usage=SYNTHETIC_USAGE_OPENAI),
+    "groq_reasoning_then_tool_use_failed_error_event": Expect(
+        "openai", retries=1, says="Tool call validation failed", usage=SYNTHETIC_USAGE_OPENAI
+    ),
     "gemini_whole_call_without_index": Expect("openai", usage=tokens(108, 19)),
 }
 

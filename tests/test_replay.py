@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from engine import Session, load_pack, state_hash
-from engine.events import Event
-from engine.narration import Finish, NarrationRequest, StructuredDelta
-from engine.narrators.offline import OfflineNarrator
-from engine.narrators.replay import RecordedAnswer, ReplayNarrator
-from saves.format import SaveHeader
-from saves.reader import load_save
-from tui.cli import save_commands as commands
-from saves.replay import Replayer, replay_plan
-from saves.writer import Journal
+from storyloom.engine import Session, load_pack, state_hash
+from storyloom.engine.events import Event
+from storyloom.engine.narration import Finish, NarrationRequest, StructuredDelta
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
+from storyloom.saves.format import SaveHeader
+from storyloom.saves.reader import load_save
+from storyloom.saves.replay import Replayer, replay_plan
+from storyloom.saves.writer import Journal
+from storyloom.tui.cli import save_commands as commands
 from tests.conftest import Reply, ScriptedNarrator, structured, turn_json
 from tests.test_saves_kit import LIGHTHOUSE_WALK, play, played_save, played_save_async, rewrite_records
 
@@ -42,8 +42,9 @@ async def _replay(path: Path, **options: Any):
 
 
 async def test_replaying_a_session_with_corrections_gives_the_same_events_and_final_state(tmp_path: Path) -> None:
-    path, live, events = await played_save_async(tmp_path / "s.jsonl", [*LIGHTHOUSE_WALK, "/undo", "look"],
-                                                 faults=0.7, stubborn=0.0)
+    path, live, events = await played_save_async(
+        tmp_path / "s.jsonl", [*LIGHTHOUSE_WALK, "/undo", "look"], faults=0.7, stubborn=0.0
+    )
     assert any(e.event == "correction_started" for e in events), "the session should have had corrections"
     result = await _replay(path)
     assert result.divergence is None
@@ -92,15 +93,16 @@ class _RecordedSlowly:
         text = turn_json("You look around the black rocks.", [])
         third = len(text) // 3
         for index, at in enumerate((0, 300, 600)):
-            yield StructuredDelta(text[index * third:(index + 1) * third if index < 2 else None], at_ms=at)
+            yield StructuredDelta(text[index * third : (index + 1) * third if index < 2 else None], at_ms=at)
         yield Finish("end")
 
 
-async def test_a_replay_slower_than_recorded_gives_an_attempt_time_in_proportion(tmp_path: Path, pack,
-                                                                                 monkeypatch) -> None:
-    import saves.replay
+async def test_a_replay_slower_than_recorded_gives_an_attempt_time_in_proportion(
+    tmp_path: Path, pack, monkeypatch
+) -> None:
+    from storyloom.saves import replay
 
-    monkeypatch.setattr(saves.replay, "ATTEMPT_MAX_SECONDS", 1.0)  # an attempt recorded in 0.6 s fits
+    monkeypatch.setattr(replay, "ATTEMPT_MAX_SECONDS", 1.0)  # an attempt recorded in 0.6 s fits
     narrator = _RecordedSlowly()
     path = tmp_path / "slow.jsonl"
     with Journal.create(path, SaveHeader.for_session(pack, narrator)) as journal:
@@ -112,10 +114,13 @@ async def test_a_replay_slower_than_recorded_gives_an_attempt_time_in_proportion
 
 async def test_a_cancelled_turn_and_its_retry_replay_as_they_happened(tmp_path: Path, pack) -> None:
     long = "You walk north along the rocks while the tide comes in, slowly, slowly."
-    narrator = ScriptedNarrator([
-        structured(long, [{"op": "replace", "path": "/location", "value": "path"}]),
-        structured("You walk north to the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}]),
-    ], chunk=6)
+    narrator = ScriptedNarrator(
+        [
+            structured(long, [{"op": "replace", "path": "/location", "value": "path"}]),
+            structured("You walk north to the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}]),
+        ],
+        chunk=6,
+    )
     session = Session(pack, narrator)
     path = tmp_path / "s.jsonl"
     with Journal.create(path, SaveHeader.for_session(pack, narrator)) as journal:
@@ -125,17 +130,20 @@ async def test_a_cancelled_turn_and_its_retry_replay_as_they_happened(tmp_path: 
     assert result.divergence is None
     shown = lambda evs: [e.text for e in evs if e.event == "prose_delta"]  # noqa: E731
     assert shown(result.events) == shown(events)
-    assert [e.event for e in result.events if e.event != "prose_delta"] == \
-        [e.event for e in events if e.event != "prose_delta"]
+    assert [e.event for e in result.events if e.event != "prose_delta"] == [
+        e.event for e in events if e.event != "prose_delta"
+    ]
 
 
 async def test_a_failed_turn_replays_as_failed(tmp_path: Path, pack) -> None:
-    narrator = ScriptedNarrator([
-        structured("You fly to the tower.", [{"op": "replace", "path": "/location", "value": "tower"}]),
-        structured("You fly to the tower.", [{"op": "replace", "path": "/location", "value": "tower"}]),
-        Reply(text="I would rather not."),
-        structured("You look around."),
-    ])
+    narrator = ScriptedNarrator(
+        [
+            structured("You fly to the tower.", [{"op": "replace", "path": "/location", "value": "tower"}]),
+            structured("You fly to the tower.", [{"op": "replace", "path": "/location", "value": "tower"}]),
+            Reply(text="I would rather not."),
+            structured("You look around."),
+        ]
+    )
     session = Session(pack, narrator, budget=2)
     path = tmp_path / "s.jsonl"
     with Journal.create(path, SaveHeader.for_session(pack, narrator)) as journal:
@@ -191,7 +199,7 @@ async def test_a_save_that_stops_mid_turn_replays_up_to_where_it_stops(tmp_path:
     path, _, _ = await played_save_async(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
     lines = path.read_bytes().splitlines(keepends=True)
     cut = max(i for i, line in enumerate(lines) if b'"attempt_finished"' in line)
-    path.write_bytes(b"".join(lines[:cut + 1]))
+    path.write_bytes(b"".join(lines[: cut + 1]))
     result = await _replay(path)
     assert result.divergence is None and result.interrupted == 2
     assert result.final_hash == result.expected_final_hash  # turn 2 was never committed, nor is it now
@@ -227,14 +235,16 @@ def test_the_offline_narrator_is_not_needed_to_replay(tmp_path: Path, monkeypatc
 
 
 async def test_narrator_faults_replay_as_recorded(tmp_path: Path, pack) -> None:
-    from engine.narration import NarratorError, TransientNarratorError
+    from storyloom.engine.narration import NarratorError, TransientNarratorError
 
-    narrator = ScriptedNarrator([
-        Reply(structured='{"narrative": "You', raise_after=TransientNarratorError("overloaded", retry_after=0.5)),
-        structured("You look around."),
-        Reply(structured='{"narrative": "You see', raise_after=NarratorError("the server said no")),
-        structured("You look again."),
-    ])
+    narrator = ScriptedNarrator(
+        [
+            Reply(structured='{"narrative": "You', raise_after=TransientNarratorError("overloaded", retry_after=0.5)),
+            structured("You look around."),
+            Reply(structured='{"narrative": "You see', raise_after=NarratorError("the server said no")),
+            structured("You look again."),
+        ]
+    )
 
     async def no_sleep(_: float) -> None:
         return None

@@ -10,22 +10,24 @@ from typing import Any
 
 import pytest
 
-from engine import Session
-from engine.narration import Chunk, NarrationRequest
-from saves.format import SaveHeader
-from saves.reader import load_save
-from saves.replay import replay_plan
-from saves.writer import Journal
+from storyloom.engine import Session
+from storyloom.engine.narration import Chunk, NarrationRequest
+from storyloom.saves.format import SaveHeader
+from storyloom.saves.reader import load_save
+from storyloom.saves.replay import replay_plan
+from storyloom.saves.writer import Journal
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.testing.frames import FrameRecorder, assert_no_shift
+from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from storyloom.tui.testing.pilot import until
 from tests.test_frames import transcript_height
 from tests.test_saves_kit import shore_pack_file
-from tui.app import StoryloomApp
-from tui.testing.frames import FrameRecorder, assert_no_shift
-from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
-from tui.testing.pilot import until
 
 SIZE = (100, 30)
-TAKE_BOTH = [{"op": "replace", "path": "/items/lamp", "value": "player"},
-             {"op": "replace", "path": "/items/boulder", "value": "player"}]
+TAKE_BOTH = [
+    {"op": "replace", "path": "/items/lamp", "value": "player"},
+    {"op": "replace", "path": "/items/boulder", "value": "player"},
+]
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 FIRST = "You lift the brass lamp from the rocks. Its glass is cold and crusted with salt."
 CHANGED = "You lift the brass lamp from the rocks. The boulder beside it does not move, however hard you push."
@@ -47,8 +49,9 @@ class _HeldCorrections:
             yield chunk
 
 
-async def _play(frame_recorder: Any, session: Session, gate: asyncio.Event,
-                journal: Journal | None = None) -> FrameRecorder:
+async def _play(
+    frame_recorder: Any, session: Session, gate: asyncio.Event, journal: Journal | None = None
+) -> FrameRecorder:
     """Type "take lamp", hold the correction while the status shows, then let it finish."""
     holder: list[FrameRecorder] = []
 
@@ -59,8 +62,7 @@ async def _play(frame_recorder: Any, session: Session, gate: asyncio.Event,
 
     app = StoryloomApp(session, on_event=on_event, blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        holder.append(frame_recorder(app, regions=REGIONS, screen=True,
-                                     texts={**TEXTS, "content": transcript_height}))
+        holder.append(frame_recorder(app, regions=REGIONS, screen=True, texts={**TEXTS, "content": transcript_height}))
         holder[0].mark("key")
         await pilot.press(*"take lamp", "enter")
         await until(pilot, lambda: "correction_started" in holder[0].all_marks())
@@ -75,27 +77,35 @@ async def _play(frame_recorder: Any, session: Session, gate: asyncio.Event,
 
 @pytest.mark.parametrize("correction", [None, CHANGED], ids=["prose-kept", "prose-changed"])
 async def test_a_replayed_correction_paints_the_same_frames_as_the_live_one(
-        tmp_path: Path, frame_recorder: Any, correction: str | None) -> None:
+    tmp_path: Path, frame_recorder: Any, correction: str | None
+) -> None:
     pack, pack_path = shore_pack_file(tmp_path)
     gate = asyncio.Event()
-    narrator = GatedNarrator([GatedReply(turn_text(FIRST, TAKE_BOTH)),
-                              GatedReply(turn_text(correction, TAKE_LAMP), before=gate)])
+    narrator = GatedNarrator(
+        [GatedReply(turn_text(FIRST, TAKE_BOTH)), GatedReply(turn_text(correction, TAKE_LAMP), before=gate)]
+    )
     path = tmp_path / "live.jsonl"
     with Journal.create(path, SaveHeader.for_session(pack, narrator, source=str(pack_path))) as journal:
         live = await _play(frame_recorder, Session(pack, narrator), gate, journal)
 
     plan = replay_plan(load_save(path))
     replay_gate = asyncio.Event()
-    replayed = await _play(frame_recorder, Session(plan.pack, _HeldCorrections(plan.narrator, replay_gate)),
-                           replay_gate)
+    replayed = await _play(
+        frame_recorder, Session(plan.pack, _HeldCorrections(plan.narrator, replay_gate)), replay_gate
+    )
 
     live_window = live.sequences(live.between("correction_started"))
     replay_window = replayed.sequences(replayed.between("correction_started"))
     assert replay_window == live_window
     for recording in (live, replayed):  # the whole turn, from the key press on, live and replayed
-        assert_no_shift(recording.since("key"), ["Grey water", "› take lamp", "You lift the brass lamp", "correcting ("],
-                        content="content", swap="prose", fixed=("input", "side"),
-                        settled=lambda frame: (frame.texts["status"] or "").startswith("correcting"))
+        assert_no_shift(
+            recording.since("key"),
+            ["Grey water", "› take lamp", "You lift the brass lamp", "correcting ("],
+            content="content",
+            swap="prose",
+            fixed=("input", "side"),
+            settled=lambda frame: (frame.texts["status"] or "").startswith("correcting"),
+        )
     assert live_window["texts.status"] == ["correcting (1/2)…", ""]
     assert len(live_window["regions.message"]) == 1  # the message never moved while it was corrected
     assert replayed.all_marks() == live.all_marks()

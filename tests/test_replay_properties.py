@@ -10,19 +10,33 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Session, load_pack, state_hash
-from engine.narrators.offline import OfflineNarrator
-from saves.format import SaveHeader
-from saves.reader import load_save
-from saves.replay import Replayer, replay_plan
-from saves.resume import resume
-from saves.verify import verify_save
-from saves.writer import Journal
+from storyloom.engine import Session, load_pack, state_hash
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.saves.format import SaveHeader
+from storyloom.saves.reader import load_save
+from storyloom.saves.replay import Replayer, replay_plan
+from storyloom.saves.resume import resume
+from storyloom.saves.verify import verify_save
+from storyloom.saves.writer import Journal
 from tests.test_replay import _timeless
 from tests.test_saves_kit import play
 
-WORDS = ["look", "take rope", "north", "south", "up", "down", "west", "east", "take key", "take matches",
-         "drop rope", "inventory", "open door", "take oilcan"]
+WORDS = [
+    "look",
+    "take rope",
+    "north",
+    "south",
+    "up",
+    "down",
+    "west",
+    "east",
+    "take key",
+    "take matches",
+    "drop rope",
+    "inventory",
+    "open door",
+    "take oilcan",
+]
 ACTIONS = st.one_of(
     st.sampled_from(WORDS),
     st.just("/undo"),
@@ -32,10 +46,14 @@ ACTIONS = st.one_of(
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(actions=st.lists(ACTIONS, min_size=1, max_size=10), seed=st.integers(0, 1000),
-       faults=st.sampled_from([0.0, 0.5, 1.0]))
-def test_any_session_verifies_resumes_and_replays_to_the_same_story(actions: list[str], seed: int,
-                                                                     faults: float) -> None:
+@given(
+    actions=st.lists(ACTIONS, min_size=1, max_size=10),
+    seed=st.integers(0, 1000),
+    faults=st.sampled_from([0.0, 0.5, 1.0]),
+)
+def test_any_session_verifies_resumes_and_replays_to_the_same_story(
+    actions: list[str], seed: int, faults: float
+) -> None:
     asyncio.run(_check(actions, seed, faults))
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session
-from saves.format import SaveHeader
-from saves.reader import load_save
-from tui.cli import save_commands as commands
-from saves.verify import verify_save
-from saves.writer import Journal
+from storyloom.engine import Session
+from storyloom.saves.format import SaveHeader
+from storyloom.saves.reader import load_save
+from storyloom.saves.verify import verify_save
+from storyloom.saves.writer import Journal
+from storyloom.tui.cli import main
+from storyloom.tui.cli import save_commands as commands
 from tests.conftest import ScriptedNarrator, structured
 from tests.test_saves_kit import kinds, play, played_save, shore_pack_file
-from tui.cli import main
 
 
 @pytest.fixture
@@ -47,8 +47,15 @@ def _hostile_save(tmp_path: Path) -> Path:
     """A save whose model wrote escape sequences, bidi overrides and zero-width characters."""
     pack, pack_path = shore_pack_file(tmp_path)
     narrative = "You take the \x1b[31mbrass lamp\x1b[0m.\u202e evil \u200b\x1b]0;pwned\x07"
-    narrator = ScriptedNarrator([structured(narrative, [{"op": "replace", "path": "/items/lamp", "value": "player"}],
-                                            suggestions=["go \x1b[2Jnorth"])])
+    narrator = ScriptedNarrator(
+        [
+            structured(
+                narrative,
+                [{"op": "replace", "path": "/items/lamp", "value": "player"}],
+                suggestions=["go \x1b[2Jnorth"],
+            )
+        ]
+    )
     session = Session(pack, narrator)
     path = tmp_path / "hostile.jsonl"
 
@@ -130,23 +137,23 @@ def test_headless_resume_continues_the_story_and_undo_is_recorded(data_home: Pat
 
 def test_headless_resume_latest_and_a_refused_save(data_home: Path, tmp_path: Path, capsys) -> None:
     assert main(["play", "--headless", "--commands", str(_commands_file(tmp_path, "look"))]) == 0
-    assert main(["play", "--headless", "--commands", str(_commands_file(tmp_path, "take rope")),
-                 "--resume", "latest"]) == 0
+    assert (
+        main(["play", "--headless", "--commands", str(_commands_file(tmp_path, "take rope")), "--resume", "latest"])
+        == 0
+    )
     (only,) = data_home.glob("*.jsonl")
     assert kinds(only).count("turn_committed") == 2
     lines = only.read_bytes().splitlines(keepends=True)
     only.write_bytes(b"".join(lines[:1] + lines[2:]))
     before = only.read_bytes()
-    assert main(["play", "--headless", "--commands", str(_commands_file(tmp_path, "look")),
-                 "--resume", "latest"]) == 2
+    assert main(["play", "--headless", "--commands", str(_commands_file(tmp_path, "look")), "--resume", "latest"]) == 2
     assert "missing" in capsys.readouterr().err and only.read_bytes() == before
 
 
 def test_headless_save_refuses_to_overwrite_a_file(tmp_path: Path, data_home: Path, capsys) -> None:
     target = tmp_path / "precious.txt"
     target.write_text("keep me")
-    assert main(["play", "--headless", "--commands", str(_commands_file(tmp_path, "look")),
-                 "--save", str(target)]) == 2
+    assert main(["play", "--headless", "--commands", str(_commands_file(tmp_path, "look")), "--save", str(target)]) == 2
     assert target.read_text() == "keep me" and "already there" in capsys.readouterr().err
 
 

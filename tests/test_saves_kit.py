@@ -13,15 +13,27 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from engine import Session, load_pack, parse_pack
-from engine.narrators.offline import OfflineNarrator
-from engine.state import canonical_json
-from saves.format import GENESIS, SaveHeader, record_hash
-from saves.writer import Journal
+from storyloom.engine import Session, load_pack, parse_pack
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.state import canonical_json
+from storyloom.saves.format import GENESIS, SaveHeader, record_hash
+from storyloom.saves.writer import Journal
 from tests.conftest import SHORE_PACK
 
-LIGHTHOUSE_WALK = ["look", "take rope", "north", "up", "west", "take key", "take matches", "east", "east",
-                   "take oilcan", "west", "inventory"]
+LIGHTHOUSE_WALK = [
+    "look",
+    "take rope",
+    "north",
+    "up",
+    "west",
+    "take key",
+    "take matches",
+    "east",
+    "east",
+    "take oilcan",
+    "west",
+    "inventory",
+]
 
 
 def shore_pack_file(tmp_path: Path):
@@ -31,8 +43,9 @@ def shore_pack_file(tmp_path: Path):
     return parse_pack(SHORE_PACK, str(path)), path
 
 
-async def play(session: Session, journal: Journal, commands: Iterable[str], *,
-               cancel_after_deltas: int | None = None) -> list[Any]:
+async def play(
+    session: Session, journal: Journal, commands: Iterable[str], *, cancel_after_deltas: int | None = None
+) -> list[Any]:
     """Play commands the way a player would, journaling every event.
 
     `/undo` undoes, `/retry` retries the pending turn, `/cancel CMD` plays CMD
@@ -59,20 +72,28 @@ async def play(session: Session, journal: Journal, commands: Iterable[str], *,
         elif command == "/retry":
             await run(session.retry())
         elif command.startswith("/cancel "):
-            await run(session.play(command[len("/cancel "):]), cancel_after_deltas or 1)
+            await run(session.play(command[len("/cancel ") :]), cancel_after_deltas or 1)
         else:
             await run(session.play(command))
     return events
 
 
-def played_save(path: Path, commands: Iterable[str] = LIGHTHOUSE_WALK,
-                **options: Any) -> tuple[Path, Session, list[Any]]:
+def played_save(
+    path: Path, commands: Iterable[str] = LIGHTHOUSE_WALK, **options: Any
+) -> tuple[Path, Session, list[Any]]:
     """`played_save_async`, for tests that are not async themselves."""
     return asyncio.run(played_save_async(path, commands, **options))
 
 
-async def played_save_async(path: Path, commands: Iterable[str] = LIGHTHOUSE_WALK, *, faults: float = 0.5,
-                            seed: int = 7, budget: int = 2, **narrator_options: Any) -> tuple[Path, Session, list[Any]]:
+async def played_save_async(
+    path: Path,
+    commands: Iterable[str] = LIGHTHOUSE_WALK,
+    *,
+    faults: float = 0.5,
+    seed: int = 7,
+    budget: int = 2,
+    **narrator_options: Any,
+) -> tuple[Path, Session, list[Any]]:
     """A lighthouse session on the offline narrator, played into a new save at `path`."""
     pack = load_pack("lighthouse")
     narrator = OfflineNarrator(pack, seed=seed, faults=faults, **narrator_options)

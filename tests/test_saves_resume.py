@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session, load_pack, state_hash
-from engine.events import TurnCommitted, TurnUndone
-from engine.narrators.offline import OfflineNarrator
-from saves.errors import SaveLocked
-from saves.format import SaveHeader
-from saves.reader import load_save
-from saves.resume import resume
-from saves.verify import verify_save
-from saves.writer import Journal
+from storyloom.engine import Session, load_pack, state_hash
+from storyloom.engine.events import TurnCommitted, TurnUndone
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.saves.errors import SaveLocked
+from storyloom.saves.format import SaveHeader
+from storyloom.saves.reader import load_save
+from storyloom.saves.resume import resume
+from storyloom.saves.verify import verify_save
+from storyloom.saves.writer import Journal
 from tests.test_saves_kit import kinds, play, played_save, played_save_async
 
 
@@ -97,7 +97,7 @@ async def test_a_save_cut_off_mid_turn_resumes_with_that_turn_closed_and_retryab
     path, _, _ = await played_save_async(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
     lines = path.read_bytes().splitlines(keepends=True)
     last_started = max(i for i, line in enumerate(lines) if b'"turn_started"' in line)
-    path.write_bytes(b"".join(lines[:last_started + 1]))  # the process died while turn 2 streamed
+    path.write_bytes(b"".join(lines[: last_started + 1]))  # the process died while turn 2 streamed
     resumed = resume(path, _narrator(faults=0.0))
     with resumed.journal:
         assert resumed.rebuilt.interrupted == 2
@@ -116,7 +116,7 @@ def test_resume_refuses_a_save_another_process_is_writing(tmp_path: Path) -> Non
 
 def test_resume_latest_picks_the_newest_save_in_the_saves_folder(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    from saves.locations import new_save_path
+    from storyloom.saves.locations import new_save_path
 
     older = played_save(new_save_path("lighthouse"), ["look"], faults=0.0)[0]
     import os
@@ -146,9 +146,9 @@ def test_a_resume_reads_and_parses_the_save_once(tmp_path: Path, monkeypatch) ->
     """The save the writer appends to is the one the session was rebuilt from: one read, one parse."""
     import os
 
-    from saves import reader
-    from saves.choices import SessionChoices
-    from saves.resume import resume_with
+    from storyloom.saves import reader
+    from storyloom.saves.choices import SessionChoices
+    from storyloom.saves.resume import resume_with
 
     path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope"], faults=0.0)
     size = path.stat().st_size
@@ -174,8 +174,9 @@ def test_a_resume_reads_and_parses_the_save_once(tmp_path: Path, monkeypatch) ->
     monkeypatch.setattr(reader, "_read_as_written", counted_parse)
     monkeypatch.setattr(os, "read", counted_os_read)
     monkeypatch.setattr(Path, "read_bytes", counted_read_bytes)
-    resumed = resume_with(path, lambda pack, kept: OfflineNarrator(pack, seed=kept.seed, faults=kept.faults),
-                          SessionChoices())
+    resumed = resume_with(
+        path, lambda pack, kept: OfflineNarrator(pack, seed=kept.seed, faults=kept.faults), SessionChoices()
+    )
     with resumed.journal:
         assert parses == [path]
         assert sum(read_bytes) == size
@@ -183,10 +184,11 @@ def test_a_resume_reads_and_parses_the_save_once(tmp_path: Path, monkeypatch) ->
 
 
 def test_continuing_with_the_offline_narrator_keeps_the_save_s_seed_and_fault_rate(tmp_path: Path) -> None:
-    from saves.choices import SessionChoices
+    from storyloom.saves.choices import SessionChoices
 
     header = load_save(played_save(tmp_path / "s.jsonl", ["look"], seed=11, faults=0.25)[0]).header
     assert SessionChoices(narrator="offline", seed=1, faults=0.0).continuing(header) == SessionChoices(
-        narrator="offline", seed=11, faults=0.25)
+        narrator="offline", seed=11, faults=0.25
+    )
     other = SessionChoices(narrator="anthropic", seed=1)
     assert other.continuing(header) is other

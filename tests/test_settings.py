@@ -6,12 +6,12 @@ import argparse
 
 import pytest
 
-from engine.narrators.anthropic import DEFAULT_MODEL as CLAUDE
-from engine.narrators.anthropic import AnthropicNarrator
-from engine.narrators.openai import DEFAULT_BASE_URL, OpenAINarrator
-from tui.cli import build_parser, main
-from tui.session import create_narrator
-from tui.settings import Settings, SettingsError, config_path, load_settings
+from storyloom.engine.narrators.anthropic import DEFAULT_MODEL as CLAUDE
+from storyloom.engine.narrators.anthropic import AnthropicNarrator
+from storyloom.engine.narrators.openai import DEFAULT_BASE_URL, OpenAINarrator
+from storyloom.tui.cli import build_parser, main
+from storyloom.tui.session import create_narrator
+from storyloom.tui.settings import Settings, SettingsError, config_path, load_settings
 
 PLANTED = "sk-ant-api03-PLANTED-SECRET-never-print-me"
 
@@ -19,9 +19,20 @@ PLANTED = "sk-ant-api03-PLANTED-SECRET-never-print-me"
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch):
     """`storyloom config` reads the real environment: keep the developer's own settings out of it."""
-    for var in ("STORYLOOM_NARRATOR", "STORYLOOM_MODEL", "STORYLOOM_BASE_URL", "STORYLOOM_BUDGET", "STORYLOOM_PACE",
-                "STORYLOOM_THEME", "STORYLOOM_OUTPUT", "STORYLOOM_MAX_TOKENS", "ANTHROPIC_API_KEY",
-                "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    for var in (
+        "STORYLOOM_NARRATOR",
+        "STORYLOOM_MODEL",
+        "STORYLOOM_BASE_URL",
+        "STORYLOOM_BUDGET",
+        "STORYLOOM_PACE",
+        "STORYLOOM_THEME",
+        "STORYLOOM_OUTPUT",
+        "STORYLOOM_MAX_TOKENS",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -52,8 +63,10 @@ def test_the_environment_overrides_the_file_and_flags_override_both(tmp_path):
 
 
 def test_each_narrator_takes_its_own_table_from_the_file(tmp_path):
-    path = write(tmp_path, 'narrator = "openai"\n[openai]\nmodel = "llama3.1"\noutput = "json"\n'
-                           '[anthropic]\nmodel = "claude-opus-5"\n')
+    path = write(
+        tmp_path,
+        'narrator = "openai"\n[openai]\nmodel = "llama3.1"\noutput = "json"\n[anthropic]\nmodel = "claude-opus-5"\n',
+    )
     assert load_settings(None, env={}, path=path).output == "json"
     claude = load_settings(flags("--narrator", "anthropic"), env={}, path=path)
     assert (claude.model, claude.output) == ("claude-opus-5", "tools")
@@ -67,23 +80,33 @@ def test_the_files_model_and_address_stay_with_the_narrator_they_were_written_fo
 
 def test_vendor_base_url_variables_apply_to_their_own_narrator(tmp_path):
     env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9000", "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}
-    assert load_settings(flags("--narrator", "anthropic"), env=env, path=tmp_path / "x").base_url == "http://127.0.0.1:9000"
-    assert load_settings(flags("--narrator", "openai"), env=env, path=tmp_path / "x").base_url == "http://127.0.0.1:8080/v1"
-    flagged = load_settings(flags("--narrator", "openai", "--base-url", "http://127.0.0.1:1234/v1"), env=env,
-                            path=tmp_path / "x")
+    assert (
+        load_settings(flags("--narrator", "anthropic"), env=env, path=tmp_path / "x").base_url
+        == "http://127.0.0.1:9000"
+    )
+    assert (
+        load_settings(flags("--narrator", "openai"), env=env, path=tmp_path / "x").base_url
+        == "http://127.0.0.1:8080/v1"
+    )
+    flagged = load_settings(
+        flags("--narrator", "openai", "--base-url", "http://127.0.0.1:1234/v1"), env=env, path=tmp_path / "x"
+    )
     assert flagged.base_url == "http://127.0.0.1:1234/v1"
 
 
-@pytest.mark.parametrize(("text", "words"), [
-    ('narator = "openai"\n', ["unknown setting", "narator"]),
-    ('budget = "two"\n', ["budget must be a whole number"]),
-    ('budget = -1\n', ["budget"]),
-    ('narrator = "gpt"\n', ["narrator must be one of offline, anthropic, openai"]),
-    ('[openai]\noutput = "xml"\n', ["output must be tools or json"]),
-    ('[openai]\ntheme = "nord"\n', ["[openai]", "unknown setting", "theme"]),
-    ('base_url = "127.0.0.1:11434"\n', ["http:// or https://"]),
-    ('budget = 2\nbudget = 3\n', ["cannot read the config file"]),
-])
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('narator = "openai"\n', ["unknown setting", "narator"]),
+        ('budget = "two"\n', ["budget must be a whole number"]),
+        ("budget = -1\n", ["budget"]),
+        ('narrator = "gpt"\n', ["narrator must be one of offline, anthropic, openai"]),
+        ('[openai]\noutput = "xml"\n', ["output must be tools or json"]),
+        ('[openai]\ntheme = "nord"\n', ["[openai]", "unknown setting", "theme"]),
+        ('base_url = "127.0.0.1:11434"\n', ["http:// or https://"]),
+        ("budget = 2\nbudget = 3\n", ["cannot read the config file"]),
+    ],
+)
 def test_a_bad_config_file_is_a_clear_error_naming_the_file_and_key(tmp_path, text, words):
     path = write(tmp_path, text)
     with pytest.raises(SettingsError) as caught:
@@ -148,13 +171,21 @@ def test_the_anthropic_narrator_without_a_key_says_which_variable_to_set(pack, t
 
 def test_narrators_are_built_from_the_settings(pack, tmp_path):
     env = {"ANTHROPIC_API_KEY": PLANTED}
-    claude = create_narrator(load_settings(flags("--narrator", "anthropic", "--max-tokens", "800", "--thinking"),
-                                           env=env, path=tmp_path / "x"), pack, interactive=False)
+    claude = create_narrator(
+        load_settings(
+            flags("--narrator", "anthropic", "--max-tokens", "800", "--thinking"), env=env, path=tmp_path / "x"
+        ),
+        pack,
+        interactive=False,
+    )
     assert isinstance(claude, AnthropicNarrator)
     assert (claude.model, claude.max_tokens, claude.thinking) == (CLAUDE, 800, True)
     assert PLANTED not in repr(claude)
-    local = create_narrator(load_settings(flags("--narrator", "openai", "--output", "json"), env={},
-                                          path=tmp_path / "x"), pack, interactive=False)
+    local = create_narrator(
+        load_settings(flags("--narrator", "openai", "--output", "json"), env={}, path=tmp_path / "x"),
+        pack,
+        interactive=False,
+    )
     assert isinstance(local, OpenAINarrator)
     assert (local.base_url, local.output) == (DEFAULT_BASE_URL, "json")
 

@@ -13,13 +13,26 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from engine.events import EVENT_TYPES, _event_check, _field_checks, _field_names, event_from_json
-from engine.turns import Issue
+from storyloom.engine.events import EVENT_TYPES, _event_check, _field_checks, _field_names, event_from_json
+from storyloom.engine.turns import Issue
 
-scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)
-           | st.builds(Issue, st.text(max_size=3), st.text(max_size=3), st.text(max_size=3)))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.lists(inner, max_size=3).map(tuple)
-                      | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=3), max_leaves=8)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=5)
+    | st.builds(Issue, st.text(max_size=3), st.text(max_size=3), st.text(max_size=3))
+)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 def _passes(check: Any, value: Any) -> bool:
@@ -45,6 +58,15 @@ def test_a_field_of_the_wrong_type_is_named_in_the_refusal() -> None:
         assert "attempt" in str(exc)
     else:
         raise AssertionError("a text attempt number was accepted")
-    event = event_from_json({"event": "attempt_finished", "turn": 2, "attempt": 1, "kind": "turn", "raw": None,
-                             "deltas": [[0, "s", "{"]], "issues": [{"path": "", "rule": "r", "message": "m"}]})
+    event = event_from_json(
+        {
+            "event": "attempt_finished",
+            "turn": 2,
+            "attempt": 1,
+            "kind": "turn",
+            "raw": None,
+            "deltas": [[0, "s", "{"]],
+            "issues": [{"path": "", "rule": "r", "message": "m"}],
+        }
+    )
     assert event.deltas == ((0, "s", "{"),) and event.issues == (Issue("", "r", "m"),)

@@ -16,22 +16,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.state import canonical_json
-from saves import reader
-from saves.errors import SaveError, TamperedRecord
-from saves.format import record_hash
-from saves.reader import load_save, parse_save
+from storyloom.engine.state import canonical_json
+from storyloom.saves import reader
+from storyloom.saves.errors import SaveError, TamperedRecord
+from storyloom.saves.format import record_hash
+from storyloom.saves.reader import load_save, parse_save
 from tests.test_saves_kit import played_save
 
 texts = st.text(st.characters(exclude_categories=("Cs",)))  # a lone surrogate cannot be written as UTF-8
 keys = texts.filter(lambda t: len(t) <= 8) | st.sampled_from(["hash", "kind", "data", "state_hash"])
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | texts
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(keys, inner, max_size=4), max_leaves=12)
+json_values = st.recursive(
+    json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4), max_leaves=12
+)
 
 
-def _signed(data: dict[str, Any], kind: str = "turn_started", seq: int = 4, time: str = "2026-11-29T23:00:00.000Z",
-            prev: str = "a" * 64) -> tuple[bytes, dict[str, Any]]:
+def _signed(
+    data: dict[str, Any],
+    kind: str = "turn_started",
+    seq: int = 4,
+    time: str = "2026-11-29T23:00:00.000Z",
+    prev: str = "a" * 64,
+) -> tuple[bytes, dict[str, Any]]:
     record: dict[str, Any] = {"seq": seq, "time": time, "kind": kind, "data": data, "prev": prev}
     record["hash"] = record_hash(record)
     return canonical_json(record).encode(), record
@@ -49,7 +55,7 @@ def test_every_record_the_journal_writes_is_proven_by_its_bytes(data: dict[str, 
 def test_a_line_the_fast_check_accepts_is_one_the_full_check_accepts(data: dict[str, Any], draw: st.DataObject) -> None:
     line, _ = _signed(data)
     at = draw.draw(st.integers(0, len(line) - 1))
-    changed = line[:at] + draw.draw(st.binary(min_size=0, max_size=3)) + line[at + 1:]
+    changed = line[:at] + draw.draw(st.binary(min_size=0, max_size=3)) + line[at + 1 :]
     try:
         parsed = reader._parse_line(Path("s.jsonl"), changed, 2)  # what loading hands the check
     except SaveError:
@@ -79,10 +85,11 @@ def _outcome(blob: bytes, fast: bool) -> Any:
 @settings(max_examples=150)
 @given(draw=st.data())
 def test_a_damaged_save_gets_the_same_verdict_with_or_without_the_fast_check(
-        tmp_path_factory: pytest.TempPathFactory, draw: st.DataObject) -> None:
+    tmp_path_factory: pytest.TempPathFactory, draw: st.DataObject
+) -> None:
     blob = _small_save(str(tmp_path_factory.getbasetemp()))
     at = draw.draw(st.integers(0, len(blob) - 1))
-    damaged = blob[:at] + draw.draw(st.binary(min_size=0, max_size=2)) + blob[at + 1:]
+    damaged = blob[:at] + draw.draw(st.binary(min_size=0, max_size=2)) + blob[at + 1 :]
     assert _outcome(damaged, True) == _outcome(damaged, False)
 
 
@@ -107,14 +114,54 @@ def test_an_altered_narrative_is_still_named_as_tampered(tmp_path: Path) -> None
     assert caught.value.line == at + 1
 
 
-any_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)  # NaN, lone surrogates
-                          | st.text(st.characters(min_codepoint=0xD7FF, max_codepoint=0xE000), max_size=3),
-                          lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
-                          max_leaves=10)
+any_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=6)  # NaN, lone surrogates
+    | st.text(st.characters(min_codepoint=0xD7FF, max_codepoint=0xE000), max_size=3),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=10,
+)
 json_texts = st.builds(lambda value: json.dumps(value), any_values)  # \u escapes, NaN and Infinity included
-json_edits = st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(
-    ['"', "\\", "\\u", "\\ud800", "e", "E", "-", ".", "0", "01", "1e999", "NaN", "Infinity", ",", ":", "[", "]", "{", "}",
-     "\t", "\x00", " ", "\ufeff", "9" * 30, "true", "null", ""])), max_size=3)
+json_edits = st.lists(
+    st.tuples(
+        st.integers(0, 10_000),
+        st.sampled_from(
+            [
+                '"',
+                "\\",
+                "\\u",
+                "\\ud800",
+                "e",
+                "E",
+                "-",
+                ".",
+                "0",
+                "01",
+                "1e999",
+                "NaN",
+                "Infinity",
+                ",",
+                ":",
+                "[",
+                "]",
+                "{",
+                "}",
+                "\t",
+                "\x00",
+                " ",
+                "\ufeff",
+                "9" * 30,
+                "true",
+                "null",
+                "",
+            ]
+        ),
+    ),
+    max_size=3,
+)
 
 
 @settings(max_examples=300)
@@ -122,7 +169,7 @@ json_edits = st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(
 def test_every_line_the_fast_parser_reads_is_read_the_same_by_the_json_module(text: str, edits: list) -> None:
     for at, piece in edits:
         at %= len(text) + 1
-        text = text[:at] + piece + text[at + 1:]
+        text = text[:at] + piece + text[at + 1 :]
     try:
         fast = reader._parse_json(text)
     except ValueError:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import Session, builtin_pack_ids, load_pack
-from engine.events import StoryEnded, TurnCommitted, ValidationFailed
-from engine.narrators.offline import OfflineNarrator
-from tui.cli import main
-from tui.settings import DEFAULT_STORY
+from storyloom.engine import Session, builtin_pack_ids, load_pack
+from storyloom.engine.events import StoryEnded, TurnCommitted, ValidationFailed
+from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.tui.cli import main
+from storyloom.tui.settings import DEFAULT_STORY
 
 WALKS = Path(__file__).parent / "walkthroughs"
 STORIES = ["lighthouse", "glasshouse"]
@@ -77,8 +77,33 @@ async def test_each_walk_through_reaches_its_ending_even_with_faults(story):
 
 def _random_line(pack, rng: random.Random) -> str:
     words = [w for i in pack.items for w in pack.item_words(i)] + list(pack.rooms)
-    verbs = ["look", "x", "take", "drop", "go", "use", "open", "close", "i", "wait", "help", "n", "s", "e", "w",
-             "u", "d", "in", "out", "pick up", "read", "turn", "light", "fill", "sing"]
+    verbs = [
+        "look",
+        "x",
+        "take",
+        "drop",
+        "go",
+        "use",
+        "open",
+        "close",
+        "i",
+        "wait",
+        "help",
+        "n",
+        "s",
+        "e",
+        "w",
+        "u",
+        "d",
+        "in",
+        "out",
+        "pick up",
+        "read",
+        "turn",
+        "light",
+        "fill",
+        "sing",
+    ]
     verbs += [v for a in pack.actions.values() for v in a.verbs]
     return f"{rng.choice(verbs)} {rng.choice(words) if rng.random() < 0.7 else ''}".strip()
 

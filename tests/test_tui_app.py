@@ -7,18 +7,17 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-
-from engine import Session, parse_pack
-from engine.events import Event
-from engine.narration import TransientNarratorError
+from storyloom.engine import Session, parse_pack
+from storyloom.engine.events import Event
+from storyloom.engine.narration import TransientNarratorError
+from storyloom.tui._textual_internals import screen_compositor
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.cli.ui import run_app
+from storyloom.tui.screens import IssueDetailsScreen, OpenSaveScreen
+from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from storyloom.tui.testing.pilot import until
+from storyloom.tui.widgets import ArchivedTurns, FollowHint, TurnMessage
 from tests.conftest import SHORE_PACK
-from tui._textual_internals import screen_compositor
-from tui.app import StoryloomApp
-from tui.cli.ui import run_app
-from tui.screens import IssueDetailsScreen, OpenSaveScreen
-from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
-from tui.testing.pilot import until
-from tui.widgets import ArchivedTurns, FollowHint, TurnMessage
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
@@ -71,14 +70,17 @@ async def test_markup_actions_and_escapes_in_model_prose_do_nothing():
 
 async def test_one_widget_lives_through_correct_fail_retry_and_commit():
     gate = asyncio.Event()
-    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)),
-                   GatedReply(turn_text(None, TAKE_BOTH)),
-                   GatedReply(turn_text(PROSE, TAKE_LAMP), before=gate),
-                   budget=1)
+    app = make_app(
+        GatedReply(turn_text(PROSE, TAKE_BOTH)),
+        GatedReply(turn_text(None, TAKE_BOTH)),
+        GatedReply(turn_text(PROSE, TAKE_LAMP), before=gate),
+        budget=1,
+    )
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().outcome == "failed")
+        await until(
+            pilot, lambda: app.game.latest_message() is not None and app.game.latest_message().outcome == "failed"
+        )
         message = app.game.latest_message()
         assert message.status.plain_text == "couldn't make this turn consistent · r retry · d details"
         await pilot.press("ctrl+r")
@@ -119,8 +121,9 @@ async def test_the_side_panel_shows_only_the_committed_state():
     app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate))
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().outcome == "correcting")
+        await until(
+            pilot, lambda: app.game.latest_message() is not None and app.game.latest_message().outcome == "correcting"
+        )
         panel = app.game.side_panel.render().plain
         assert "nothing" in panel and "brass lamp" not in panel
         gate.set()
@@ -131,14 +134,19 @@ async def test_the_side_panel_shows_only_the_committed_state():
 
 async def test_a_kept_prose_is_not_touched_and_a_changed_one_is_swapped():
     gate = asyncio.Event()
-    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate),
-                   GatedReply(turn_text("You go north.", [{"op": "replace", "path": "/location", "value": "tower"}])),
-                   GatedReply(turn_text("You walk north to the Cliff Path.",
-                                        [{"op": "replace", "path": "/location", "value": "path"}])))
+    app = make_app(
+        GatedReply(turn_text(PROSE, TAKE_BOTH)),
+        GatedReply(turn_text(None, TAKE_LAMP), before=gate),
+        GatedReply(turn_text("You go north.", [{"op": "replace", "path": "/location", "value": "tower"}])),
+        GatedReply(
+            turn_text("You walk north to the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}])
+        ),
+    )
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().outcome == "correcting")
+        await until(
+            pilot, lambda: app.game.latest_message() is not None and app.game.latest_message().outcome == "correcting"
+        )
         prose = app.game.latest_message().prose
         lines = prose.wrapped_lines
         gate.set()
@@ -157,8 +165,7 @@ async def test_escape_cancels_a_streaming_turn_and_says_so():
     app = make_app(GatedReply(turn_text(PROSE + " More words follow here.", TAKE_LAMP), pause_at=40, pause=pause))
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().prose.text != "")
+        await until(pilot, lambda: app.game.latest_message() is not None and app.game.latest_message().prose.text != "")
         await pilot.press("escape")
         await finished(pilot, app)
         message = app.game.latest_message()
@@ -173,12 +180,16 @@ async def test_a_busy_narrator_shows_when_it_will_be_retried():
     async def held_sleep(_: float) -> None:
         await gate.wait()
 
-    app = make_app(GatedReply("", error=TransientNarratorError("overloaded", retry_after=2.5)),
-                   GatedReply(turn_text(PROSE, TAKE_LAMP)), sleep=held_sleep)
+    app = make_app(
+        GatedReply("", error=TransientNarratorError("overloaded", retry_after=2.5)),
+        GatedReply(turn_text(PROSE, TAKE_LAMP)),
+        sleep=held_sleep,
+    )
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().status.kind == "retrying")
+        await until(
+            pilot, lambda: app.game.latest_message() is not None and app.game.latest_message().status.kind == "retrying"
+        )
         assert app.game.latest_message().status.plain_text == "narrator busy, retrying in 3 s"
         gate.set()
         await finished(pilot, app)
@@ -186,8 +197,9 @@ async def test_a_busy_narrator_shows_when_it_will_be_retried():
 
 
 async def test_details_list_the_issues_and_what_the_correction_changed():
-    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)),
-                   GatedReply(turn_text(PROSE + " The boulder stays.", TAKE_LAMP)))
+    app = make_app(
+        GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(PROSE + " The boulder stays.", TAKE_LAMP))
+    )
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
         await finished(pilot, app)
@@ -277,15 +289,30 @@ async def test_a_command_sent_while_a_turn_runs_stays_in_the_input():
 def test_run_app_reports_a_broken_story_and_exits_2(tmp_path, capsys):
     broken = tmp_path / "broken.toml"
     broken.write_text('id = "x"\ntitle = "X"\n', encoding="utf-8")
-    args = argparse.Namespace(story=str(broken), narrator=None, model=None, base_url=None, budget=None,
-                              pace=None, output=None, max_tokens=None, thinking=False, seed=0, faults=0.0)
+    args = argparse.Namespace(
+        story=str(broken),
+        narrator=None,
+        model=None,
+        base_url=None,
+        budget=None,
+        pace=None,
+        output=None,
+        max_tokens=None,
+        thinking=False,
+        seed=0,
+        faults=0.0,
+    )
     assert run_app(args) == 2
     assert capsys.readouterr().err.strip()
 
 
 async def test_details_say_when_an_attempt_had_no_readable_patch():
-    app = make_app(GatedReply('{"narrative": "You lift the brass lamp', ),
-                   GatedReply(turn_text(PROSE, TAKE_LAMP)))
+    app = make_app(
+        GatedReply(
+            '{"narrative": "You lift the brass lamp',
+        ),
+        GatedReply(turn_text(PROSE, TAKE_LAMP)),
+    )
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
         await finished(pilot, app)
@@ -300,8 +327,10 @@ async def test_details_say_when_an_attempt_had_no_readable_patch():
 async def test_scrolling_up_is_not_yanked_back_and_the_follow_hint_brings_the_view_back():
     pause = asyncio.Event()
     long = "\n\n".join(f"Paragraph {i} of the long turn, about the rocks and the rain." for i in range(12))
-    app = make_app(GatedReply(turn_text(long)),
-                   GatedReply(turn_text(PROSE + " And more.\n\nStill more.", TAKE_LAMP), pause_at=30, pause=pause))
+    app = make_app(
+        GatedReply(turn_text(long)),
+        GatedReply(turn_text(PROSE + " And more.\n\nStill more.", TAKE_LAMP), pause_at=30, pause=pause),
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await send(pilot, "look")
         await finished(pilot, app)
@@ -332,12 +361,13 @@ def pause_reached(app: StoryloomApp) -> bool:
 
 
 async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypatch):
-    import tui.widgets._story_view as story_view
+    import storyloom.tui.widgets._story_view as story_view
 
     monkeypatch.setattr(story_view, "KEEP_LIVE", 2)
     monkeypatch.setattr(story_view, "BLOCK_TURNS", 2)
-    replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
-               for i in range(1, 6)]
+    replies = [
+        GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}.")) for i in range(1, 6)
+    ]
     replies[1] = GatedReply(turn_text(PROSE, TAKE_BOTH))  # turn 2 fails (budget 0)
     app = make_app(*replies, budget=0)
     async with app.run_test(size=(100, 50)) as pilot:
@@ -346,8 +376,12 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
             await finished(pilot, app)
         app.game.transcript.follow()
         await send(pilot, "wait 5")  # from the third turn on, the oldest turns are folded, two stay live
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().turn == 5 and not app.game.running)
+        await until(
+            pilot,
+            lambda: (
+                app.game.latest_message() is not None and app.game.latest_message().turn == 5 and not app.game.running
+            ),
+        )
         await pilot.pause()
         blocks = app.game.transcript.query(ArchivedTurns)
         assert [block.turns for block in blocks] == [[1, 2], [3]]
@@ -357,8 +391,9 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
 
     # The same story without folding paints the same screen.
     monkeypatch.setattr(story_view, "KEEP_LIVE", 100)
-    replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
-               for i in range(1, 6)]
+    replies = [
+        GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}.")) for i in range(1, 6)
+    ]
     replies[1] = GatedReply(turn_text(PROSE, TAKE_BOTH))
     unfolded = make_app(*replies, budget=0)
     async with unfolded.run_test(size=(100, 50)) as pilot:
@@ -370,11 +405,12 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
 
 
 async def test_a_folded_turn_that_was_corrected_still_shows_its_details_when_clicked(monkeypatch):
-    import tui.widgets._story_view as story_view
+    import storyloom.tui.widgets._story_view as story_view
 
     monkeypatch.setattr(story_view, "KEEP_LIVE", 2)
-    replies = [GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}."))
-               for i in range(1, 5)]
+    replies = [
+        GatedReply(turn_text(f"Turn {i}: the rain keeps on.\n\nA second paragraph for turn {i}.")) for i in range(1, 5)
+    ]
     replies[1:2] = [GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP))]  # corrected
     app = make_app(*replies)
     async with app.run_test(size=(100, 50)) as pilot:
@@ -412,8 +448,9 @@ async def test_resizing_to_a_tiny_terminal_during_a_correction_and_back_keeps_th
     app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(None, TAKE_LAMP), before=gate))
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
-        await until(pilot, lambda: app.game.latest_message() is not None
-                    and app.game.latest_message().outcome == "correcting")
+        await until(
+            pilot, lambda: app.game.latest_message() is not None and app.game.latest_message().outcome == "correcting"
+        )
         await pilot.pause()
         message = app.game.latest_message()
         before = message.region
@@ -478,9 +515,9 @@ async def test_a_failing_save_hook_is_reported_and_the_game_goes_on():
 
 
 async def test_a_resumed_story_shows_its_committed_turns_and_can_undo_them():
-    from engine.narration import Exchange
-    from engine.state import initial_state
-    from engine.turns import Turn
+    from storyloom.engine.narration import Exchange
+    from storyloom.engine.state import initial_state
+    from storyloom.engine.turns import Turn
 
     pack = parse_pack(SHORE_PACK, "shore.toml")
     start = initial_state(pack)
@@ -501,8 +538,8 @@ async def test_a_resumed_story_shows_its_committed_turns_and_can_undo_them():
 
 
 async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
-    from engine.narration import Exchange
-    from engine.turns import Turn
+    from storyloom.engine.narration import Exchange
+    from storyloom.engine.turns import Turn
 
     first, second = tmp_path / "a.storyloom.jsonl", tmp_path / "b.storyloom.jsonl"
     first.write_text("", encoding="utf-8")
@@ -539,12 +576,11 @@ async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
         assert "anthropic narrator · claude-sonnet-5-5" in painted(app).splitlines()[0]  # the header follows
 
 
-
 def test_leaving_a_new_save_without_a_turn_removes_it_and_keeps_one_with_a_turn(tmp_path):
-    from engine.events import TurnStarted
-    from saves.format import SaveHeader
-    from saves.writer import Journal
-    from tui.session import close_journal
+    from storyloom.engine.events import TurnStarted
+    from storyloom.saves.format import SaveHeader
+    from storyloom.saves.writer import Journal
+    from storyloom.tui.session import close_journal
 
     header = SaveHeader.for_session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]))
     empty = Journal.create(tmp_path / "empty.storyloom.jsonl", header)

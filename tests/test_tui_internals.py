@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tui import _textual_internals
-from tui._textual_internals import TESTED_TEXTUAL, TextualVersionError, check_textual_version
+from storyloom.tui import _textual_internals
+from storyloom.tui._textual_internals import TESTED_TEXTUAL, TextualVersionError, check_textual_version
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,11 +37,22 @@ def private_textual_uses(path: Path) -> list[str]:
     return found
 
 
-_PRIVATE_TEXTUAL_NAMES = {"_compositor", "_get_renders", "_layout_updates", "_clear_arrangement_cache",
-                          "_display", "_batch_count", "_refresh_layout", "_layout_required"}
+_PRIVATE_TEXTUAL_NAMES = {
+    "_compositor",
+    "_get_renders",
+    "_layout_updates",
+    "_clear_arrangement_cache",
+    "_display",
+    "_batch_count",
+    "_refresh_layout",
+    "_layout_required",
+}
 
 
 def test_no_other_product_module_touches_textual_internals():
-    offenders = {str(path.relative_to(ROOT)): uses for path in sorted((ROOT / "tui").rglob("*.py"))
-                 if path.name != "_textual_internals.py" and (uses := private_textual_uses(path))}
+    offenders = {
+        str(path.relative_to(ROOT)): uses
+        for path in sorted((ROOT / "tui").rglob("*.py"))
+        if path.name != "_textual_internals.py" and (uses := private_textual_uses(path))
+    }
     assert offenders == {}

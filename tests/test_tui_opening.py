@@ -10,13 +10,13 @@ import threading
 
 from textual.widgets import Static
 
-from engine import Session, parse_pack
-from saves.errors import SaveError
+from storyloom.engine import Session, parse_pack
+from storyloom.saves.errors import SaveError
+from storyloom.tui.app import Opening, StoryloomApp
+from storyloom.tui.screens import GameScreen, OpeningScreen
+from storyloom.tui.testing.narrators import GatedNarrator
+from storyloom.tui.testing.pilot import until
 from tests.conftest import SHORE_PACK
-from tui.app import Opening, StoryloomApp
-from tui.screens import GameScreen, OpeningScreen
-from tui.testing.narrators import GatedNarrator
-from tui.testing.pilot import until
 
 INTRO = "Grey water, black rocks."
 
@@ -71,13 +71,13 @@ def display(self, screen, renderable):
     _display(self, screen, renderable)
     if renderable is not None:
         print(json.dumps({"screen": type(screen).__name__,
-                          "engine_loaded": "pydantic" in sys.modules or "engine.lifecycle" in sys.modules}))
+                          "engine_loaded": "pydantic" in sys.modules or "storyloom.engine.lifecycle" in sys.modules}))
         sys.stdout.flush()
         os._exit(0)
 App._display = display
 _run = App.run
 App.run = lambda self, *a, **k: _run(self, *a, **{**k, "headless": True, "size": (100, 30)})
-from tui.cli import main
+from storyloom.tui.cli import main
 main(["play"])
 """
 

@@ -6,32 +6,35 @@ from __future__ import annotations
 import asyncio
 import re
 
-from engine import Session, parse_pack
-from engine.narration import Exchange
-from engine.turns import Turn
+from storyloom.engine import Session, parse_pack
+from storyloom.engine.narration import Exchange
+from storyloom.engine.turns import Turn
+from storyloom.tui._textual_internals import screen_compositor
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from storyloom.tui.testing.pilot import until
 from tests.conftest import SHORE_PACK
-from tui._textual_internals import screen_compositor
-from tui.app import StoryloomApp
-from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
-from tui.testing.pilot import until
 
 WORD = re.compile(r"t\d\dw\d\d")
 
 
 def long_story(replies: list[GatedReply] | None = None) -> StoryloomApp:
     """A resumed story of 30 turns whose every line is unique: words t01w00 ... t30w39."""
-    history = tuple(Exchange(f"wait {i:02d}", Turn(narrative=" ".join(f"t{i:02d}w{k:02d}" for k in range(40))))
-                    for i in range(1, 31))
-    session = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator(replies or []), history=history,
-                      next_turn=31)
+    history = tuple(
+        Exchange(f"wait {i:02d}", Turn(narrative=" ".join(f"t{i:02d}w{k:02d}" for k in range(40))))
+        for i in range(1, 31)
+    )
+    session = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator(replies or []), history=history, next_turn=31)
     return StoryloomApp(session, blink=False)
 
 
 def page_words(app: StoryloomApp) -> list[str]:
     """The words the player can read in the transcript now (not those under the follow hint)."""
     region = app.game.transcript.region
-    rows = [strip.text for strip in screen_compositor(app.screen).render_strips()][region.y:region.bottom]
-    return [word for row in rows if "newer text below" not in row for word in WORD.findall(row[region.x:region.right])]
+    rows = [strip.text for strip in screen_compositor(app.screen).render_strips()][region.y : region.bottom]
+    return [
+        word for row in rows if "newer text below" not in row for word in WORD.findall(row[region.x : region.right])
+    ]
 
 
 async def test_paging_up_then_down_shows_every_line_exactly_once() -> None:
@@ -76,8 +79,9 @@ async def test_end_follows_the_newest_text_from_the_input_line_and_otherwise_mov
 
 async def test_a_command_sent_while_a_turn_is_written_is_answered_on_the_input_border_not_over_the_prose() -> None:
     gate = asyncio.Event()
-    app = long_story([GatedReply(turn_text("You wait. The rain goes on.\n\nNothing happens."), pause_at=20,
-                                 pause=gate)])
+    app = long_story(
+        [GatedReply(turn_text("You wait. The rain goes on.\n\nNothing happens."), pause_at=20, pause=gate)]
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press(*"wait", "enter")
         await until(pilot, lambda: app.game.running and app.game.latest_message() is not None)

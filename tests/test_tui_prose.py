@@ -13,14 +13,33 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.strip import Strip
 
-from engine.safety import safe_text
-from tui.widgets._prose import Prose
+from storyloom.engine.safety import safe_text
+from storyloom.tui.widgets._prose import Prose
 
 WIDTH = 23
 PIECES = (
-    "the", "sea", "a", "lighthouse", "keeper's", "brass", "lamp.", "—", "灯台守", "ÿéè",
+    "the",
+    "sea",
+    "a",
+    "lighthouse",
+    "keeper's",
+    "brass",
+    "lamp.",
+    "—",
+    "灯台守",
+    "ÿéè",
     "supercalifragilisticexpialidocious",  # longer than a line: folded
-    " ", " ", " ", " ", "   ", "\n", "\n\n", "\x1b[3", "1m", "\u200b", "\r\n",
+    " ",
+    " ",
+    " ",
+    " ",
+    "   ",
+    "\n",
+    "\n\n",
+    "\x1b[3",
+    "1m",
+    "\u200b",
+    "\r\n",
 )
 
 
@@ -41,7 +60,7 @@ def a_story(rng: random.Random) -> tuple[str, list[str]]:
     while not safe_text(text).strip() or "\n\n\n" in safe_text(text) or safe_text(text).strip("\n") != safe_text(text):
         text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 60)))
     cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 30)))) if len(text) > 1 else []
-    chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     return text, chunks
 
 

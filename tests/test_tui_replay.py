@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from engine.narration import Chunk, NarrationRequest
-from saves.reader import load_save
-from saves.replay import Replayer, replay_plan
+from storyloom.engine.narration import Chunk, NarrationRequest
+from storyloom.saves.reader import load_save
+from storyloom.saves.replay import Replayer, replay_plan
+from storyloom.tui import cli
+from storyloom.tui.app import ReplayApp
+from storyloom.tui.testing.pilot import until
+from storyloom.tui.widgets import CommandInput
 from tests.test_saves_kit import played_save_async, rewrite_records
 from tests.test_tui_snapshots import snapshot  # noqa: F401  (the fixture that keeps SVGs in snapshots/)
-from tui import cli
-from tui.app import ReplayApp
-from tui.testing.pilot import until
-from tui.widgets import CommandInput
 
 SIZE = (100, 30)
 SPEED = 1000.0
@@ -39,8 +39,22 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     commands = folder / "walk.txt"
     commands.write_text(COMMANDS, encoding="utf-8")
     path = folder / "seed5.jsonl"
-    code = cli.main(["play", "--headless", "--commands", str(commands), "--faults", "0.5", "--seed", "5",
-                     "--pace", "0.002", "--save", str(path)])
+    code = cli.main(
+        [
+            "play",
+            "--headless",
+            "--commands",
+            str(commands),
+            "--faults",
+            "0.5",
+            "--seed",
+            "5",
+            "--pace",
+            "0.002",
+            "--save",
+            str(path),
+        ]
+    )
     assert code == 0
     return path
 
@@ -65,8 +79,9 @@ class _HeldCorrections:
             yield chunk
 
 
-def _app(path: Path, *, gate: asyncio.Event | None = None, held: set[int] = frozenset({2, 3}),
-         start_paused: bool = False) -> ReplayApp:
+def _app(
+    path: Path, *, gate: asyncio.Event | None = None, held: set[int] = frozenset({2, 3}), start_paused: bool = False
+) -> ReplayApp:
     """The replay app on a save; with a gate, the corrections of the `held` turns wait for it."""
     plan = replay_plan(load_save(path), speed=SPEED)
     if gate is not None:
@@ -201,8 +216,9 @@ def test_snapshot_of_a_replay_paused_mid_correction(save: Path, snap_compare: An
 
 
 async def test_recorded_undos_cancels_and_retries_replay_as_they_happened(tmp_path: Path) -> None:
-    path, live, _ = await played_save_async(tmp_path / "s.jsonl", ["look", "take rope", "/undo", "/cancel north",
-                                                                    "/retry", "look"], faults=0.0)
+    path, live, _ = await played_save_async(
+        tmp_path / "s.jsonl", ["look", "take rope", "/undo", "/cancel north", "/retry", "look"], faults=0.0
+    )
     app = ReplayApp(Replayer(replay_plan(load_save(path), speed=SPEED)), blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.replay.finished or bool(app.replay.problem), limit=2000)
@@ -222,7 +238,7 @@ async def test_a_save_that_stops_mid_turn_replays_to_where_it_stops_and_says_so(
     path, _, _ = await played_save_async(tmp_path / "s.jsonl", ["take rope", "north"], faults=0.0)
     lines = path.read_bytes().splitlines(keepends=True)
     cut = max(i for i, line in enumerate(lines) if b'"attempt_finished"' in line)
-    path.write_bytes(b"".join(lines[:cut + 1]))  # a crash after turn 2's answer, before its commit
+    path.write_bytes(b"".join(lines[: cut + 1]))  # a crash after turn 2's answer, before its commit
     app = ReplayApp(Replayer(replay_plan(load_save(path), speed=SPEED)), blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.replay.finished or bool(app.replay.problem), limit=2000)

@@ -17,21 +17,25 @@ from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
 from textual.events import Mount
 
-from engine import Session, parse_pack
+from storyloom.engine import Session, parse_pack
+from storyloom.tui import app as app_module
+from storyloom.tui.app import Opening, StoryloomApp
+from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from storyloom.tui.testing.pilot import until
+from storyloom.tui.widgets import CommandInput
 from tests.conftest import SHORE_PACK
-import tui.app
-from tui.app import Opening, StoryloomApp
-from tui.testing.narrators import GatedNarrator, GatedReply, turn_text
-from tui.testing.pilot import until
-from tui.widgets import CommandInput
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
-PROSE = ("You crouch among the black rocks and lift the brass lamp. Its glass is cold and crusted "
-         "with salt, and the wick is dry.\n\nBehind you the waves keep breaking.")
-CHANGED = ("You crouch among the black rocks and lift the brass lamp. The boulder beside it will not "
-           "move, however hard you push.\n\nBehind you the waves keep breaking.")
+PROSE = (
+    "You crouch among the black rocks and lift the brass lamp. Its glass is cold and crusted "
+    "with salt, and the wick is dry.\n\nBehind you the waves keep breaking."
+)
+CHANGED = (
+    "You crouch among the black rocks and lift the brass lamp. The boulder beside it will not "
+    "move, however hard you push.\n\nBehind you the waves keep breaking."
+)
 
 
 class _TopLevelSVG(SVGImageExtension):
@@ -52,8 +56,12 @@ class _TopLevelAssertion(SnapshotAssertion):
 @pytest.fixture
 def snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     """pytest-textual-snapshot's `snap_compare` uses this: redirect its SVGs to snapshots/."""
-    return _TopLevelAssertion(session=snapshot.session, extension_class=snapshot.extension_class,
-                              test_location=snapshot.test_location, update_snapshots=snapshot.update_snapshots)
+    return _TopLevelAssertion(
+        session=snapshot.session,
+        extension_class=snapshot.extension_class,
+        test_location=snapshot.test_location,
+        update_snapshots=snapshot.update_snapshots,
+    )
 
 
 def scene(*replies: GatedReply, budget: int = 2) -> StoryloomApp:
@@ -89,7 +97,7 @@ def test_intro_160x50_with_side_panel(snap_compare):
 class _StillLoading(StoryloomApp):
     """The app as it is before its worker has loaded the story (the worker is never started)."""
 
-    CSS_PATH = Path(tui.app.__file__).with_name("app.tcss")  # a subclass's CSS path is read beside its own module
+    CSS_PATH = Path(app_module.__file__).with_name("app.tcss")  # a subclass's CSS path is read beside its own module
 
     def on_mount(self, event: Mount) -> None:
         event.prevent_default()
@@ -191,9 +199,16 @@ def test_side_panel_with_inventory_160x50(snap_compare):
         await settled(pilot)
 
     north = [{"op": "replace", "path": "/location", "value": "path"}]
-    app = scene(GatedReply(turn_text(PROSE, TAKE_LAMP, ["go north", "look at the lamp"])),
-                GatedReply(turn_text("You climb north onto the Cliff Path, the lamp swinging at your side.", north,
-                                     ["take the key", "go back south"])))
+    app = scene(
+        GatedReply(turn_text(PROSE, TAKE_LAMP, ["go north", "look at the lamp"])),
+        GatedReply(
+            turn_text(
+                "You climb north onto the Cliff Path, the lamp swinging at your side.",
+                north,
+                ["take the key", "go back south"],
+            )
+        ),
+    )
     assert snap_compare(app, terminal_size=(160, 50), run_before=run_before)
 
 

@@ -15,14 +15,14 @@ from textual._compositor import Compositor
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from engine import Session, parse_pack
-from engine.events import ProseDelta, TurnCommitted, TurnStarted
+from storyloom.engine import Session, parse_pack
+from storyloom.engine.events import ProseDelta, TurnCommitted, TurnStarted
+from storyloom.tui._textual_internals import RowCroppedCompositor
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.testing.narrators import GatedNarrator
+from storyloom.tui.widgets import Transcript, TurnMessage
+from storyloom.tui.widgets._prose import Prose, stream_step
 from tests.conftest import SHORE_PACK
-from tui._textual_internals import RowCroppedCompositor
-from tui.app import StoryloomApp
-from tui.testing.narrators import GatedNarrator
-from tui.widgets import Transcript, TurnMessage
-from tui.widgets._prose import Prose, stream_step
 
 WIDTH = 60
 """Terminal width; the prose is a little narrower (the message's border and padding)."""
@@ -156,8 +156,9 @@ async def test_a_partial_repaint_paints_what_textual_would_and_renders_only_its_
             finally:
                 del compositor._get_renders
             # what a partial update writes: the row within the repainted columns
-            return "".join(strip.text for x, strip in chops[crop.y].items()
-                           if strip is not None and crop.x <= x < crop.right)
+            return "".join(
+                strip.text for x, strip in chops[crop.y].items() if strip is not None and crop.x <= x < crop.right
+            )
 
         rendered: list[int] = []
         original = compositor._get_renders

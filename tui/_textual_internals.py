@@ -39,8 +39,11 @@ def installed_textual_version() -> str:
     that is still the fallback for an unusual install layout.
     """
     site = os.path.dirname(os.path.dirname(textual.__file__))
-    found = [name[len("textual-"):-len(".dist-info")] for name in os.listdir(site)
-             if name.startswith("textual-") and name.endswith(".dist-info")]
+    found = [
+        name[len("textual-") : -len(".dist-info")]
+        for name in os.listdir(site)
+        if name.startswith("textual-") and name.endswith(".dist-info")
+    ]
     if len(found) == 1:
         return found[0]
     from importlib.metadata import version
@@ -54,7 +57,8 @@ def check_textual_version(installed: str | None = None) -> None:
     if installed != TESTED_TEXTUAL:
         raise TextualVersionError(
             f"storyloom needs Textual {TESTED_TEXTUAL} (it relies on private parts of that release), "
-            f"but Textual {installed} is installed: run `pip install textual=={TESTED_TEXTUAL}`.")
+            f"but Textual {installed} is installed: run `pip install textual=={TESTED_TEXTUAL}`."
+        )
 
 
 check_textual_version()

@@ -1,4 +1,4 @@
-"""storyloom's Textual app: hosts the game screen and the command palette (`tui.cli.ui` starts it)."""
+"""storyloom's Textual app: hosts the game screen and the command palette (`storyloom.tui.cli.ui` starts it)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from tui.screens import OpeningScreen
+from storyloom.tui.screens import OpeningScreen
 
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
-    from engine import Session
-    from saves.replay import Replayer
-    from tui.screens import GameScreen, StoryScreen
-    from tui.screens._game import EventHook, UndoHook
-    from tui.screens._replay import ReplayScreen
+    from storyloom.engine import Session
+    from storyloom.saves.replay import Replayer
+    from storyloom.tui.screens import GameScreen, StoryScreen
+    from storyloom.tui.screens._game import EventHook, UndoHook
+    from storyloom.tui.screens._replay import ReplayScreen
 
 NARROW_BELOW = 90
 """Terminals narrower than this hide the side panel, so prose keeps a readable width."""
@@ -59,12 +59,19 @@ class StoryloomApp(App[int]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
 
-    def __init__(self, session: Session | Opening, *, on_event: EventHook | None = None,
-                 on_undo: UndoHook | None = None,
-                 new_session: Callable[[], Session] | None = None, blink: bool = True,
-                 theme: str | None = None, tune_gc: bool = False,
-                 list_saves: Callable[[], list[Path]] | None = None,
-                 open_save: Callable[[Path], Session] | None = None) -> None:
+    def __init__(
+        self,
+        session: Session | Opening,
+        *,
+        on_event: EventHook | None = None,
+        on_undo: UndoHook | None = None,
+        new_session: Callable[[], Session] | None = None,
+        blink: bool = True,
+        theme: str | None = None,
+        tune_gc: bool = False,
+        list_saves: Callable[[], list[Path]] | None = None,
+        open_save: Callable[[Path], Session] | None = None,
+    ) -> None:
         super().__init__()
         self._opening = session if isinstance(session, Opening) else None
         self.session: Session | None = None if isinstance(session, Opening) else session
@@ -86,7 +93,7 @@ class StoryloomApp(App[int]):
     @property
     def game(self) -> StoryScreen:
         """The game screen, or the replay screen (under any modal that is open)."""
-        from tui.screens import StoryScreen
+        from storyloom.tui.screens import StoryScreen
 
         return next(s for s in reversed(self.screen_stack) if isinstance(s, StoryScreen))
 
@@ -96,11 +103,12 @@ class StoryloomApp(App[int]):
         return self._game_screen()
 
     def _game_screen(self) -> GameScreen:
-        from tui.screens import GameScreen
+        from storyloom.tui.screens import GameScreen
 
         assert self.session is not None
-        return GameScreen(self.session, on_event=self._on_event, on_undo=self._on_undo, blink=self._blink,
-                          tune_gc=self._tune_gc)
+        return GameScreen(
+            self.session, on_event=self._on_event, on_undo=self._on_undo, blink=self._blink, tune_gc=self._tune_gc
+        )
 
     def on_mount(self) -> None:
         if self._opening is not None:
@@ -140,14 +148,15 @@ class StoryloomApp(App[int]):
             yield SystemCommand("New game", "Start the story again from the beginning", self.action_new_game)
         if self._list_saves is not None and self._open_save is not None:
             yield SystemCommand("Open save", "Continue a saved story", self.action_open_save)
-        yield SystemCommand("Export transcript", "Write the story so far to a Markdown file",
-                            self.action_export)
-        yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats",
-                            self.action_toggle_panel)
+        yield SystemCommand("Export transcript", "Write the story so far to a Markdown file", self.action_export)
+        yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats", self.action_toggle_panel)
         game = self.game
         for record in game.folded_with_details():  # reachable by a click too, and this way by keyboard
-            yield SystemCommand(f"Details of turn {record.turn}", "An earlier turn that had issues",
-                                partial(game.show_details_of, record))
+            yield SystemCommand(
+                f"Details of turn {record.turn}",
+                "An earlier turn that had issues",
+                partial(game.show_details_of, record),
+            )
         yield from super().get_system_commands(screen)
 
     def action_toggle_panel(self) -> None:
@@ -175,7 +184,7 @@ class StoryloomApp(App[int]):
         except OSError as exc:
             self.notify(f"Cannot list the saves: {exc}", title="Open save", severity="error", markup=False)
             return
-        from tui.screens import OpenSaveScreen
+        from storyloom.tui.screens import OpenSaveScreen
 
         self.push_screen(OpenSaveScreen(saves), self._continue_save)
 
@@ -193,31 +202,34 @@ class StoryloomApp(App[int]):
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown into the current directory."""
-        from saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
+        from storyloom.saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
 
         pack = self.session.pack
         path = Path.cwd() / f"storyloom-{pack.id}.md"
         try:
-            path.write_text(markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges()),
-                            encoding="utf-8")
+            path.write_text(
+                markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges()), encoding="utf-8"
+            )
         except OSError as exc:
-            self.notify(f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error",
-                        markup=False)
+            self.notify(
+                f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error", markup=False
+            )
             return
         self.notify(f"Saved to {path}", title="Exported", markup=False)
 
 
 class ReplayApp(StoryloomApp):
-    """`storyloom replay`: the same app showing a recorded session (see `tui.screens._replay`).
+    """`storyloom replay`: the same app showing a recorded session (see `storyloom.tui.screens._replay`).
 
     Args:
         replayer: drives a fresh session through the save's recorded steps; nothing is journaled.
         start_paused: wait for space or n before the first turn.
     """
 
-    def __init__(self, replayer: Replayer, *, blink: bool = True, theme: str | None = None,
-                 start_paused: bool = False) -> None:
-        from tui.screens._replay import ReplayScreen  # only `storyloom replay` pays for importing it
+    def __init__(
+        self, replayer: Replayer, *, blink: bool = True, theme: str | None = None, start_paused: bool = False
+    ) -> None:
+        from storyloom.tui.screens._replay import ReplayScreen  # only `storyloom replay` pays for importing it
 
         super().__init__(replayer.session, blink=blink, theme=theme)
         self.replay: ReplayScreen = ReplayScreen(replayer, start_paused=start_paused)

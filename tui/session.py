@@ -19,18 +19,18 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from engine.safety import safe_text
-from tui.settings import DEFAULT_STORY, UI_PACE, Settings, SettingsError
+from storyloom.engine.safety import safe_text
+from storyloom.tui.settings import DEFAULT_STORY, UI_PACE, Settings, SettingsError
 
 if TYPE_CHECKING:
-    from engine.events import Event
-    from engine.lifecycle import Session
-    from engine.narration import Narrator
-    from engine.packs import StoryPack
-    from saves.errors import SaveError
-    from saves.choices import SessionChoices
-    from saves.writer import Journal
-    from saves.resume import Resumed
+    from storyloom.engine.events import Event
+    from storyloom.engine.lifecycle import Session
+    from storyloom.engine.narration import Narrator
+    from storyloom.engine.packs import StoryPack
+    from storyloom.saves.choices import SessionChoices
+    from storyloom.saves.errors import SaveError
+    from storyloom.saves.resume import Resumed
+    from storyloom.saves.writer import Journal
 
 
 def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -> Narrator:
@@ -44,23 +44,33 @@ def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -
         SettingsError: the narrator cannot be built (no API key, a bad option).
     """
     if settings.narrator == "offline":
-        from engine.narrators.offline import OfflineNarrator
+        from storyloom.engine.narrators.offline import OfflineNarrator
 
         pace = settings.pace if settings.pace is not None else (UI_PACE if interactive else 0.0)
         return OfflineNarrator(pack, seed=settings.seed, faults=settings.faults, pace=pace)
-    from engine.narration import NarratorError
+    from storyloom.engine.narration import NarratorError
 
     try:
         if settings.narrator == "anthropic":
-            from engine.narrators.anthropic import AnthropicNarrator
+            from storyloom.engine.narrators.anthropic import AnthropicNarrator
 
-            return AnthropicNarrator(api_key=settings.api_key, model=settings.model, base_url=settings.base_url,
-                                     max_tokens=settings.max_tokens, thinking=settings.thinking)
+            return AnthropicNarrator(
+                api_key=settings.api_key,
+                model=settings.model,
+                base_url=settings.base_url,
+                max_tokens=settings.max_tokens,
+                thinking=settings.thinking,
+            )
         if settings.narrator == "openai":
-            from engine.narrators.openai import OpenAINarrator
+            from storyloom.engine.narrators.openai import OpenAINarrator
 
-            return OpenAINarrator(base_url=settings.base_url, api_key=settings.api_key, model=settings.model,
-                                  output=settings.output, max_tokens=settings.max_tokens)
+            return OpenAINarrator(
+                base_url=settings.base_url,
+                api_key=settings.api_key,
+                model=settings.model,
+                output=settings.output,
+                max_tokens=settings.max_tokens,
+            )
     except NarratorError as exc:
         raise SettingsError(str(exc)) from None
     raise SettingsError(f"unknown narrator {settings.narrator!r}")
@@ -116,9 +126,17 @@ class PlaySession:
         err: where notes outside the UI go (warnings, the save's fate at close).
     """
 
-    def __init__(self, settings: Settings | None = None, *, story: str | None = None, resume: str | Path | None = None,
-                 save: str | Path | None = None, budget: int | None = None, interactive: bool = False,
-                 err: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        story: str | None = None,
+        resume: str | Path | None = None,
+        save: str | Path | None = None,
+        budget: int | None = None,
+        interactive: bool = False,
+        err: TextIO | None = None,
+    ) -> None:
         self.settings = settings or Settings()
         self.source = story or DEFAULT_STORY
         """How the story was named (a built-in id or a pack path): a new game starts it again."""
@@ -159,8 +177,8 @@ class PlaySession:
             for warning in resumed.warnings:
                 print(f"storyloom: warning: {safe_text(warning)}", file=self.err)
             return self._take(resumed)
-        from engine.packs import load_pack
-        from saves.errors import SaveError
+        from storyloom.engine.packs import load_pack
+        from storyloom.saves.errors import SaveError
 
         pack = load_pack(self.source)
         session, journal = self._start(pack, path=self.save_path)
@@ -188,7 +206,7 @@ class PlaySession:
 
     def other_saves(self) -> list[Path]:
         """The saves in the saves folder other than the one being written."""
-        from saves.locations import list_saves
+        from storyloom.saves.locations import list_saves
 
         current = self.journal.path.resolve() if self.journal is not None else None
         return [p for p in list_saves() if p.resolve() != current]
@@ -199,7 +217,7 @@ class PlaySession:
         Raises:
             SaveWriteError: no place takes the save (the notes have said so); play may go on in memory.
         """
-        from saves.errors import SaveWriteError
+        from storyloom.saves.errors import SaveWriteError
 
         assert self.journal is not None
         try:
@@ -210,7 +228,7 @@ class PlaySession:
 
     def rescue(self, reason: SaveError | None = None) -> bool:
         """Write the story so far to the first place that takes it; True when it is saved again."""
-        from saves.writer import rescue_save
+        from storyloom.saves.writer import rescue_save
 
         assert self.journal is not None
         if reason is not None:
@@ -230,19 +248,22 @@ class PlaySession:
             return True
         saved = journal.broken is None or self.rescue()
         if not saved:
-            print(f"storyloom: {journal.unsaved} record(s) of this session could not be saved anywhere "
-                  f"(the last save written is {safe_text(str(journal.path))})", file=self.err)
+            print(
+                f"storyloom: {journal.unsaved} record(s) of this session could not be saved anywhere "
+                f"(the last save written is {safe_text(str(journal.path))})",
+                file=self.err,
+            )
         journal.close()
         return saved
 
     def _start(self, pack: StoryPack, *, path: str | Path | None = None) -> tuple[Session, Journal]:
-        from saves.resume import start_new
+        from storyloom.saves.resume import start_new
 
         narrator = create_narrator(self.settings, pack, interactive=self.interactive)
         return start_new(pack, narrator, self.settings.choices(), source=self.source, path=path)
 
     def _resume(self, ref: str | Path, *, budget: int | None = None) -> Resumed:
-        from saves.resume import resume_with
+        from storyloom.saves.resume import resume_with
 
         def narrator(pack: StoryPack, kept: SessionChoices) -> Narrator:
             return create_narrator(self.settings.with_choices(kept), pack, interactive=self.interactive)

@@ -1,6 +1,6 @@
 """Effective settings: the config file, overridden by the environment, overridden by flags.
 
-This module only reads and checks settings; `tui.session.create_narrator` turns
+This module only reads and checks settings; `storyloom.tui.session.create_narrator` turns
 them into a narrator.
 
 The config file is `platformdirs.user_config_dir("storyloom")/config.toml`:
@@ -37,8 +37,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
-from engine.limits import DEFAULT_BUDGET
-from saves.choices import SessionChoices
+from storyloom.engine.limits import DEFAULT_BUDGET
+from storyloom.saves.choices import SessionChoices
 
 DEFAULT_STORY = "lighthouse"
 UI_PACE = 0.03
@@ -84,8 +84,7 @@ class Settings:
 
     def with_choices(self, choices: SessionChoices) -> Settings:
         """These settings, playing on with `choices` (see `SessionChoices.continuing`)."""
-        return replace(self, narrator=choices.narrator, seed=choices.seed, faults=choices.faults,
-                       budget=choices.budget)
+        return replace(self, narrator=choices.narrator, seed=choices.seed, faults=choices.faults, budget=choices.budget)
 
 
 def config_path() -> Path:
@@ -96,14 +95,22 @@ def config_path() -> Path:
 _FILE_KEYS = {"narrator", "model", "base_url", "budget", "pace", "theme", "output", "max_tokens", "thinking"}
 _NARRATOR_KEYS = {"model", "base_url", "output", "max_tokens", "thinking"}
 """Keys that depend on which narrator plays (and may sit in an [anthropic] or [openai] table)."""
-_ENV_KEYS = {"STORYLOOM_NARRATOR": "narrator", "STORYLOOM_MODEL": "model", "STORYLOOM_BASE_URL": "base_url",
-             "STORYLOOM_BUDGET": "budget", "STORYLOOM_PACE": "pace", "STORYLOOM_THEME": "theme",
-             "STORYLOOM_OUTPUT": "output", "STORYLOOM_MAX_TOKENS": "max_tokens"}
+_ENV_KEYS = {
+    "STORYLOOM_NARRATOR": "narrator",
+    "STORYLOOM_MODEL": "model",
+    "STORYLOOM_BASE_URL": "base_url",
+    "STORYLOOM_BUDGET": "budget",
+    "STORYLOOM_PACE": "pace",
+    "STORYLOOM_THEME": "theme",
+    "STORYLOOM_OUTPUT": "output",
+    "STORYLOOM_MAX_TOKENS": "max_tokens",
+}
 _FLAG_KEYS = ("narrator", "model", "base_url", "budget", "pace", "output", "max_tokens", "thinking", "seed", "faults")
 
 
-def load_settings(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None,
-                  path: Path | None = None) -> Settings:
+def load_settings(
+    args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None, path: Path | None = None
+) -> Settings:
     """The effective settings: file < environment < flags.
 
     Raises:
@@ -112,20 +119,31 @@ def load_settings(args: argparse.Namespace | None = None, env: Mapping[str, str]
     return resolve_settings(args, env, path)[0]
 
 
-def resolve_settings(args: argparse.Namespace | None, env: Mapping[str, str] | None,
-                     path: Path | None) -> tuple[Settings, dict[str, str]]:
+def resolve_settings(
+    args: argparse.Namespace | None, env: Mapping[str, str] | None, path: Path | None
+) -> tuple[Settings, dict[str, str]]:
     """The effective settings and, for each that is not a default, where it came from (`storyloom config`)."""
     env = os.environ if env is None else env
     path = path or config_path()
     data = _read_file(path)
     top = {k: v for k, v in data.items() if not isinstance(v, dict)}
     from_env = {name: env[var] for var, name in _ENV_KEYS.items() if env.get(var)}
-    from_flags = {} if args is None else {
-        name: getattr(args, name) for name in _FLAG_KEYS if getattr(args, name, None) is not None and getattr(args, name) is not False}
+    from_flags = (
+        {}
+        if args is None
+        else {
+            name: getattr(args, name)
+            for name in _FLAG_KEYS
+            if getattr(args, name, None) is not None and getattr(args, name) is not False
+        }
+    )
     narrator = from_flags.get("narrator") or from_env.get("narrator") or top.get("narrator") or "offline"
     if narrator not in NARRATORS:
-        source = "the command line" if "narrator" in from_flags else (
-            "STORYLOOM_NARRATOR" if "narrator" in from_env else str(path))
+        source = (
+            "the command line"
+            if "narrator" in from_flags
+            else ("STORYLOOM_NARRATOR" if "narrator" in from_env else str(path))
+        )
         raise SettingsError(f"{source}: narrator must be one of {', '.join(NARRATORS)}, not {narrator!r}")
     if top.get("narrator", narrator) != narrator:  # the file's model and URL belong to its own narrator
         top = {k: v for k, v in top.items() if k not in _NARRATOR_KEYS}
@@ -136,11 +154,16 @@ def resolve_settings(args: argparse.Namespace | None, env: Mapping[str, str] | N
         from_env = {**from_env, "base_url": env[vendor_var]}
         env_vars["base_url"] = vendor_var
     settings, origins = Settings(), {}
-    for layer, source in ((top, str(path)), (table, f"{path} [{narrator}]"), (from_env, "the environment"),
-                          (from_flags, "the command line")):
+    for layer, source in (
+        (top, str(path)),
+        (table, f"{path} [{narrator}]"),
+        (from_env, "the environment"),
+        (from_flags, "the command line"),
+    ):
         settings = _merge(settings, layer, source)
-        origins.update({key: f"{source} ({env_vars[key]})" if key in env_vars and layer is from_env else source
-                        for key in layer})
+        origins.update(
+            {key: f"{source} ({env_vars[key]})" if key in env_vars and layer is from_env else source for key in layer}
+        )
     key_var = KEY_VARS.get(settings.narrator)
     if key_var and env.get(key_var):
         settings = replace(settings, api_key=env[key_var])
@@ -161,13 +184,16 @@ def _read_file(path: Path) -> dict[str, Any]:
         allowed = _NARRATOR_KEYS if table else _FILE_KEYS | set(KEY_VARS)
         where = f"{path} [{table}]" if table else str(path)
         if "api_key" in keys:
-            raise SettingsError(f"{where}: API keys are never read from the config file (it is easy to share "
-                                f"by mistake); remove api_key and set {KEY_VARS.get(table, 'ANTHROPIC_API_KEY or OPENAI_API_KEY')} "
-                                f"in the environment instead")
+            raise SettingsError(
+                f"{where}: API keys are never read from the config file (it is easy to share "
+                f"by mistake); remove api_key and set {KEY_VARS.get(table, 'ANTHROPIC_API_KEY or OPENAI_API_KEY')} "
+                f"in the environment instead"
+            )
         unknown = set(keys) - allowed
         if unknown:
-            raise SettingsError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                                f"known: {', '.join(sorted(allowed))}")
+            raise SettingsError(
+                f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(allowed))}"
+            )
         for key, value in keys.items():
             if key not in KEY_VARS:  # every value is checked, even in a table this story does not use
                 _check(key, value, where)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.narration import NarratorError, TransientNarratorError
+from storyloom.engine.narration import NarratorError, TransientNarratorError
 
 RETRY_AFTER_MAX = 120.0
 """Seconds: a server asking for a longer wait than this is treated as a plain failure to retry later."""
@@ -73,9 +73,17 @@ def _bounded(seconds: float) -> float | None:
     return max(0.0, seconds)
 
 
-def status_fault(provider: str, status: int, error_type: str | None, message: str | None,
-                 headers: Mapping[str, str] | None, *, key_var: str | None, model: str,
-                 secret: str | None = None) -> NarratorError:
+def status_fault(
+    provider: str,
+    status: int,
+    error_type: str | None,
+    message: str | None,
+    headers: Mapping[str, str] | None,
+    *,
+    key_var: str | None,
+    model: str,
+    secret: str | None = None,
+) -> NarratorError:
     """The narrator error for an HTTP error answer (or an error event in a stream).
 
     Args:
@@ -90,24 +98,30 @@ def status_fault(provider: str, status: int, error_type: str | None, message: st
         where = f"set {key_var} to a valid key" if key_var else "check the server's API key"
         return NarratorError(f"{provider} rejected the API key: {where}. ({detail or 'unauthorized'})")
     if status == 403 or kind == "permission_error":
-        return NarratorError(f"{provider} refused access with this key ({detail or 'forbidden'}); "
-                             f"check the key's permissions or set {key_var or 'the key'} to another key.")
+        return NarratorError(
+            f"{provider} refused access with this key ({detail or 'forbidden'}); "
+            f"check the key's permissions or set {key_var or 'the key'} to another key."
+        )
     if context_exceeded(kind, detail):
         return context_window_error(model)
     if kind in ("insufficient_quota", "billing_error"):
-        return NarratorError(f"{provider} says the account is out of credit ({detail or kind}); "
-                             f"add credit or use another key.")
+        return NarratorError(
+            f"{provider} says the account is out of credit ({detail or kind}); add credit or use another key."
+        )
     if status == 404 or kind in ("not_found_error", "model_not_found"):
-        return NarratorError(f"{provider} does not know model {model!r} ({detail or 'not found'}); "
-                             f"choose another with --model.")
+        return NarratorError(
+            f"{provider} does not know model {model!r} ({detail or 'not found'}); choose another with --model."
+        )
     if kind in ("overloaded_error", "rate_limit_error", "api_error", "server_error") or status in TRANSIENT_STATUSES:
         reason = {429: "rate limited", 529: "overloaded", 503: "unavailable"}.get(status)
         if kind == "overloaded_error":
             reason = "overloaded"
         elif kind == "rate_limit_error":
             reason = "rate limited"
-        return TransientNarratorError(f"{provider} is {reason or 'having trouble'} ({detail or f'HTTP {status}'})",
-                                      retry_after=retry_after(headers))
+        return TransientNarratorError(
+            f"{provider} is {reason or 'having trouble'} ({detail or f'HTTP {status}'})",
+            retry_after=retry_after(headers),
+        )
     if status == 413 or kind == "request_too_large":
         return context_window_error(model)
     return NarratorError(f"{provider} refused the request: {detail or f'HTTP {status}'}")
@@ -116,23 +130,33 @@ def status_fault(provider: str, status: int, error_type: str | None, message: st
 def context_exceeded(kind: str, detail: str) -> bool:
     """Whether an error says the conversation no longer fits the model's context window."""
     text = detail.lower()
-    return (kind in ("context_length_exceeded", "model_context_window_exceeded")
-            or "prompt is too long" in text or "context length" in text or "context window" in text
-            or "maximum context" in text or "exceeds the available context size" in text)
+    return (
+        kind in ("context_length_exceeded", "model_context_window_exceeded")
+        or "prompt is too long" in text
+        or "context length" in text
+        or "context window" in text
+        or "maximum context" in text
+        or "exceeds the available context size" in text
+    )
 
 
 def context_window_error(model: str) -> NarratorError:
     """The story no longer fits the model: retrying or correcting cannot help."""
-    return NarratorError(f"The story so far no longer fits {model!r}'s context window. Summarise it into a "
-                         f"shorter story to continue, or play on with a model that has a larger context "
-                         f"window (--model).")
+    return NarratorError(
+        f"The story so far no longer fits {model!r}'s context window. Summarise it into a "
+        f"shorter story to continue, or play on with a model that has a larger context "
+        f"window (--model)."
+    )
 
 
 def connection_fault(provider: str, where: str, exc: BaseException) -> TransientNarratorError:
     """A refused, reset or dropped connection: worth retrying; say where we tried to connect."""
     name = type(exc).__name__
-    return TransientNarratorError(f"lost the connection to {provider} at {where} ({name}: {_clean(str(exc))})"
-                                  if str(exc) else f"lost the connection to {provider} at {where} ({name})")
+    return TransientNarratorError(
+        f"lost the connection to {provider} at {where} ({name}: {_clean(str(exc))})"
+        if str(exc)
+        else f"lost the connection to {provider} at {where} ({name})"
+    )
 
 
 def stall_fault(provider: str, seconds: float) -> TransientNarratorError:

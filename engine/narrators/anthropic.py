@@ -28,7 +28,7 @@ from typing import Any
 
 import anthropic
 
-from engine.narration import (
+from storyloom.engine.narration import (
     Chunk,
     Exchange,
     Finish,
@@ -39,7 +39,7 @@ from engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
-from engine.narrators._shared import (
+from storyloom.engine.narrators._shared import (
     MAX_CONTINUATIONS,
     Timeouts,
     connection_fault,
@@ -48,7 +48,7 @@ from engine.narrators._shared import (
     stall_fault,
     status_fault,
 )
-from engine.narrators.prompts import (
+from storyloom.engine.narrators.prompts import (
     TOOL_DESCRIPTION,
     TOOL_NAME,
     command_message,
@@ -56,7 +56,7 @@ from engine.narrators.prompts import (
     player_message,
     system_prompt,
 )
-from engine.turns import turn_json_schema
+from storyloom.engine.turns import turn_json_schema
 
 try:  # the SDK's HTTP layer: httpx2 in current releases, httpx in older ones
     import httpx2 as _http
@@ -89,8 +89,16 @@ class AnthropicNarrator:
 
     name = "anthropic"
 
-    def __init__(self, *, api_key: str | None, model: str | None = None, base_url: str | None = None,
-                 max_tokens: int = 1024, thinking: bool = False, timeouts: Timeouts = Timeouts()):
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        model: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 1024,
+        thinking: bool = False,
+        timeouts: Timeouts = Timeouts(),
+    ):
         if not api_key:
             raise NarratorError(f"The anthropic narrator needs an API key: set {KEY_VAR}.")
         self.model = model or DEFAULT_MODEL
@@ -101,8 +109,9 @@ class AnthropicNarrator:
             api_key=api_key,
             base_url=base_url,
             max_retries=0,
-            timeout=anthropic.Timeout(connect=timeouts.connect, read=timeouts.read,
-                                      write=timeouts.write, pool=timeouts.pool),
+            timeout=anthropic.Timeout(
+                connect=timeouts.connect, read=timeouts.read, write=timeouts.write, pool=timeouts.pool
+            ),
         )
         self._where = str(self._client.base_url)
 
@@ -128,15 +137,24 @@ class AnthropicNarrator:
             except anthropic.APIStatusError as exc:
                 kind, message = error_fields(exc.body)
                 kind = getattr(exc, "type", None) or kind
-                raise status_fault(_PROVIDER, exc.status_code, kind, message or exc.message, exc.response.headers,
-                                   key_var=KEY_VAR, model=self.model, secret=self._client.api_key) from None
+                raise status_fault(
+                    _PROVIDER,
+                    exc.status_code,
+                    kind,
+                    message or exc.message,
+                    exc.response.headers,
+                    key_var=KEY_VAR,
+                    model=self.model,
+                    secret=self._client.api_key,
+                ) from None
             except anthropic.APITimeoutError:
                 raise stall_fault(_PROVIDER, self.timeouts.read) from None
             except anthropic.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
                 if isinstance(cause, _http.ConnectError):
-                    raise TransientNarratorError(f"cannot connect to {_PROVIDER} at {self._where} "
-                                                 f"({cause or type(cause).__name__})") from None
+                    raise TransientNarratorError(
+                        f"cannot connect to {_PROVIDER} at {self._where} ({cause or type(cause).__name__})"
+                    ) from None
                 raise connection_fault(_PROVIDER, self._where, cause) from None
             except _http.TimeoutException:
                 raise stall_fault(_PROVIDER, self.timeouts.read) from None
@@ -165,8 +183,11 @@ class AnthropicNarrator:
             "messages": self.messages(request),
         }
         if self.thinking:
-            params["thinking"] = ({"type": "enabled", "budget_tokens": THINKING_BUDGET}
-                                  if _MANUAL_THINKING.match(self.model) else {"type": "adaptive"})
+            params["thinking"] = (
+                {"type": "enabled", "budget_tokens": THINKING_BUDGET}
+                if _MANUAL_THINKING.match(self.model)
+                else {"type": "adaptive"}
+            )
             params["max_tokens"] = self.max_tokens + THINKING_BUDGET
             params["tool_choice"] = {"type": "auto"}
         else:
@@ -201,8 +222,10 @@ class AnthropicNarrator:
         if self.thinking:
             return _text(json.dumps(data, ensure_ascii=False)), None
         tool_id = f"toolu_turn{index + 1}"
-        return ({"type": "tool_use", "id": tool_id, "name": TOOL_NAME, "input": data},
-                {"type": "tool_result", "tool_use_id": tool_id, "content": "Committed."})
+        return (
+            {"type": "tool_use", "id": tool_id, "name": TOOL_NAME, "input": data},
+            {"type": "tool_result", "tool_use_id": tool_id, "content": "Committed."},
+        )
 
     def _append_correction(self, messages: list[dict[str, Any]], request: NarrationRequest) -> None:
         rejection = request.correction
@@ -212,10 +235,18 @@ class AnthropicNarrator:
         said = [_text(rejection.text)] if rejection.text.strip() else []
         if parsed is not None and not self.thinking:
             tool_id = f"toolu_rejected{request.attempt - 1}"
-            messages.append({"role": "assistant", "content": [
-                *said, {"type": "tool_use", "id": tool_id, "name": TOOL_NAME, "input": parsed}]})
-            messages.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tool_id, "is_error": True, "content": message}]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [*said, {"type": "tool_use", "id": tool_id, "name": TOOL_NAME, "input": parsed}],
+                }
+            )
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": tool_id, "is_error": True, "content": message}],
+                }
+            )
             return
         if rejection.raw and rejection.raw.strip():
             said.append(_text(rejection.raw))

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import httpx_sse
 
-from engine.narration import (
+from storyloom.engine.narration import (
     Chunk,
     Exchange,
     Finish,
@@ -33,14 +33,14 @@ from engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
-from engine.narrators._shared import (
+from storyloom.engine.narrators._shared import (
     Timeouts,
     connection_fault,
     error_fields,
     stall_fault,
     status_fault,
 )
-from engine.narrators.prompts import (
+from storyloom.engine.narrators.prompts import (
     TOOL_DESCRIPTION,
     TOOL_NAME,
     command_message,
@@ -48,7 +48,7 @@ from engine.narrators.prompts import (
     player_message,
     system_prompt,
 )
-from engine.turns import turn_json_schema
+from storyloom.engine.turns import turn_json_schema
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
 """Ollama's OpenAI-compatible endpoint on its default port."""
@@ -74,9 +74,17 @@ class OpenAINarrator:
 
     name = "openai"
 
-    def __init__(self, *, base_url: str | None = None, api_key: str | None = None, model: str | None = None,
-                 output: str = "tools", max_tokens: int = 1024, timeouts: Timeouts = Timeouts(),
-                 transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        output: str = "tools",
+        max_tokens: int = 1024,
+        timeouts: Timeouts = Timeouts(),
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
         if output not in OUTPUTS:
             raise NarratorError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -86,9 +94,11 @@ class OpenAINarrator:
         self.timeouts = timeouts
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
-            headers=headers, transport=transport,
-            timeout=httpx.Timeout(connect=timeouts.connect, read=timeouts.read,
-                                  write=timeouts.write, pool=timeouts.pool),
+            headers=headers,
+            transport=transport,
+            timeout=httpx.Timeout(
+                connect=timeouts.connect, read=timeouts.read, write=timeouts.write, pool=timeouts.pool
+            ),
         )
         self._has_key = bool(api_key)
         self._secret = api_key
@@ -124,8 +134,9 @@ class OpenAINarrator:
                     for chunk in chunks:
                         yield chunk
         except httpx.ConnectError as exc:
-            raise TransientNarratorError(f"cannot connect to {self.base_url} ({exc or type(exc).__name__}); "
-                                         f"is the model server running?") from None
+            raise TransientNarratorError(
+                f"cannot connect to {self.base_url} ({exc or type(exc).__name__}); is the model server running?"
+            ) from None
         except httpx.TimeoutException:
             raise stall_fault(self.base_url, self.timeouts.read) from None
         except httpx.TransportError as exc:
@@ -133,8 +144,9 @@ class OpenAINarrator:
         if answer.finish_reason is None:  # `[DONE]` or the body's end, mid-answer: a broken stream
             raise TransientNarratorError(f"{self.base_url} stopped the answer before it was complete")
         if answer.refusal:
-            raise NarratorRefusal(f"The model declined to write this turn ({answer.refusal_text()}). "
-                                  f"Try a different command.")
+            raise NarratorRefusal(
+                f"The model declined to write this turn ({answer.refusal_text()}). Try a different command."
+            )
         if answer.finish_reason == "content_filter":
             raise NarratorRefusal("The server's content filter stopped this turn. Try a different command.")
         yield Finish(answer.stop_reason(), answer.usage)
@@ -166,14 +178,23 @@ class OpenAINarrator:
         error = body.get("error", body) if isinstance(body, dict) else None
         code = error.get("code") if isinstance(error, dict) else None
         status = code if isinstance(code, int) and not isinstance(code, bool) else 500
-        return status_fault(self.base_url, status, kind, message, None,
-                            key_var=KEY_VAR, model=self.model, secret=self._secret)
+        return status_fault(
+            self.base_url, status, kind, message, None, key_var=KEY_VAR, model=self.model, secret=self._secret
+        )
 
     def _status_fault(self, response: httpx.Response) -> NarratorError:
         kind, message = error_fields(response.content)
         key_var = KEY_VAR if not self._has_key or response.status_code in (401, 403) else None
-        return status_fault(self.base_url, response.status_code, kind, message, response.headers,
-                            key_var=key_var, model=self.model, secret=self._secret)
+        return status_fault(
+            self.base_url,
+            response.status_code,
+            kind,
+            message,
+            response.headers,
+            key_var=key_var,
+            model=self.model,
+            secret=self._secret,
+        )
 
     def request_body(self, request: NarrationRequest) -> dict[str, Any]:
         """The chat completions request for a narration request (public so tests can read it)."""
@@ -185,12 +206,18 @@ class OpenAINarrator:
             "max_tokens": self.max_tokens,
         }
         if self.output == "tools":
-            body["tools"] = [{"type": "function", "function": {
-                "name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": turn_json_schema()}}]
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": turn_json_schema()},
+                }
+            ]
             body["tool_choice"] = "required"
         else:
-            body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "turn", "schema": turn_json_schema(), "strict": False}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "turn", "schema": turn_json_schema(), "strict": False},
+            }
         return body
 
     def messages(self, request: NarrationRequest) -> list[dict[str, Any]]:
@@ -210,9 +237,16 @@ class OpenAINarrator:
         if self.output == "json":
             return [{"role": "assistant", "content": arguments}]
         call_id = f"call_turn{index + 1}"
-        return [{"role": "assistant", "content": None, "tool_calls": [
-                    {"id": call_id, "type": "function", "function": {"name": TOOL_NAME, "arguments": arguments}}]},
-                {"role": "tool", "tool_call_id": call_id, "content": "Committed."}]
+        return [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": TOOL_NAME, "arguments": arguments}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": "Committed."},
+        ]
 
     def _append_correction(self, messages: list[dict[str, Any]], request: NarrationRequest, channel: str) -> None:
         rejection = request.correction
@@ -222,8 +256,15 @@ class OpenAINarrator:
         text = rejection.text if rejection.text.strip() else None
         if self.output == "tools" and raw is not None and _is_json_object(raw):
             call_id = f"call_rejected{request.attempt - 1}"
-            messages.append({"role": "assistant", "content": text, "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": TOOL_NAME, "arguments": raw}}]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": text,
+                    "tool_calls": [
+                        {"id": call_id, "type": "function", "function": {"name": TOOL_NAME, "arguments": raw}}
+                    ],
+                }
+            )
             messages.append({"role": "tool", "tool_call_id": call_id, "content": message})
             return
         said = "\n\n".join(part for part in (text, raw) if part)
@@ -298,8 +339,11 @@ class _Answer:
         index = delta.get("index")
         call_id = delta.get("id") if isinstance(delta.get("id"), str) and delta.get("id") else None
         current = self._call
-        if (current is None or (index is not None and index != current.index)
-                or (call_id is not None and current.id is not None and call_id != current.id)):
+        if (
+            current is None
+            or (index is not None and index != current.index)
+            or (call_id is not None and current.id is not None and call_id != current.id)
+        ):
             return _Call(index=index, id=call_id)
         if current.id is None:
             current.id = call_id
@@ -307,9 +351,11 @@ class _Answer:
 
     def _read_usage(self, usage: dict[str, Any]) -> None:
         details = usage.get("prompt_tokens_details") or {}
-        for key, value in (("input_tokens", usage.get("prompt_tokens")),
-                           ("output_tokens", usage.get("completion_tokens")),
-                           ("cached_tokens", details.get("cached_tokens") if isinstance(details, dict) else None)):
+        for key, value in (
+            ("input_tokens", usage.get("prompt_tokens")),
+            ("output_tokens", usage.get("completion_tokens")),
+            ("cached_tokens", details.get("cached_tokens") if isinstance(details, dict) else None),
+        ):
             if isinstance(value, int):
                 self.usage[key] = value
 
@@ -375,8 +421,10 @@ def _require_event_stream(response: httpx.Response, base_url: str) -> None:
     """A 200 answer that is not an event stream means --base-url points at something else."""
     content_type = response.headers.get("content-type", "").partition(";")[0].strip()
     if "text/event-stream" not in content_type:
-        raise NarratorError(f"{base_url} did not answer with an event stream (content type "
-                            f"{content_type or 'none'!r}); check --base-url (it should end in /v1).")
+        raise NarratorError(
+            f"{base_url} did not answer with an event stream (content type "
+            f"{content_type or 'none'!r}); check --base-url (it should end in /v1)."
+        )
 
 
 def _content_text(content: Any) -> str:
@@ -386,8 +434,11 @@ def _content_text(content: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return "".join(part["text"] for part in content
-                   if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
+    return "".join(
+        part["text"]
+        for part in content
+        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+    )
 
 
 def _is_json_object(raw: str) -> bool:

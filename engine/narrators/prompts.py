@@ -16,41 +16,61 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from engine.narration import Rejection
-from engine.packs import StoryPack
-from engine.state import WorldState
+from storyloom.engine.narration import Rejection
+from storyloom.engine.packs import StoryPack
+from storyloom.engine.state import WorldState
 
 TOOL_NAME = "report_turn"
-TOOL_DESCRIPTION = ("Report the turn: the narrative for the player and the JSON Patch it makes to the world "
-                    "state. Always answer through this tool.")
+TOOL_DESCRIPTION = (
+    "Report the turn: the narrative for the player and the JSON Patch it makes to the world "
+    "state. Always answer through this tool."
+)
 
 
 @cache
 def _template(name: str) -> Template:
-    text = (resources.files("engine.narrators") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
+    text = (resources.files("storyloom.engine.narrators") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
     return Template(text.strip())
 
 
 def world_json(pack: StoryPack) -> dict[str, Any]:
     """The parts of a pack a model needs to narrate it, keyed by the ids the patch uses."""
     rooms = {
-        room_id: {"name": room.name, **({"aliases": room.aliases} if room.aliases else {}),
-                  "description": room.description, "exits": room.exits,
-                  **({"gates": room.gates} if room.gates else {})}
+        room_id: {
+            "name": room.name,
+            **({"aliases": room.aliases} if room.aliases else {}),
+            "description": room.description,
+            "exits": room.exits,
+            **({"gates": room.gates} if room.gates else {}),
+        }
         for room_id, room in pack.rooms.items()
     }
     items = {
-        item_id: {"name": item.name, **({"aliases": item.aliases} if item.aliases else {}), "portable": item.portable,
-                  **({"description": item.description} if item.description else {})}
+        item_id: {
+            "name": item.name,
+            **({"aliases": item.aliases} if item.aliases else {}),
+            "portable": item.portable,
+            **({"description": item.description} if item.description else {}),
+        }
         for item_id, item in pack.items.items()
     }
-    stats = {stat_id: {"min": stat.min, "max": stat.max, **({"label": stat.label} if stat.label else {})}
-             for stat_id, stat in pack.stats.items()}
+    stats = {
+        stat_id: {"min": stat.min, "max": stat.max, **({"label": stat.label} if stat.label else {})}
+        for stat_id, stat in pack.stats.items()
+    }
     actions = {action_id: action.model_dump(exclude_defaults=True) for action_id, action in pack.actions.items()}
-    endings = {ending_id: {"title": ending.title, "when": ending.when.model_dump(exclude_defaults=True)}
-               for ending_id, ending in pack.endings.items()}
-    world: dict[str, Any] = {"start": pack.start, "intro": pack.intro, "rooms": rooms, "items": items,
-                             "stats": stats, "flags": sorted(pack.flags)}
+    endings = {
+        ending_id: {"title": ending.title, "when": ending.when.model_dump(exclude_defaults=True)}
+        for ending_id, ending in pack.endings.items()
+    }
+    world: dict[str, Any] = {
+        "start": pack.start,
+        "intro": pack.intro,
+        "rooms": rooms,
+        "items": items,
+        "stats": stats,
+        "flags": sorted(pack.flags),
+    }
     if actions:
         world["actions"] = actions
     if endings:
@@ -101,8 +121,9 @@ def issues_json(rejection: Rejection) -> str:
     return json.dumps([issue.to_json() for issue in rejection.issues], ensure_ascii=False, indent=1)
 
 
-def correction_message(rejection: Rejection, *, channel: str = f"the `{TOOL_NAME}` tool",
-                       json_mode: bool = False) -> str:
+def correction_message(
+    rejection: Rejection, *, channel: str = f"the `{TOOL_NAME}` tool", json_mode: bool = False
+) -> str:
     """What the model is told after its latest attempt was rejected.
 
     Only this latest rejection is ever described, never the chain of earlier ones.

@@ -7,7 +7,7 @@ same transient faults, errors and cancels. The engine judges the replayed
 output exactly as it judged the live one, so a replay that reaches another
 decision shows that the engine (or the save) changed.
 
-The narrator knows nothing of save files: `saves.replay` reads a save and
+The narrator knows nothing of save files: `storyloom.saves.replay` reads a save and
 hands it `RecordedAnswer`s.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.narration import (
+from storyloom.engine.narration import (
     Chunk,
     Finish,
     NarrationRequest,
@@ -61,8 +61,10 @@ class RecordedAnswer:
         chunks = list(prose)
         if not chunks:
             return ()
-        return ((0, "s", '{"narrative": "'),
-                *((at, "s", json.dumps(text, ensure_ascii=False)[1:-1]) for at, text in chunks))
+        return (
+            (0, "s", '{"narrative": "'),
+            *((at, "s", json.dumps(text, ensure_ascii=False)[1:-1]) for at, text in chunks),
+        )
 
     @classmethod
     def cancelled_with_prose(cls, turn: int, attempt: int, prose: Iterable[tuple[int, str]]) -> RecordedAnswer:
@@ -100,9 +102,16 @@ class ReplayNarrator:
 
     name = "replay"
 
-    def __init__(self, answers: Iterable[RecordedAnswer], *, speed: float = math.inf, model: str = "",
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 on_cancel: Callable[[], None] | None = None, on_exhausted: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        answers: Iterable[RecordedAnswer],
+        *,
+        speed: float = math.inf,
+        model: str = "",
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        on_cancel: Callable[[], None] | None = None,
+        on_exhausted: Callable[[], None] | None = None,
+    ):
         if not speed > 0:
             raise ValueError("speed must be above 0")
         self.model = model
@@ -120,8 +129,9 @@ class ReplayNarrator:
             if self.on_exhausted is not None:
                 self.on_exhausted()
                 await asyncio.Event().wait()
-            raise ReplayExhausted(f"the save holds no recorded answer for turn {request.turn}, "
-                                  f"attempt {request.attempt}")
+            raise ReplayExhausted(
+                f"the save holds no recorded answer for turn {request.turn}, attempt {request.attempt}"
+            )
         answer = queue.popleft()
         previous = 0
         for at, kind, text in answer.deltas:
@@ -130,8 +140,9 @@ class ReplayNarrator:
             previous = max(previous, at)
             yield StructuredDelta(text, at_ms=at) if kind == "s" else TextDelta(text, at_ms=at)
         if answer.retry_after is not None:
-            raise TransientNarratorError(answer.error[1] if answer.error else "recorded transient fault",
-                                         retry_after=answer.retry_after)
+            raise TransientNarratorError(
+                answer.error[1] if answer.error else "recorded transient fault", retry_after=answer.retry_after
+            )
         if answer.error is not None:
             raise _error(*answer.error)
         if answer.cancel:

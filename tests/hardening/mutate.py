@@ -16,16 +16,29 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from saves.format import record_hash
+from storyloom.saves.format import record_hash
 from tests.hardening.corpus import ALL
 
-TEXT = st.sampled_from(list(ALL.values())) | st.text(max_size=24) | st.sampled_from(
-    ["", "shore", "player", "nowhere", "north", "lamp", "x" * 5000, "../../etc/passwd", "\ud800"])
-SCALAR = (st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.sampled_from([0, -1, 10**4000])
-          | st.floats(allow_nan=True, allow_infinity=True) | TEXT)
-VALUE = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=4)
-                     | st.dictionaries(st.text(max_size=8) | st.sampled_from(["id", "at", "name", "exits"]),
-                                       inner, max_size=4), max_leaves=8)
+TEXT = (
+    st.sampled_from(list(ALL.values()))
+    | st.text(max_size=24)
+    | st.sampled_from(["", "shore", "player", "nowhere", "north", "lamp", "x" * 5000, "../../etc/passwd", "\ud800"])
+)
+SCALAR = (
+    st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.sampled_from([0, -1, 10**4000])
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | TEXT
+)
+VALUE = st.recursive(
+    SCALAR,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=8) | st.sampled_from(["id", "at", "name", "exits"]), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
 JSON_VALUE = st.none() | VALUE
 
 
@@ -42,14 +55,16 @@ def damaged_bytes(draw: Any, blob: bytes) -> bytes:
         if kind == "flip" and data:
             data[at] ^= 1 << draw(st.integers(0, 7))
         elif kind == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=8) | st.sampled_from(
-                [b"\xff\xfe", b"\x1b]0;x\x07", b"\n", b"\x00", b'"', b"[[[[", b"\xc3"]))
+            data[at:at] = draw(
+                st.binary(min_size=1, max_size=8)
+                | st.sampled_from([b"\xff\xfe", b"\x1b]0;x\x07", b"\n", b"\x00", b'"', b"[[[[", b"\xc3"])
+            )
         elif kind == "delete":
-            del data[at:at + draw(st.integers(1, 16))]
+            del data[at : at + draw(st.integers(1, 16))]
         elif kind == "truncate":
             del data[at:]
         elif kind == "zero":
-            data[at:at + 64] = bytes(len(data[at:at + 64]))
+            data[at : at + 64] = bytes(len(data[at : at + 64]))
     return bytes(data)
 
 
@@ -160,8 +175,11 @@ def rechain(records: list[Any]) -> bytes:
             except (TypeError, ValueError):
                 record["hash"] = "0" * 64
             prev = record["hash"]
-        lines.append(json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-            "utf-8", "surrogatepass"))
+        lines.append(
+            json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+                "utf-8", "surrogatepass"
+            )
+        )
     return b"\n".join(lines) + b"\n"
 
 
@@ -190,8 +208,14 @@ def damaged_save(draw: Any, blob: bytes) -> bytes:
     if target == "data":
         records[index] = {**records[index], "data": draw(edited(records[index]["data"], JSON_VALUE))}
     elif target == "kind":
-        records[index] = {**records[index], "kind": draw(st.sampled_from(
-            ["turn_committed", "turn_undone", "attempt_finished", "turn_started", "header", "resumed", "bogus"]))}
+        records[index] = {
+            **records[index],
+            "kind": draw(
+                st.sampled_from(
+                    ["turn_committed", "turn_undone", "attempt_finished", "turn_started", "header", "resumed", "bogus"]
+                )
+            ),
+        }
     else:
         records[index] = draw(edited(records[index], JSON_VALUE))
     return rechain(records)

@@ -6,12 +6,12 @@ import io
 from pathlib import Path
 from typing import Any
 
-from engine.narration import Narrator
-from engine.packs import load_pack
-from saves.choices import SessionChoices
-from saves.resume import start_new
+from storyloom.engine.narration import Narrator
+from storyloom.engine.packs import load_pack
+from storyloom.saves.choices import SessionChoices
+from storyloom.saves.resume import start_new
+from storyloom.tui.cli.headless import play_commands
 from tests.conftest import SHORE_PACK
-from tui.cli.headless import play_commands
 
 
 def shore_file(folder: Path) -> Path:
@@ -22,8 +22,15 @@ def shore_file(folder: Path) -> Path:
     return path
 
 
-async def play_into_save(folder: Path, narrator_for: Any, commands: list[str], *, save: Path | None = None,
-                         budget: int = 2, **session_options: Any) -> tuple[Path, str, str, int]:
+async def play_into_save(
+    folder: Path,
+    narrator_for: Any,
+    commands: list[str],
+    *,
+    save: Path | None = None,
+    budget: int = 2,
+    **session_options: Any,
+) -> tuple[Path, str, str, int]:
     """Play `commands` headless into a new save; returns (save, stdout, stderr, exit code).
 
     Args:
@@ -34,8 +41,9 @@ async def play_into_save(folder: Path, narrator_for: Any, commands: list[str], *
     pack = load_pack(str(pack_path))
     narrator: Narrator = narrator_for(pack)
     choices = SessionChoices(budget=budget)
-    session, journal = start_new(pack, narrator, choices, source=str(pack_path), path=save or folder / "game.jsonl",
-                                 **session_options)
+    session, journal = start_new(
+        pack, narrator, choices, source=str(pack_path), path=save or folder / "game.jsonl", **session_options
+    )
     out, err = io.StringIO(), io.StringIO()
     with journal:
         code = await play_commands(session, commands, on_event=journal.record, out=out, err=err)

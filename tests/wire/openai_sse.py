@@ -21,18 +21,35 @@ def data(payload: dict[str, Any] | str) -> bytes:
 
 
 def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-    return data({"id": "chatcmpl-9Qa8Hrt8GmZk4XCk1Zh2bT9oY", "object": "chat.completion.chunk",
-                 "created": 1718000000, "model": MODEL, "system_fingerprint": "fp_ollama",
-                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
-                 "usage": None})  # with include_usage, every chunk but the last carries "usage": null
+    return data(
+        {
+            "id": "chatcmpl-9Qa8Hrt8GmZk4XCk1Zh2bT9oY",
+            "object": "chat.completion.chunk",
+            "created": 1718000000,
+            "model": MODEL,
+            "system_fingerprint": "fp_ollama",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+            "usage": None,
+        }
+    )  # with include_usage, every chunk but the last carries "usage": null
 
 
 def usage_chunk(prompt: int = 1500, completion: int = 160, cached: int = 0) -> bytes:
-    return data({"id": "chatcmpl-9Qa8Hrt8GmZk4XCk1Zh2bT9oY", "object": "chat.completion.chunk",
-                 "created": 1718000000, "model": MODEL, "choices": [],
-                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                           "total_tokens": prompt + completion,
-                           "prompt_tokens_details": {"cached_tokens": cached}}})
+    return data(
+        {
+            "id": "chatcmpl-9Qa8Hrt8GmZk4XCk1Zh2bT9oY",
+            "object": "chat.completion.chunk",
+            "created": 1718000000,
+            "model": MODEL,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": cached},
+            },
+        }
+    )
 
 
 DONE = data("[DONE]")
@@ -40,9 +57,22 @@ DONE = data("[DONE]")
 
 def tool_stream(turn_json: str, *, finish_reason: str = "tool_calls", cached: int = 0) -> list[bytes]:
     """The turn as a function call whose arguments arrive in many small pieces."""
-    out = [chunk({"role": "assistant", "content": None, "tool_calls": [{
-        "index": 0, "id": "call_Xn3pDhA1oV0aKQ", "type": "function",
-        "function": {"name": "report_turn", "arguments": ""}}]})]
+    out = [
+        chunk(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_Xn3pDhA1oV0aKQ",
+                        "type": "function",
+                        "function": {"name": "report_turn", "arguments": ""},
+                    }
+                ],
+            }
+        )
+    ]
     for piece in words(turn_json):
         out.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
     return [*out, chunk({}, finish_reason), usage_chunk(cached=cached), DONE]

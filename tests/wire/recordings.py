@@ -35,7 +35,7 @@ def events(name: str) -> list[bytes]:
     pieces: list[bytes] = []
     start = 0
     while (end := body.find(b"\n\n", start)) != -1:
-        pieces.append(body[start:end + 2])
+        pieces.append(body[start : end + 2])
         start = end + 2
     if start < len(body):
         pieces.append(body[start:])

@@ -70,9 +70,18 @@ class Reset:
 
 
 Reply = Stream | Status | Silent | Reset
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error",
-            503: "Service Unavailable", 529: "Site Overloaded"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    413: "Payload Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    529: "Site Overloaded",
+}
 
 
 class WireServer:
@@ -202,8 +211,16 @@ class WireServer:
             headers = {"content-type": "application/json", "content-length": str(len(body)), **reply.headers}
             conn.sendall(_head(reply.code, headers) + body)
             return True
-        conn.sendall(_head(200, {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
-                                 "transfer-encoding": "chunked"}))
+        conn.sendall(
+            _head(
+                200,
+                {
+                    "content-type": "text/event-stream; charset=utf-8",
+                    "cache-control": "no-cache",
+                    "transfer-encoding": "chunked",
+                },
+            )
+        )
         self.streams_started.set()
         for index, event in enumerate(reply.events):
             if index and reply.delay and self._client_left(conn, reply.delay):

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from tui.cli.exits import EXIT_FAILURE, EXIT_USAGE
+from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_USAGE
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -114,27 +114,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _play(args: argparse.Namespace) -> int:
     if args.headless:
-        from tui.cli.headless import run_headless
+        from storyloom.tui.cli.headless import run_headless
 
         return run_headless(args)
-    from tui.cli.ui import run_app
+    from storyloom.tui.cli.ui import run_app
 
     return run_app(args)
 
 
 def _saves_command(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
-        from tui.cli import save_commands
+        from storyloom.tui.cli import save_commands
 
         return getattr(save_commands, name)(args)
+
     return run
 
 
 def _story_command(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
-        from tui.cli import story_commands
+        from storyloom.tui.cli import story_commands
 
         return getattr(story_commands, name)(args)
+
     return run
 
 

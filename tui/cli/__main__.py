@@ -1,9 +1,9 @@
-"""`python -m tui.cli`: the `storyloom` command."""
+"""`python -m storyloom.tui.cli`: the `storyloom` command."""
 
 from __future__ import annotations
 
 import sys
 
-from tui.cli import main
+from storyloom.tui.cli import main
 
 sys.exit(main())

@@ -7,7 +7,7 @@ goes to stdout, made safe for a terminal; corrections and failures are reported
 on stderr so stdout stays a clean transcript (`EventPrinter`). This module must
 not import Textual.
 
-Exit codes (`tui.cli.exits`): 0 every turn committed (or the story ended), 3 a turn
+Exit codes (`storyloom.tui.cli.exits`): 0 every turn committed (or the story ended), 3 a turn
 failed after its correction budget (play stops there; the committed state stays
 valid), 2 bad arguments or input files, 1 anything else.
 """
@@ -22,15 +22,15 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import IO, TextIO
 
-from engine.events import Event, StoryEnded, TurnFailed
-from engine.lifecycle import Session
-from engine.packs import PackError
-from engine.safety import safe_text
-from saves.errors import SaveError, SaveWriteError
-from tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
-from tui.cli.printer import EventPrinter, print_intro, print_problems
-from tui.session import PlaySession
-from tui.settings import SettingsError, load_settings
+from storyloom.engine.events import Event, StoryEnded, TurnFailed
+from storyloom.engine.lifecycle import Session
+from storyloom.engine.packs import PackError
+from storyloom.engine.safety import safe_text
+from storyloom.saves.errors import SaveError, SaveWriteError
+from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
+from storyloom.tui.cli.printer import EventPrinter, print_intro, print_problems
+from storyloom.tui.session import PlaySession
+from storyloom.tui.settings import SettingsError, load_settings
 
 EventHook = Callable[[Event], None]
 """Called with every event before it is shown (the events file, the save journal)."""
@@ -48,8 +48,7 @@ def run_headless(args: argparse.Namespace) -> int:
     """`storyloom play --headless`: see the module docstring for what it prints and returns."""
     err = sys.stderr
     if not args.commands:
-        print("storyloom: headless play needs --commands FILE (one command a line) or --commands - for stdin",
-              file=err)
+        print("storyloom: headless play needs --commands FILE (one command a line) or --commands - for stdin", file=err)
         return EXIT_USAGE
     try:
         settings = load_settings(args)
@@ -59,8 +58,14 @@ def run_headless(args: argparse.Namespace) -> int:
     commands = _open_commands(args.commands, err)
     if commands is None:
         return EXIT_USAGE
-    play = PlaySession(settings, story=args.story, resume=getattr(args, "resume", None),
-                       save=getattr(args, "save", None), budget=getattr(args, "budget", None), err=err)
+    play = PlaySession(
+        settings,
+        story=args.story,
+        resume=getattr(args, "resume", None),
+        save=getattr(args, "save", None),
+        budget=getattr(args, "budget", None),
+        err=err,
+    )
     if not _open(play, err):
         return EXIT_USAGE
     assert play.session is not None and play.journal is not None and play.pack is not None
@@ -113,9 +118,11 @@ def _open(play: PlaySession, err: TextIO) -> bool:
 
 def recorder(play: PlaySession) -> EventHook:
     """The save's hook: a save no place takes was already reported on stderr, and play goes on in memory."""
+
     def record(event: Event) -> None:
         with contextlib.suppress(SaveWriteError):
             play.record(event)
+
     return record
 
 
@@ -132,6 +139,7 @@ def _both(first: EventHook, second: EventHook | None) -> EventHook:
     def hook(event: Event) -> None:
         first(event)
         second(event)
+
     return hook
 
 
@@ -152,11 +160,18 @@ def _event_writer(handle: IO[str]) -> EventHook:
     def write(event: Event) -> None:
         handle.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
         handle.flush()
+
     return write
 
 
-async def play_commands(session: Session, commands: Iterable[str], *, on_event: EventHook | None = None,
-                        out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+async def play_commands(
+    session: Session,
+    commands: Iterable[str],
+    *,
+    on_event: EventHook | None = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
     """Play each command line through the session; return the exit code.
 
     Blank lines and lines starting with `#` are skipped; a line starting with `/`

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from engine.events import (
+from storyloom.engine.events import (
     CorrectionStarted,
     Event,
     ProseDelta,
@@ -21,8 +21,8 @@ from engine.events import (
     TurnUndone,
     ValidationFailed,
 )
-from engine.packs import PackError, StoryPack
-from engine.safety import safe_text
+from storyloom.engine.packs import PackError, StoryPack
+from storyloom.engine.safety import safe_text
 
 
 class EventPrinter:

@@ -1,7 +1,7 @@
 """`storyloom saves | verify | export | replay`: the save commands, each returning its exit code.
 
-`tui.cli` parses the arguments and calls these by name; the saves layer does the
-work, these only print it. Exit codes (`tui.cli.exits`): 0 success, 1 the save is
+`storyloom.tui.cli` parses the arguments and calls these by name; the saves layer does the
+work, these only print it. Exit codes (`storyloom.tui.cli.exits`): 0 success, 1 the save is
 not sound (or a replay diverged), 2 the file cannot be read (or there is no such save).
 """
 
@@ -13,15 +13,15 @@ import json
 import sys
 from pathlib import Path
 
-from engine.events import TurnCommitted, TurnUndone
-from engine.safety import safe_text
-from saves.errors import SaveError, SaveUnreadable
-from saves.format import Save
-from saves.locations import list_saves, resolve_save, saves_dir
-from saves.reader import load_save
-from saves.verify import open_pack, verify_save
-from tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from tui.cli.printer import EventPrinter
+from storyloom.engine.events import TurnCommitted, TurnUndone
+from storyloom.engine.safety import safe_text
+from storyloom.saves.errors import SaveError, SaveUnreadable
+from storyloom.saves.format import Save
+from storyloom.saves.locations import list_saves, resolve_save, saves_dir
+from storyloom.saves.reader import load_save
+from storyloom.saves.verify import open_pack, verify_save
+from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from storyloom.tui.cli.printer import EventPrinter
 
 
 def _fail(exc: SaveError) -> int:
@@ -93,7 +93,7 @@ def verify(args: argparse.Namespace) -> int:
 
 def export(args: argparse.Namespace) -> int:
     """Print a Markdown transcript or a JSON export of a save to stdout."""
-    from saves.export import export_json, export_markdown
+    from storyloom.saves.export import export_json, export_markdown
 
     try:
         save = _load(args.save)
@@ -111,7 +111,7 @@ def export(args: argparse.Namespace) -> int:
 
 def replay(args: argparse.Namespace) -> int:
     """Play a save back through a fresh engine; exit 1 on any divergence from the record."""
-    from saves.replay import Replayer, replay_plan
+    from storyloom.saves.replay import Replayer, replay_plan
 
     speed = float(getattr(args, "speed", 1.0) or 1.0)
     try:
@@ -120,23 +120,31 @@ def replay(args: argparse.Namespace) -> int:
     except SaveError as exc:
         return _fail(exc)
     if not getattr(args, "headless", False):
-        from tui.cli.ui import run_replay
+        from storyloom.tui.cli.ui import run_replay
 
         return run_replay(args, plan)
     printer = EventPrinter(sys.stdout, sys.stderr, live=True)
     result = asyncio.run(Replayer(plan).run(printer))
     printer.end()
     if result.interrupted is not None:
-        print(f"storyloom: note: the save stops while turn {result.interrupted} was in flight (never committed)",
-              file=sys.stderr)
+        print(
+            f"storyloom: note: the save stops while turn {result.interrupted} was in flight (never committed)",
+            file=sys.stderr,
+        )
     if result.divergence is not None:
         print(f"storyloom: replay DIVERGED from the record at {safe_text(str(result.divergence))}", file=sys.stderr)
         return EXIT_FAILURE
     if result.final_hash != result.expected_final_hash:
-        print(f"storyloom: replay DIVERGED: it ends in state {result.final_hash[:12]}…, the record in "
-              f"{result.expected_final_hash[:12]}…", file=sys.stderr)
+        print(
+            f"storyloom: replay DIVERGED: it ends in state {result.final_hash[:12]}…, the record in "
+            f"{result.expected_final_hash[:12]}…",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     turns = sum(isinstance(e, TurnCommitted) for e in result.events)
-    print(f"storyloom: replayed {turns} commit(s); every decision and state hash matches the record "
-          f"(final state {result.final_hash[:12]}…)", file=sys.stderr)
+    print(
+        f"storyloom: replayed {turns} commit(s); every decision and state hash matches the record "
+        f"(final state {result.final_hash[:12]}…)",
+        file=sys.stderr,
+    )
     return EXIT_OK

@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 
-from engine.packs import PackError, builtin_pack_ids, load_pack
-from engine.safety import safe_text
-from tui.cli.exits import EXIT_OK, EXIT_USAGE
-from tui.cli.printer import print_problems
-from tui.settings import SettingsError, config_path, resolve_settings
+from storyloom.engine.packs import PackError, builtin_pack_ids, load_pack
+from storyloom.engine.safety import safe_text
+from storyloom.tui.cli.exits import EXIT_OK, EXIT_USAGE
+from storyloom.tui.cli.printer import print_problems
+from storyloom.tui.settings import SettingsError, config_path, resolve_settings
 
 
 def stories(args: argparse.Namespace) -> int:
@@ -29,19 +29,21 @@ def check_story(args: argparse.Namespace) -> int:
         print_problems(exc, sys.stderr)
         print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
         return EXIT_USAGE
-    print(f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
-          f"{len(pack.stats)} stats, {len(pack.flags)} flags, {len(pack.actions)} actions, {len(pack.endings)} endings")
+    print(
+        f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
+        f"{len(pack.stats)} stats, {len(pack.flags)} flags, {len(pack.actions)} actions, {len(pack.endings)} endings"
+    )
     return EXIT_OK
 
 
 def default_model(narrator: str) -> str | None:
     """The model a narrator uses when none is set."""
     if narrator == "anthropic":
-        from engine.narrators.anthropic import DEFAULT_MODEL
+        from storyloom.engine.narrators.anthropic import DEFAULT_MODEL
 
         return DEFAULT_MODEL
     if narrator == "openai":
-        from engine.narrators.openai import DEFAULT_MODEL as OPENAI_MODEL
+        from storyloom.engine.narrators.openai import DEFAULT_MODEL as OPENAI_MODEL
 
         return OPENAI_MODEL
     return None
@@ -63,7 +65,7 @@ def config(args: argparse.Namespace) -> int:
         shown["model"] = default_model(settings.narrator)
         origins.setdefault("model", f"the {settings.narrator} narrator's default")
     if settings.narrator == "openai" and settings.base_url is None:
-        from engine.narrators.openai import DEFAULT_BASE_URL
+        from storyloom.engine.narrators.openai import DEFAULT_BASE_URL
 
         shown["base_url"] = DEFAULT_BASE_URL
         origins.setdefault("base_url", "the default (a local Ollama)")

@@ -12,18 +12,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.safety import safe_text
-from tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from tui.session import PlaySession, SaveNotes
-from tui.settings import SettingsError, load_settings
+from storyloom.engine.safety import safe_text
+from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from storyloom.tui.session import PlaySession, SaveNotes
+from storyloom.tui.settings import SettingsError, load_settings
 
 if TYPE_CHECKING:
     from textual.app import App
 
-    from engine.lifecycle import Session
-    from saves.errors import SaveError
-    from saves.replay import ReplayPlan
-    from tui.app import Opening
+    from storyloom.engine.lifecycle import Session
+    from storyloom.saves.errors import SaveError
+    from storyloom.saves.replay import ReplayPlan
+    from storyloom.tui.app import Opening
 
 
 class AppSaveNotes(SaveNotes):
@@ -45,8 +45,13 @@ class AppSaveNotes(SaveNotes):
 
     def moved(self, reason: SaveError | None, path: Path) -> None:
         if reason is not None:
-            self.app.notify(safe_text(f"{reason}\nThe story so far is now saved to {path}; play goes on there."),
-                            title="Saved elsewhere", severity="warning", timeout=15, markup=False)
+            self.app.notify(
+                safe_text(f"{reason}\nThe story so far is now saved to {path}; play goes on there."),
+                title="Saved elsewhere",
+                severity="warning",
+                timeout=15,
+                markup=False,
+            )
 
 
 def run_app(args: argparse.Namespace) -> int:
@@ -64,24 +69,30 @@ def run_app(args: argparse.Namespace) -> int:
         The exit code: 0, 2 when the story, the settings or the save are wrong, 1 when
         some of the session could not be saved anywhere.
     """
-    from engine.builtin import builtin_opening, builtin_pack_ids
-    from tui.app import Opening, StoryloomApp
+    from storyloom.engine.builtin import builtin_opening, builtin_pack_ids
+    from storyloom.tui.app import Opening, StoryloomApp
 
     try:
         settings = load_settings(args)
     except SettingsError as exc:
         print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
-    play = PlaySession(settings, story=getattr(args, "story", None), resume=getattr(args, "resume", None),
-                       save=getattr(args, "save", None), budget=getattr(args, "budget", None), interactive=True)
+    play = PlaySession(
+        settings,
+        story=getattr(args, "story", None),
+        resume=getattr(args, "resume", None),
+        save=getattr(args, "save", None),
+        budget=getattr(args, "budget", None),
+        interactive=True,
+    )
     first: Session | Opening
     if not play.resumed and settings.narrator == "offline" and play.source in builtin_pack_ids():
         title, intro = builtin_opening(play.source)
         first = Opening(title, intro, play.open)
     else:
-        from engine.packs import PackError
-        from saves.errors import SaveError
-        from tui.cli.printer import print_problems
+        from storyloom.engine.packs import PackError
+        from storyloom.saves.errors import SaveError
+        from storyloom.tui.cli.printer import print_problems
 
         try:
             first = play.open()
@@ -91,8 +102,15 @@ def run_app(args: argparse.Namespace) -> int:
         except (SettingsError, SaveError) as exc:
             print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
-    app = StoryloomApp(first, on_event=play.record, new_session=play.restart, theme=settings.theme, tune_gc=True,
-                       list_saves=play.other_saves, open_save=play.switch_to)
+    app = StoryloomApp(
+        first,
+        on_event=play.record,
+        new_session=play.restart,
+        theme=settings.theme,
+        tune_gc=True,
+        list_saves=play.other_saves,
+        open_save=play.switch_to,
+    )
     play.notes = AppSaveNotes(app)
     try:
         result = app.run()
@@ -115,8 +133,8 @@ def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
     Returns:
         0 when everything replayed matches the record, 1 when the replay diverged.
     """
-    from saves.replay import Replayer
-    from tui.app import ReplayApp
+    from storyloom.saves.replay import Replayer
+    from storyloom.tui.app import ReplayApp
 
     try:
         theme = load_settings(args).theme

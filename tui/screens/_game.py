@@ -11,11 +11,11 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
-from engine import Event, Session
-from engine.events import TurnCommitted, TurnUndone
-from engine.safety import safe_text
-from tui.screens._story import StoryScreen
-from tui.widgets import CommandInput, TurnMessage
+from storyloom.engine import Event, Session
+from storyloom.engine.events import TurnCommitted, TurnUndone
+from storyloom.engine.safety import safe_text
+from storyloom.tui.screens._story import StoryScreen
+from storyloom.tui.widgets import CommandInput, TurnMessage
 
 EventHook = Callable[[Event], Awaitable[None] | None]
 UndoHook = Callable[[], TurnUndone | None]
@@ -46,8 +46,15 @@ class GameScreen(StoryScreen):
         Binding("end", "follow", "Follow", show=False, priority=True),
     ]
 
-    def __init__(self, session: Session, *, on_event: EventHook | None = None, on_undo: UndoHook | None = None,
-                 blink: bool = True, tune_gc: bool = False) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        on_event: EventHook | None = None,
+        on_undo: UndoHook | None = None,
+        blink: bool = True,
+        tune_gc: bool = False,
+    ) -> None:
         super().__init__(session)
         self._tune_gc = tune_gc
         self._on_event = on_event
@@ -96,9 +103,16 @@ class GameScreen(StoryScreen):
             await self.archive_old_turns()
         except Exception as exc:  # an engine bug must not take the player's story with it
             self.log.error("turn failed with an exception", exc)
-            self.notify(safe_text(f"The turn stopped unexpectedly: {exc}. Nothing was committed by it; the story "
-                                  "goes on from the last committed turn."),
-                        title="Error", severity="error", timeout=15, markup=False)
+            self.notify(
+                safe_text(
+                    f"The turn stopped unexpectedly: {exc}. Nothing was committed by it; the story "
+                    "goes on from the last committed turn."
+                ),
+                title="Error",
+                severity="error",
+                timeout=15,
+                markup=False,
+            )
         finally:
             self.running = False
             self.command_input.say_busy(False)
@@ -126,8 +140,13 @@ class GameScreen(StoryScreen):
         message = str(exc) or type(exc).__name__
         if message != self._hook_error:
             self._hook_error = message
-            self.notify(safe_text(f"{message}\nThe game goes on, but turns from now on may not be saved."),
-                        title="Could not save", severity="error", timeout=15, markup=False)
+            self.notify(
+                safe_text(f"{message}\nThe game goes on, but turns from now on may not be saved."),
+                title="Could not save",
+                severity="error",
+                timeout=15,
+                markup=False,
+            )
 
     async def render_event(self, event: Event) -> None:
         await super().render_event(event)

@@ -13,9 +13,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from engine.events import AttemptFinished, Event, ProseDelta, ProseReplaced, TurnCommitted, TurnFailed
-from engine.safety import safe_text
-from engine.turns import Issue
+from storyloom.engine.events import AttemptFinished, Event, ProseDelta, ProseReplaced, TurnCommitted, TurnFailed
+from storyloom.engine.safety import safe_text
+from storyloom.engine.turns import Issue
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,11 @@ def _patch_lines(patch: object) -> str:
 
 def diff_lines(before: str, after: str, label: str) -> list[str]:
     """A unified diff of two texts, word-wrapped lines kept as they are."""
-    return list(difflib.unified_diff(before.splitlines(), after.splitlines(),
-                                     f"{label} before", f"{label} after", lineterm="", n=2))
+    return list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), f"{label} before", f"{label} after", lineterm="", n=2
+        )
+    )
 
 
 def _diff_content(lines: list[str]) -> Content:
@@ -161,8 +164,10 @@ class IssueDetailsScreen(ModalScreen[None]):
         elif isinstance(last, TurnFailed):
             text = "Outcome: not committed — the correction budget was spent. Nothing changed in the story."
             if last.issues and not any(e.event == "attempt_finished" and e.issues == last.issues for e in self._events):
-                extra = [Static(Content(f"• {i.rule}: {safe_text(i.message)}"), markup=False, classes="-issue")
-                         for i in last.issues]
+                extra = [
+                    Static(Content(f"• {i.rule}: {safe_text(i.message)}"), markup=False, classes="-issue")
+                    for i in last.issues
+                ]
                 return [Static(Content(text), markup=False), *extra]
         elif last is not None and last.event == "turn_cancelled":
             text = "Outcome: cancelled. Nothing changed in the story."
@@ -178,8 +183,9 @@ class IssueDetailsScreen(ModalScreen[None]):
             widgets.append(Static(Content.styled("prose: kept as it was", "dim"), markup=False, classes="-issue"))
         else:
             lines = diff_lines(before.prose or "", after.prose or "", "prose")
-            widgets.append(Static(Content("prose changed:" if replaced else "prose proposed:"), markup=False,
-                                  classes="-issue"))
+            widgets.append(
+                Static(Content("prose changed:" if replaced else "prose proposed:"), markup=False, classes="-issue")
+            )
             widgets.append(Static(_diff_content(lines), markup=False, classes="-issue"))
         if before.patch == after.patch:
             widgets.append(Static(Content.styled("patch: unchanged", "dim"), markup=False, classes="-issue"))
@@ -187,8 +193,11 @@ class IssueDetailsScreen(ModalScreen[None]):
             which = "the earlier attempt" if before.patch is None else "this attempt"
             widgets.append(Static(Content(f"patch: {which} gave no readable patch"), markup=False, classes="-issue"))
             if after.patch is not None:
-                widgets.append(Static(_diff_content([f"+{line}" for line in after.patch.splitlines()]),
-                                      markup=False, classes="-issue"))
+                widgets.append(
+                    Static(
+                        _diff_content([f"+{line}" for line in after.patch.splitlines()]), markup=False, classes="-issue"
+                    )
+                )
         else:
             lines = diff_lines(before.patch or "(none)", after.patch or "(none)", "patch")
             widgets.append(Static(Content("patch changed:"), markup=False, classes="-issue"))

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from engine.safety import safe_text
+from storyloom.engine.safety import safe_text
 
 
 class OpenSaveScreen(ModalScreen[Path | None]):
@@ -52,8 +52,7 @@ class OpenSaveScreen(ModalScreen[Path | None]):
         box.border_subtitle = "enter continue · esc back"
         with box:
             if not self._saves:
-                yield Static(Content("There are no saves yet: every story you play is saved as you go."),
-                             markup=False)
+                yield Static(Content("There are no saves yet: every story you play is saved as you go."), markup=False)
                 return
             yield OptionList(*[Option(self._label(path), id=str(index)) for index, path in enumerate(self._saves)])
 

@@ -8,14 +8,15 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static
 
-from engine.safety import safe_text
-from tui.widgets._command_input import CommandInput
-from tui.widgets._story_text import StoryText
-from tui.widgets._transcript import Transcript
+from storyloom.engine.safety import safe_text
+from storyloom.tui.widgets._command_input import CommandInput
+from storyloom.tui.widgets._story_text import StoryText
+from storyloom.tui.widgets._transcript import Transcript
 
 
-def game_layout(title: str, intro: str, side_panel: Widget, bottom_line: Widget,
-                transcript: Transcript) -> ComposeResult:
+def game_layout(
+    title: str, intro: str, side_panel: Widget, bottom_line: Widget, transcript: Transcript
+) -> ComposeResult:
     """The game's layout: header, transcript opening with the intro, the line below it, side panel, footer.
 
     The opening, game and replay screens all compose it, so when the game takes the
@@ -58,8 +59,13 @@ class OpeningScreen(Screen[None]):
         self._blink = blink
 
     def compose(self) -> ComposeResult:
-        yield from game_layout(self._title, self._intro, Static("", id="side-panel"),
-                               CommandInput(blink=self._blink, id="command"), Transcript(id="transcript"))
+        yield from game_layout(
+            self._title,
+            self._intro,
+            Static("", id="side-panel"),
+            CommandInput(blink=self._blink, id="command"),
+            Transcript(id="transcript"),
+        )
 
     def on_mount(self) -> None:
         self.title = safe_text(self._title)

@@ -5,7 +5,7 @@ then each recorded input and its turn streamed into the same `TurnMessage`s, wit
 the same correcting status and prose swaps, at the recorded timing scaled by
 `--speed`. It is a `StoryScreen` like the game (so every event is rendered by the
 very code the live game uses) with a replay status line where the game has its
-input line, driven by a `saves.replay.Replayer` instead of the keyboard. The
+input line, driven by a `storyloom.saves.replay.Replayer` instead of the keyboard. The
 replayer compares every event with the record; the first divergence stops the
 replay and is shown in the status line and a notification, never smoothed over. Nothing is journaled: a
 replay never writes to the save.
@@ -24,11 +24,11 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
-from engine.events import ProseDelta
-from engine.safety import safe_text
-from engine.state import state_hash
-from saves.replay import Replayer, ReplayStep
-from tui.screens._story import StoryScreen
+from storyloom.engine.events import ProseDelta
+from storyloom.engine.safety import safe_text
+from storyloom.engine.state import state_hash
+from storyloom.saves.replay import Replayer, ReplayStep
+from storyloom.tui.screens._story import StoryScreen
 
 TURN_GAP = 0.6
 """Seconds (at ×1) between the end of one recorded turn and the next input, so a watcher can follow.
@@ -102,8 +102,13 @@ class ReplayScreen(StoryScreen):
         Binding("q", "quit_replay", "Quit", priority=True),
     ]
 
-    def __init__(self, replayer: Replayer, *, start_paused: bool = False,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        replayer: Replayer,
+        *,
+        start_paused: bool = False,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
         replayer.session.attempt_timeout = REPLAY_ATTEMPT_TIMEOUT
         super().__init__(replayer.session)  # nothing is journaled
         self.replayer = replayer
@@ -138,10 +143,14 @@ class ReplayScreen(StoryScreen):
             return f"replay DIVERGED from the record at {self.problem}"
         if self.finished:
             commits = sum(e.event == "turn_committed" for e in self.replayer.result.events)
-            return (f"replayed {commits} commit(s); every decision and state hash matches the record "
-                    f"(final state {self.replayer.result.final_hash[:12]}…)")
-        return (f"replay stopped by you at {self.unit} {self.position + 1} of {len(self.steps)}; "
-                "everything replayed up to there matches the record")
+            return (
+                f"replayed {commits} commit(s); every decision and state hash matches the record "
+                f"(final state {self.replayer.result.final_hash[:12]}…)"
+            )
+        return (
+            f"replay stopped by you at {self.unit} {self.position + 1} of {len(self.steps)}; "
+            "everything replayed up to there matches the record"
+        )
 
     # -- layout
 
@@ -166,18 +175,34 @@ class ReplayScreen(StoryScreen):
             return
         if self.finished:
             result = self.replayer.result
-            self.replay_status.say("finished", Content.assemble(
-                f"replay finished · {total}/{total} {self.unit}s match the record · "
-                f"state {result.final_hash[:12]}…",
-                _interrupted_note(result.interrupted), " · ", ("q", "bold"), " quit"))
+            self.replay_status.say(
+                "finished",
+                Content.assemble(
+                    f"replay finished · {total}/{total} {self.unit}s match the record · "
+                    f"state {result.final_hash[:12]}…",
+                    _interrupted_note(result.interrupted),
+                    " · ",
+                    ("q", "bold"),
+                    " quit",
+                ),
+            )
             return
         step = self.steps[self.position] if self.position < total else None
         kind = f" ({step.action} of turn {step.turn})" if step is not None and step.action != "play" else ""
         speed = f"×{self.speed:g}" if math.isfinite(self.speed) else "×∞"
         state, verb = ("paused", "resume") if self.paused else ("replaying", "pause")
-        self.replay_status.say(state, Content.assemble(
-            f"{state} · {self.unit} {min(self.position + 1, total)}/{total}{kind} · {speed} · ",
-            ("space", "bold"), f" {verb} · ", ("n", "bold"), " step · ", ("q", "bold"), " quit"))
+        self.replay_status.say(
+            state,
+            Content.assemble(
+                f"{state} · {self.unit} {min(self.position + 1, total)}/{total}{kind} · {speed} · ",
+                ("space", "bold"),
+                f" {verb} · ",
+                ("n", "bold"),
+                " step · ",
+                ("q", "bold"),
+                " quit",
+            ),
+        )
 
     # -- playing the steps
 
@@ -202,8 +227,10 @@ class ReplayScreen(StoryScreen):
                     self._pause(True)
             result.final_hash = state_hash(self.session.state)
             if result.final_hash != result.expected_final_hash:
-                self._diverged(f"the end: the replay's final state is {result.final_hash[:12]}…, "
-                               f"the record's {result.expected_final_hash[:12]}…")
+                self._diverged(
+                    f"the end: the replay's final state is {result.final_hash[:12]}…, "
+                    f"the record's {result.expected_final_hash[:12]}…"
+                )
                 return
             self.position = len(self.steps)
             self.finished = True
@@ -235,8 +262,13 @@ class ReplayScreen(StoryScreen):
         self.paused = False
         self._show_status()
         self.refresh_bindings()
-        self.notify(safe_text(f"The replay differs from the record at {problem}"), title="Replay diverged",
-                    severity="error", timeout=30, markup=False)
+        self.notify(
+            safe_text(f"The replay differs from the record at {problem}"),
+            title="Replay diverged",
+            severity="error",
+            timeout=30,
+            markup=False,
+        )
 
     def _pause(self, paused: bool) -> None:
         self.paused = paused

@@ -7,13 +7,13 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
 
-from engine import Event, Session
-from engine.events import TurnCommitted, TurnUndone
-from engine.safety import safe_text
-from tui._textual_internals import crop_repaints_to_rows
-from tui.screens._issue_details import IssueDetailsScreen
-from tui.screens._opening import game_layout
-from tui.widgets import ArchivedTurns, SidePanel, StoryView, TurnMessage, TurnRecord
+from storyloom.engine import Event, Session
+from storyloom.engine.events import TurnCommitted, TurnUndone
+from storyloom.engine.safety import safe_text
+from storyloom.tui._textual_internals import crop_repaints_to_rows
+from storyloom.tui.screens._issue_details import IssueDetailsScreen
+from storyloom.tui.screens._opening import game_layout
+from storyloom.tui.widgets import ArchivedTurns, SidePanel, StoryView, TurnMessage, TurnRecord
 
 
 def narrator_label(narrator: object) -> str:
@@ -73,8 +73,13 @@ class StoryScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         pack = self.session.pack
-        yield from game_layout(pack.title, pack.intro, SidePanel(pack, self.session.state, id="side-panel"),
-                               self.bottom_line(), self._story_view)
+        yield from game_layout(
+            pack.title,
+            pack.intro,
+            SidePanel(pack, self.session.state, id="side-panel"),
+            self.bottom_line(),
+            self._story_view,
+        )
 
     def on_mount(self) -> None:
         self._name_the_story()

@@ -20,11 +20,12 @@ It is a pytest plugin (entry point `frame_geometry`), providing:
   (record with `screen=True`), for any app whose view must not jump.
 
 Leans on Textual internals (`App._display`, `Screen._compositor`), reached through
-`tui._textual_internals`, which checks the Textual version; covered by this project's frame tests.
+`storyloom.tui._textual_internals`, which checks the Textual version; covered by this project's frame tests.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -38,7 +39,7 @@ from textual.geometry import Region
 from textual.screen import Screen
 from textual.widget import Widget
 
-from tui._textual_internals import screen_compositor, unwrap_display, wrap_display
+from storyloom.tui._textual_internals import screen_compositor, unwrap_display, wrap_display
 
 RegionTuple = tuple[int, int, int, int]
 Target = str | Callable[[App[Any]], Any]
@@ -256,7 +257,7 @@ def assert_no_shift(
         if len(seen) > 1:
             problems.append(f"region {name!r} changed: {sorted(map(repr, seen))}")
     settled_at = next((f.index for f in frames if settled is not None and settled(f)), None)
-    for before, after in zip(frames, frames[1:]):
+    for before, after in itertools.pairwise(frames):
         moves: dict[str, tuple[int, int]] = {}
         for name in names:
             a, b = before.row_of(name), after.row_of(name)
@@ -318,14 +319,21 @@ class FrameBaselines:
             path.write_text(text, encoding="utf-8")
             return
         if not path.is_file():
-            raise AssertionError(f"no frame baseline {path}; run with --frames-update (or {UPDATE_ENV}=1) "
-                                 "to write it, then review it")
+            raise AssertionError(
+                f"no frame baseline {path}; run with --frames-update (or {UPDATE_ENV}=1) to write it, then review it"
+            )
         expected = json.loads(path.read_text(encoding="utf-8"))
         actual = json.loads(text)
         if expected != actual:
-            diff = [f"  {key}: expected {expected.get(key)!r}\n  {' ' * len(key)}  actual   {actual.get(key)!r}"
-                    for key in sorted(set(expected) | set(actual)) if expected.get(key) != actual.get(key)] \
-                if isinstance(expected, dict) and isinstance(actual, dict) else [f"  {expected!r} != {actual!r}"]
+            diff = (
+                [
+                    f"  {key}: expected {expected.get(key)!r}\n  {' ' * len(key)}  actual   {actual.get(key)!r}"
+                    for key in sorted(set(expected) | set(actual))
+                    if expected.get(key) != actual.get(key)
+                ]
+                if isinstance(expected, dict) and isinstance(actual, dict)
+                else [f"  {expected!r} != {actual!r}"]
+            )
             raise AssertionError(f"frames differ from the baseline {path}:\n" + "\n".join(diff))
 
 
@@ -346,10 +354,17 @@ def _dump(data: Any) -> str:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("frame-geometry")
-    group.addoption("--frames-update", action="store_true", default=False,
-                    help=f"rewrite frame-geometry baselines instead of comparing (or set {UPDATE_ENV}=1)")
-    parser.addini("frame_baselines", "directory of frame-geometry JSON baselines, relative to the rootdir",
-                  default="snapshots/frames")
+    group.addoption(
+        "--frames-update",
+        action="store_true",
+        default=False,
+        help=f"rewrite frame-geometry baselines instead of comparing (or set {UPDATE_ENV}=1)",
+    )
+    parser.addini(
+        "frame_baselines",
+        "directory of frame-geometry JSON baselines, relative to the rootdir",
+        default="snapshots/frames",
+    )
 
 
 @pytest.fixture
@@ -368,8 +383,13 @@ def frame_recorder() -> Iterator[Callable[..., FrameRecorder]]:
     """
     recorders: list[FrameRecorder] = []
 
-    def make(app: App[Any], *, regions: Mapping[str, Target] | None = None,
-             texts: Mapping[str, Target] | None = None, screen: bool = False) -> FrameRecorder:
+    def make(
+        app: App[Any],
+        *,
+        regions: Mapping[str, Target] | None = None,
+        texts: Mapping[str, Target] | None = None,
+        screen: bool = False,
+    ) -> FrameRecorder:
         recorder = FrameRecorder(app, dict(regions or {}), dict(texts or {}), screen=screen).start()
         recorders.append(recorder)
         return recorder

@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
+from storyloom.engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
 
 
-def turn_text(narrative: str | None, patch: list[dict[str, Any]] | None = None,
-              suggestions: list[str] | None = None) -> str:
+def turn_text(
+    narrative: str | None, patch: list[dict[str, Any]] | None = None, suggestions: list[str] | None = None
+) -> str:
     """A turn as a narrator would write it (JSON text); `narrative=None` keeps the shown prose."""
     data: dict[str, Any] = {}
     if narrative is not None:
@@ -73,7 +74,7 @@ class GatedNarrator:
         for start in range(0, len(reply.text), self.chunk):
             if reply.pause is not None and start >= reply.pause_at and not reply.pause.is_set():
                 await _hold(reply, reply.pause)
-            piece = reply.text[start:start + self.chunk]
+            piece = reply.text[start : start + self.chunk]
             yield TextDelta(piece) if reply.plain else StructuredDelta(piece)
             await asyncio.sleep(self.delay)
         if reply.error is not None:

@@ -11,8 +11,8 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 
-from engine.safety import safe_text
-from tui._textual_internals import no_layout_virtual_size
+from storyloom.engine.safety import safe_text
+from storyloom.tui._textual_internals import no_layout_virtual_size
 
 
 @dataclass(frozen=True)

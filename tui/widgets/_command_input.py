@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-from engine.safety import safe_text
+from storyloom.engine.safety import safe_text
 
 
 class CommandInput(Input):
@@ -30,4 +30,6 @@ class CommandInput(Input):
 
     def say_busy(self, busy: bool = True) -> None:
         """Say on the line's own border that a turn is still being written (a toast would cover the prose)."""
-        self.border_subtitle = "a turn is still being written · esc cancels it · your command waits here" if busy else ""
+        self.border_subtitle = (
+            "a turn is still being written · esc cancels it · your command waits here" if busy else ""
+        )

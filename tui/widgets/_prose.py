@@ -13,8 +13,8 @@ from textual.visual import Visual
 from textual.widget import Widget
 from textual.widgets import Static
 
-from engine.safety import safe_text
-from tui._textual_internals import no_layout_virtual_size, request_layout
+from storyloom.engine.safety import safe_text
+from storyloom.tui._textual_internals import no_layout_virtual_size, request_layout
 
 PARAGRAPH_BREAK = "\n\n"
 STREAM_STEP = 4
@@ -203,7 +203,7 @@ class Prose(Widget):
         cut = text.rfind(PARAGRAPH_BREAK)
         self._frozen_len = max(cut, 0)
         self._frozen_text = text[:cut].strip("\n") if cut > 0 else ""
-        self._live_text = (text[cut + len(PARAGRAPH_BREAK):] if cut > 0 else text).strip("\n")
+        self._live_text = (text[cut + len(PARAGRAPH_BREAK) :] if cut > 0 else text).strip("\n")
         self._frozen_stale = self._live_stale = True
         self._pending = False
         self._streaming = False
@@ -253,8 +253,10 @@ class Prose(Widget):
         if full:
             self.refresh()
             return
-        first = next((y for y, (a, b) in enumerate(zip(old, new)) if a is not b and a.text != b.text),
-                     min(len(old), len(new)))
+        first = next(
+            (y for y, (a, b) in enumerate(zip(old, new, strict=False)) if a is not b and a.text != b.text),
+            min(len(old), len(new)),
+        )
         last = max(len(old), len(new))
         if last > first:
             self.refresh(Region(0, first, width, last - first))
@@ -284,11 +286,12 @@ class Prose(Widget):
         (old_key, old), (live_key, live) = self._frozen_source, self._live_source
         self._frozen_source = (key, source)
         head = old + PARAGRAPH_BREAK if old else ""
-        if old_key == key and (self._frozen or not old) and source.startswith(head) and source[len(head):].strip():
+        if old_key == key and (self._frozen or not old) and source.startswith(head) and source[len(head) :].strip():
             first_line = head.count("\n")
             streamed = live_key == (*key, first_line)
-            lines = self._wrap_grown(self._live if streamed else [], live if streamed else "",
-                                     source[len(head):], width, first_line)
+            lines = self._wrap_grown(
+                self._live if streamed else [], live if streamed else "", source[len(head) :], width, first_line
+            )
             return [*self._frozen, *lines, self._blank(width)]
         lines = self._wrap(self._frozen_text, width)
         return [*lines, self._blank(width)] if lines else lines
@@ -315,7 +318,7 @@ class Prose(Widget):
                 column, line = start
                 at = old.rfind("\n") + 1 + column
                 grown = source[at:]
-                word_start = old[at:at + 1].strip() and (at == 0 or old[at - 1].isspace())
+                word_start = old[at : at + 1].strip() and (at == 0 or old[at - 1].isspace())
                 if word_start and line - first_line == old.count("\n") and "\n" not in grown:
                     last = lines[-1]
                     if len(last) == 1 and (cells := cell_len(grown)) <= width and last.text == old[at:]:

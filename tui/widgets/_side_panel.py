@@ -7,8 +7,8 @@ from typing import Any
 from textual.content import Content
 from textual.widgets import Static
 
-from engine.packs import PLAYER, StoryPack
-from engine.safety import safe_text
+from storyloom.engine.packs import PLAYER, StoryPack
+from storyloom.engine.safety import safe_text
 
 
 def _words(identifier: str) -> str:

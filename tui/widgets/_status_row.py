@@ -7,7 +7,7 @@ import math
 from textual.content import Content
 from textual.widgets import Static
 
-from tui._textual_internals import no_layout_virtual_size
+from storyloom.tui._textual_internals import no_layout_virtual_size
 
 
 class StatusRow(Static):

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.events import Event, StoryEnded, TurnCommitted, TurnStarted, TurnUndone
-from tui.widgets._archived_turns import ArchivedTurns, TurnRecord
-from tui.widgets._story_text import StoryText
-from tui.widgets._transcript import FollowHint, Transcript
-from tui.widgets._turn_message import TurnMessage
+from storyloom.engine.events import Event, StoryEnded, TurnCommitted, TurnStarted, TurnUndone
+from storyloom.tui.widgets._archived_turns import ArchivedTurns, TurnRecord
+from storyloom.tui.widgets._story_text import StoryText
+from storyloom.tui.widgets._transcript import FollowHint, Transcript
+from storyloom.tui.widgets._turn_message import TurnMessage
 
 if TYPE_CHECKING:
-    from engine.narration import Exchange
+    from storyloom.engine.narration import Exchange
 
 KEEP_LIVE = 12
 """Turns kept as live messages (focusable, with details); older ones are folded into blocks."""
@@ -57,8 +57,11 @@ class StoryView(Transcript):
         """The story so far, as (player input, prose) of each committed turn (what an export writes)."""
         records = {r.turn: r for block in set(self._archived.values()) for r in block.records}
         records.update({turn: message.record() for turn, message in self._messages.items()})
-        return [(records[turn].player_input, records[turn].prose) for turn in sorted(records)
-                if records[turn].outcome == "committed"]
+        return [
+            (records[turn].player_input, records[turn].prose)
+            for turn in sorted(records)
+            if records[turn].outcome == "committed"
+        ]
 
     def folded_with_details(self) -> list[TurnRecord]:
         """Folded turns that had issues, newest first (the palette offers their details)."""
@@ -73,8 +76,10 @@ class StoryView(Transcript):
             return
         count = len(history)
         # The save's turn numbers are not in the history; negative ids keep them apart from new turns.
-        records = [TurnRecord(i - count, exchange.player_input, exchange.turn.narrative, "committed", "")
-                   for i, exchange in enumerate(history)]
+        records = [
+            TurnRecord(i - count, exchange.player_input, exchange.turn.narrative, "committed", "")
+            for i, exchange in enumerate(history)
+        ]
         block = self._last_block = ArchivedTurns(records)
         self.mount(block)
         for record in records:
@@ -146,7 +151,7 @@ class StoryView(Transcript):
             return False
         live = sorted(self._messages)
         batch: list[TurnMessage] = []
-        for turn in live[:max(0, len(live) - KEEP_LIVE)]:
+        for turn in live[: max(0, len(live) - KEEP_LIVE)]:
             if turn == pending:
                 break
             batch.append(self._messages[turn])
@@ -157,7 +162,7 @@ class StoryView(Transcript):
             while start < len(batch):
                 block = self._last_block
                 room = BLOCK_TURNS - len(block.records) if block is not None else 0
-                chunk = batch[start:start + (room or BLOCK_TURNS)]
+                chunk = batch[start : start + (room or BLOCK_TURNS)]
                 records = [message.record() for message in chunk]
                 if room and block is not None:
                     block.extend(records)

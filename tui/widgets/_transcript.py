@@ -7,7 +7,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from tui._textual_internals import no_layout_virtual_size
+from storyloom.tui._textual_internals import no_layout_virtual_size
 
 
 class FollowHint(Static):

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 
-from engine.events import (
+from storyloom.engine.events import (
     AttemptFinished,
     CorrectionStarted,
     Event,
@@ -22,10 +22,10 @@ from engine.events import (
     TurnFailed,
     TurnStarted,
 )
-from tui._textual_internals import no_layout_virtual_size
-from tui.widgets._archived_turns import TurnRecord
-from tui.widgets._prose import Paragraph, Prose, plain
-from tui.widgets._status_row import StatusRow
+from storyloom.tui._textual_internals import no_layout_virtual_size
+from storyloom.tui.widgets._archived_turns import TurnRecord
+from storyloom.tui.widgets._prose import Paragraph, Prose, plain
+from storyloom.tui.widgets._status_row import StatusRow
 
 
 class TurnMessage(Vertical, can_focus=True):
@@ -91,10 +91,10 @@ class TurnMessage(Vertical, can_focus=True):
 
     def __init__(self, turn: int, player_input: str, *, reserve: int = 0) -> None:
         """Args:
-            turn: the engine's turn number.
-            player_input: the command this turn answers.
-            reserve: blank rows the message above gave back (`release_reserve`): the prose starts
-                that tall, so taking them moves nothing on screen.
+        turn: the engine's turn number.
+        player_input: the command this turn answers.
+        reserve: blank rows the message above gave back (`release_reserve`): the prose starts
+            that tall, so taking them moves nothing on screen.
         """
         super().__init__(id=f"turn-{turn}")
         self.turn = turn
@@ -180,8 +180,14 @@ class TurnMessage(Vertical, can_focus=True):
 
     def record(self) -> TurnRecord:
         """This turn as it is shown now, for folding it into an `ArchivedTurns` block."""
-        return TurnRecord(self.turn, self.player_input, self.prose.text, self.outcome, self.status.plain_text,
-                          details=_for_details(self.events) if self.has_details else ())
+        return TurnRecord(
+            self.turn,
+            self.player_input,
+            self.prose.text,
+            self.outcome,
+            self.status.plain_text,
+            details=_for_details(self.events) if self.has_details else (),
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "retry":
@@ -203,8 +209,10 @@ class TurnMessage(Vertical, can_focus=True):
 
     def on_key(self, event: events.Key) -> None:
         """Any printable key other than this message's own (r, d when offered) goes to the input line."""
-        if event.is_printable and event.character and not (
-            (event.character == "r" and self.can_retry) or (event.character == "d" and self.has_details)
+        if (
+            event.is_printable
+            and event.character
+            and not ((event.character == "r" and self.can_retry) or (event.character == "d" and self.has_details))
         ):
             event.stop()
             event.prevent_default()

@@ -11,6 +11,6 @@ Its parts, each knowing less than the one before:
 
 from __future__ import annotations
 
-from engine.narrators.offline.narrator import FAULT_KINDS, OfflineNarrator
+from storyloom.engine.narrators.offline.narrator import FAULT_KINDS, OfflineNarrator
 
 __all__ = ["FAULT_KINDS", "OfflineNarrator"]

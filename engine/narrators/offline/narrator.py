@@ -22,22 +22,22 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
-from engine.narrators.offline import prose as say
-from engine.narrators.offline.world import write_turn
-from engine.packs import PLAYER, StoryPack
-from engine.rules import names
+from storyloom.engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
+from storyloom.engine.narrators.offline import prose as say
+from storyloom.engine.narrators.offline.world import write_turn
+from storyloom.engine.packs import PLAYER, StoryPack
+from storyloom.engine.rules import names
 
 FAULT_KINDS: tuple[str, ...] = (
-    "take_reach",     # an item taken from another room
-    "missing_exit",   # a move to a room no exit leads to
-    "stat_bounds",    # a stat pushed out of its bounds
-    "not_portable",   # an item that cannot be carried, taken
-    "prose_item",     # the patch moves an item the prose does not name
-    "wrong_type",     # a field of the wrong type
+    "take_reach",  # an item taken from another room
+    "missing_exit",  # a move to a room no exit leads to
+    "stat_bounds",  # a stat pushed out of its bounds
+    "not_portable",  # an item that cannot be carried, taken
+    "prose_item",  # the patch moves an item the prose does not name
+    "wrong_type",  # a field of the wrong type
     "missing_field",  # a required field left out
-    "truncated",      # JSON cut off before it is complete
-    "no_output",      # plain text only, no structured output at all
+    "truncated",  # JSON cut off before it is complete
+    "no_output",  # plain text only, no structured output at all
 )
 """Every realistic way a first attempt can go wrong, by name (see `OfflineNarrator`)."""
 
@@ -86,9 +86,17 @@ class OfflineNarrator:
     name = "offline"
     model = "offline-1"
 
-    def __init__(self, pack: StoryPack, *, seed: int = 0, faults: float = 0.0, pace: float = 0.0,
-                 correction_delay: float | None = None, fault_kinds: Sequence[str] | None = None,
-                 stubborn: float = STUBBORN_SHARE):
+    def __init__(
+        self,
+        pack: StoryPack,
+        *,
+        seed: int = 0,
+        faults: float = 0.0,
+        pace: float = 0.0,
+        correction_delay: float | None = None,
+        fault_kinds: Sequence[str] | None = None,
+        stubborn: float = STUBBORN_SHARE,
+    ):
         if not 0.0 <= faults <= 1.0:
             raise ValueError("faults must be a rate between 0 and 1")
         unknown = set(fault_kinds or ()) - set(FAULT_KINDS)
@@ -166,6 +174,7 @@ def _whole(turn: dict[str, Any]) -> Output:
 
 # faults -------------------------------------------------------------------------------------
 
+
 def _moved_items(turn: dict[str, Any]) -> list[str]:
     return [op["path"].split("/")[2] for op in turn["state_patch"] if op["path"].startswith("/items/")]
 
@@ -178,8 +187,9 @@ def _after_location(turn: dict[str, Any], state: dict[str, Any]) -> str:
 def _far_items(clean: dict[str, Any], request: NarrationRequest) -> list[str]:
     here = {request.state["location"], _after_location(clean, request.state)}
     pack = request.pack
-    return [i for i, at in request.state["items"].items()
-            if at in pack.rooms and at not in here and pack.items[i].portable]
+    return [
+        i for i, at in request.state["items"].items() if at in pack.rooms and at not in here and pack.items[i].portable
+    ]
 
 
 def _unreachable_rooms(request: NarrationRequest) -> list[str]:
@@ -227,13 +237,19 @@ def _faulty(kind: str, clean: dict[str, Any], request: NarrationRequest, rng: Ra
     narrative, patch, hints = clean["narrative"], list(clean["state_patch"]), clean["suggestions"]
     if kind == "take_reach":
         item = pack.items[item_id := rng.choice(_far_items(clean, request))]
-        narrative += " " + say.pick(rng, ("You also pocket {the}.", "On your way, you pick up {the} as well.",
-                                          "And you take {the} too."), the=say.the(item.name))
+        narrative += " " + say.pick(
+            rng,
+            ("You also pocket {the}.", "On your way, you pick up {the} as well.", "And you take {the} too."),
+            the=say.the(item.name),
+        )
         patch.append({"op": "replace", "path": f"/items/{item_id}", "value": PLAYER})
     elif kind == "missing_exit":
         room = pack.rooms[room_id := rng.choice(_unreachable_rooms(request))]
-        narrative = say.pick(rng, ("You push on, and on, until you come to {the}.",
-                                   "Somehow your steps bring you to {the}."), the=say.the(room.name))
+        narrative = say.pick(
+            rng,
+            ("You push on, and on, until you come to {the}.", "Somehow your steps bring you to {the}."),
+            the=say.the(room.name),
+        )
         narrative += " " + room.description
         patch = [{"op": "replace", "path": "/location", "value": room_id}]
     elif kind == "stat_bounds":
@@ -243,8 +259,9 @@ def _faulty(kind: str, clean: dict[str, Any], request: NarrationRequest, rng: Ra
         patch.append({"op": "replace", "path": f"/stats/{stat_id}", "value": value})
     elif kind == "not_portable":
         item = pack.items[item_id := rng.choice(_heavy_items(request))]
-        narrative += " " + say.pick(rng, ("You heave {the} up and carry it with you.",
-                                          "Somehow you take {the} along."), the=say.the(item.name))
+        narrative += " " + say.pick(
+            rng, ("You heave {the} up and carry it with you.", "Somehow you take {the} along."), the=say.the(item.name)
+        )
         patch.append({"op": "replace", "path": f"/items/{item_id}", "value": PLAYER})
     elif kind == "prose_item":
         moved = _moved_items(clean)
@@ -286,13 +303,17 @@ def _wrong_type(clean: dict[str, Any], request: NarrationRequest, rng: Random) -
     elif variant == "stat":
         stat_id = rng.choice(list(request.pack.stats))
         value = request.state["stats"][stat_id]
-        data["state_patch"] = [*clean["state_patch"], {"op": "replace", "path": f"/stats/{stat_id}", "value": str(value)}]
+        data["state_patch"] = [
+            *clean["state_patch"],
+            {"op": "replace", "path": f"/stats/{stat_id}", "value": str(value)},
+        ]
     else:
         data["state_patch"] = clean["state_patch"][0]
     return Output(_dump(data))
 
 
 # corrections --------------------------------------------------------------------------------
+
 
 def _fix(clean: dict[str, Any], request: NarrationRequest, rng: Random) -> Output:
     """Answer a correction with the turn the narrator meant, fixing what the issues name.

@@ -10,27 +10,77 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.packs import Action, StoryPack
+from storyloom.engine.packs import Action, StoryPack
 
 ARTICLES = frozenset({"the", "a", "an", "some", "this", "that", "my", "your", "to", "at", "towards", "toward"})
 
 DIRECTION_WORDS: dict[str, str] = {
-    "n": "north", "s": "south", "e": "east", "w": "west", "u": "up", "d": "down",
-    "ne": "northeast", "nw": "northwest", "se": "southeast", "sw": "southwest",
-    "north": "north", "south": "south", "east": "east", "west": "west", "up": "up", "down": "down",
-    "northeast": "northeast", "northwest": "northwest", "southeast": "southeast", "southwest": "southwest",
-    "north-east": "northeast", "north-west": "northwest", "south-east": "southeast", "south-west": "southwest",
-    "in": "in", "inside": "in", "enter": "in", "out": "out", "outside": "out", "exit": "out", "leave": "out",
-    "upstairs": "up", "downstairs": "down",
+    "n": "north",
+    "s": "south",
+    "e": "east",
+    "w": "west",
+    "u": "up",
+    "d": "down",
+    "ne": "northeast",
+    "nw": "northwest",
+    "se": "southeast",
+    "sw": "southwest",
+    "north": "north",
+    "south": "south",
+    "east": "east",
+    "west": "west",
+    "up": "up",
+    "down": "down",
+    "northeast": "northeast",
+    "northwest": "northwest",
+    "southeast": "southeast",
+    "southwest": "southwest",
+    "north-east": "northeast",
+    "north-west": "northwest",
+    "south-east": "southeast",
+    "south-west": "southwest",
+    "in": "in",
+    "inside": "in",
+    "enter": "in",
+    "out": "out",
+    "outside": "out",
+    "exit": "out",
+    "leave": "out",
+    "upstairs": "up",
+    "downstairs": "down",
 }
 
-_MOVE_VERBS = ("go", "walk", "run", "head", "move", "travel", "climb", "step", "go to", "walk to", "climb up",
-               "enter", "go into")
+_MOVE_VERBS = (
+    "go",
+    "walk",
+    "run",
+    "head",
+    "move",
+    "travel",
+    "climb",
+    "step",
+    "go to",
+    "walk to",
+    "climb up",
+    "enter",
+    "go into",
+)
 _TAKE_VERBS = ("take", "get", "grab", "pick up", "collect", "carry", "pocket", "lift")
 _DROP_VERBS = ("drop", "put down", "discard", "set down", "leave")
 _LOOK_VERBS = ("look", "l", "look around")
-_EXAMINE_VERBS = ("examine", "x", "inspect", "look", "look at", "look in", "look into", "study", "read", "check",
-                  "search")
+_EXAMINE_VERBS = (
+    "examine",
+    "x",
+    "inspect",
+    "look",
+    "look at",
+    "look in",
+    "look into",
+    "study",
+    "read",
+    "check",
+    "search",
+)
 _INVENTORY = ("inventory", "i", "inv", "items")
 _WAIT = ("wait", "z", "rest", "sleep")
 _HELP = ("help", "?", "hint", "hints", "commands")
@@ -72,7 +122,7 @@ def _strip_articles(words: list[str]) -> list[str]:
 
 def _starts_with(words: list[str], phrase: str) -> bool:
     parts = phrase.split()
-    return words[:len(parts)] == parts
+    return words[: len(parts)] == parts
 
 
 def _longest_prefix(words: list[str], phrases: tuple[str, ...] | list[str]) -> str | None:
@@ -134,20 +184,26 @@ def parse(line: str, pack: StoryPack) -> Command:
     action_verbs = sorted({v.casefold() for a in pack.actions.values() for v in a.verbs})
     custom = _longest_prefix(words, action_verbs)
     tables: tuple[tuple[str, tuple[str, ...]], ...] = (
-        ("examine", _EXAMINE_VERBS), ("take", _TAKE_VERBS), ("drop", _DROP_VERBS), ("go", _MOVE_VERBS),
-        ("use", ("use", "apply")), ("open", ("open", "unlock")), ("close", ("close", "shut", "lock")))
+        ("examine", _EXAMINE_VERBS),
+        ("take", _TAKE_VERBS),
+        ("drop", _DROP_VERBS),
+        ("go", _MOVE_VERBS),
+        ("use", ("use", "apply")),
+        ("open", ("open", "unlock")),
+        ("close", ("close", "shut", "lock")),
+    )
     for verb, verbs in tables:
         found = _longest_prefix(words, verbs)
         if found is None:
             continue
         if custom is not None and len(custom.split()) > len(found.split()):
             break
-        rest = words[len(found.split()):]
+        rest = words[len(found.split()) :]
         if verb == "take" and rest[-1:] == ["up"]:
             rest = rest[:-1]
         return _with_object(verb, found, rest, pack)
     if custom is not None:
-        return _with_object("action", custom, words[len(custom.split()):], pack)
+        return _with_object("action", custom, words[len(custom.split()) :], pack)
     # "pick the lamp up", "put the lamp down"
     if words[0] == "pick" and words[-1] == "up":
         return _with_object("take", "pick up", words[1:-1], pack)
@@ -168,7 +224,9 @@ def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack) -> Comm
         if word == "climb up":
             direction = "up"
     return Command(
-        verb=verb, word=word, obj=phrase,
+        verb=verb,
+        word=word,
+        obj=phrase,
         items=find_names(phrase, item_names(pack)),
         rooms=find_names(phrase, room_names(pack)),
         direction=direction,

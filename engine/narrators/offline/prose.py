@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from random import Random
 
-from engine.packs import Item, Room
+from storyloom.engine.packs import Item, Room
 
 _ARTICLE = re.compile(r"^(the|a|an|some|your)\s", re.IGNORECASE)
 
@@ -52,12 +52,19 @@ def pick(rng: Random, options: Sequence[str], **values: str) -> str:
 def room_view(room: Room, rng: Random) -> str:
     """The room's name and description, opened in one of several ways."""
     name = room.name
-    return pick(rng, (
-        "{name}.\n\n{desc}",
-        "You take it in: {the}. {desc}",
-        "{desc}\n\nThis is {the}.",
-        "You look about you. {Name}: {desc}",
-    ), name=name, Name=cap(name), the=the(name), desc=room.description)
+    return pick(
+        rng,
+        (
+            "{name}.\n\n{desc}",
+            "You take it in: {the}. {desc}",
+            "{desc}\n\nThis is {the}.",
+            "You look about you. {Name}: {desc}",
+        ),
+        name=name,
+        Name=cap(name),
+        the=the(name),
+        desc=room.description,
+    )
 
 
 def items_here(items: Sequence[Item], rng: Random) -> str:
@@ -66,29 +73,51 @@ def items_here(items: Sequence[Item], rng: Random) -> str:
         return ""
     listing = join([the(i.name) for i in items])
     verb = "is" if len(items) == 1 else "are"
-    return pick(rng, (
-        "You notice {list}.",
-        "{List} {verb} here.",
-        "Within reach: {list}.",
-        "Your eye falls on {list}.",
-    ), list=listing, List=cap(listing), verb=verb)
+    return pick(
+        rng,
+        (
+            "You notice {list}.",
+            "{List} {verb} here.",
+            "Within reach: {list}.",
+            "Your eye falls on {list}.",
+        ),
+        list=listing,
+        List=cap(listing),
+        verb=verb,
+    )
 
 
 def exits_line(open_ways: Sequence[str], closed_ways: Sequence[str], rng: Random) -> str:
     """Where the player can go, and which ways are shut."""
     parts = []
     if open_ways:
-        parts.append(pick(rng, (
-            "Ways lead {or_list}.",
-            "From here you can go {or_list}.",
-            "You could go {or_list}.",
-            "Exits: {and_list}.",
-        ), or_list=join(open_ways, "or"), and_list=join(open_ways)))
+        parts.append(
+            pick(
+                rng,
+                (
+                    "Ways lead {or_list}.",
+                    "From here you can go {or_list}.",
+                    "You could go {or_list}.",
+                    "Exits: {and_list}.",
+                ),
+                or_list=join(open_ways, "or"),
+                and_list=join(open_ways),
+            )
+        )
     elif not closed_ways:
         parts.append(pick(rng, ("There is no way on from here.", "No path leads away from here.")))
     for way in closed_ways:
-        parts.append(pick(rng, ("The way {d} is shut.", "The way {d} is closed to you for now.",
-                                "Nothing gives, {d}: that way is shut."), d=way))
+        parts.append(
+            pick(
+                rng,
+                (
+                    "The way {d} is shut.",
+                    "The way {d} is closed to you for now.",
+                    "Nothing gives, {d}: that way is shut.",
+                ),
+                d=way,
+            )
+        )
     return " ".join(parts)
 
 
@@ -112,43 +141,65 @@ def arrival(room: Room, revisit: bool, rng: Random) -> str:
     """Where the player arrives, naming the room (the rules require it)."""
     if not revisit:
         return room_view(room, rng)
-    return pick(rng, (
-        "You are back: {the}. {first}",
-        "{The} again. {first}",
-        "Once more, {the}. {first}",
-    ), the=the(room.name), The=cap(the(room.name)), first=first_sentence(room.description))
+    return pick(
+        rng,
+        (
+            "You are back: {the}. {first}",
+            "{The} again. {first}",
+            "Once more, {the}. {first}",
+        ),
+        the=the(room.name),
+        The=cap(the(room.name)),
+        first=first_sentence(room.description),
+    )
 
 
 def took(item: Item, rng: Random) -> str:
-    text = pick(rng, (
-        "You take {the}.",
-        "You pick up {the}.",
-        "You lift {the} and keep it close.",
-        "{The} is yours now; you tuck it away.",
-    ), the=the(item.name), The=cap(the(item.name)))
+    text = pick(
+        rng,
+        (
+            "You take {the}.",
+            "You pick up {the}.",
+            "You lift {the} and keep it close.",
+            "{The} is yours now; you tuck it away.",
+        ),
+        the=the(item.name),
+        The=cap(the(item.name)),
+    )
     if item.description and rng.random() < 0.5:
         text += " " + first_sentence(item.description)
     return text
 
 
 def dropped(item: Item, rng: Random) -> str:
-    return pick(rng, (
-        "You set down {the}.",
-        "You put {the} down.",
-        "You leave {the} here.",
-        "You let go of {the}; it stays here.",
-    ), the=the(item.name))
+    return pick(
+        rng,
+        (
+            "You set down {the}.",
+            "You put {the} down.",
+            "You leave {the} here.",
+            "You let go of {the}; it stays here.",
+        ),
+        the=the(item.name),
+    )
 
 
 def examined(item: Item, where: str, rng: Random) -> str:
     """An item looked at closely; `where` is "carried", "here" or "elsewhere"."""
-    desc = item.description or pick(rng, ("Nothing about {the} stands out.", "It is just as it seems: {the}."),
-                                    the=the(item.name))
-    text = pick(rng, (
-        "{desc}",
-        "You look closely at {the}. {desc}",
-        "{The} draws your eye. {desc}",
-    ), desc=desc, the=the(item.name), The=cap(the(item.name)))
+    desc = item.description or pick(
+        rng, ("Nothing about {the} stands out.", "It is just as it seems: {the}."), the=the(item.name)
+    )
+    text = pick(
+        rng,
+        (
+            "{desc}",
+            "You look closely at {the}. {desc}",
+            "{The} draws your eye. {desc}",
+        ),
+        desc=desc,
+        the=the(item.name),
+        The=cap(the(item.name)),
+    )
     if where == "carried":
         text += " " + pick(rng, ("You are carrying it.", "It is with you.", "You have it with you."))
     return text
@@ -158,11 +209,15 @@ def inventory(items: Sequence[Item], rng: Random) -> str:
     if not items:
         return pick(rng, ("You are carrying nothing.", "Your hands are empty.", "You have nothing with you."))
     listing = join([the(i.name) for i in items])
-    return pick(rng, (
-        "You are carrying {list}.",
-        "You have {list} with you.",
-        "In your hands and pockets: {list}.",
-    ), list=listing)
+    return pick(
+        rng,
+        (
+            "You are carrying {list}.",
+            "You have {list} with you.",
+            "In your hands and pockets: {list}.",
+        ),
+        list=listing,
+    )
 
 
 def waited(room: Room, rng: Random) -> str:
@@ -175,34 +230,44 @@ def waited(room: Room, rng: Random) -> str:
 
 def help_text(rng: Random) -> str:
     lead = pick(rng, ("You gather your thoughts.", "You stop and think what you could do."))
-    return (f"{lead} You can look around (look, l), examine something (examine lamp, x lamp), "
-            "go somewhere (go north, n, s, e, w, up, down, in, out), take or drop things, "
-            "check what you carry (inventory, i), use, open or close things, and wait.")
+    return (
+        f"{lead} You can look around (look, l), examine something (examine lamp, x lamp), "
+        "go somewhere (go north, n, s, e, w, up, down, in, out), take or drop things, "
+        "check what you carry (inventory, i), use, open or close things, and wait."
+    )
 
 
 def not_understood(word: str, rng: Random) -> str:
-    return pick(rng, (
-        "You are not sure how to {w} here.",
-        "You think about it, but nothing comes of trying to {w}.",
-        "That is not something you can do here.",
-        "You hesitate. Nothing here answers to that.",
-    ), w=word or "do that")
+    return pick(
+        rng,
+        (
+            "You are not sure how to {w} here.",
+            "You think about it, but nothing comes of trying to {w}.",
+            "That is not something you can do here.",
+            "You hesitate. Nothing here answers to that.",
+        ),
+        w=word or "do that",
+    )
 
 
 def not_here(phrase: str, rng: Random) -> str:
     phrase = phrase or "such thing"
-    return pick(rng, ("You see no {p} here.", "There is no {p} within reach.", "No {p} that you can see."),
-                p=phrase)
+    return pick(rng, ("You see no {p} here.", "There is no {p} within reach.", "No {p} that you can see."), p=phrase)
 
 
 def what(verb: str, rng: Random) -> str:
-    return pick(rng, ("{V} what?", "What do you want to {v}?", "You would need to say what to {v}."),
-                V=cap(verb), v=verb)
+    return pick(
+        rng, ("{V} what?", "What do you want to {v}?", "You would need to say what to {v}."), V=cap(verb), v=verb
+    )
 
 
 def cannot_carry(item: Item, rng: Random) -> str:
-    return pick(rng, ("{The} will not budge.", "You try to lift {the}, but it is no use.",
-                      "You cannot take {the} with you."), the=the(item.name), The=cap(the(item.name)))
+    return pick(
+        rng,
+        ("{The} will not budge.", "You try to lift {the}, but it is no use.", "You cannot take {the} with you."),
+        the=the(item.name),
+        The=cap(the(item.name)),
+    )
 
 
 def already_carried(item: Item, rng: Random) -> str:
@@ -222,24 +287,35 @@ def nothing_to_drop(rng: Random) -> str:
 
 
 def no_way(direction: str, rng: Random) -> str:
-    return pick(rng, ("You cannot go {d} from here.", "There is no way {d}.", "Nothing leads {d} from here."),
-                d=direction)
+    return pick(
+        rng, ("You cannot go {d} from here.", "There is no way {d}.", "Nothing leads {d} from here."), d=direction
+    )
 
 
 def gate_shut(direction: str, rng: Random) -> str:
-    return pick(rng, ("The way {d} is shut.", "You try the way {d}, but it is closed.",
-                      "The way {d} will not open for you yet."), d=direction)
+    return pick(
+        rng,
+        ("The way {d} is shut.", "You try the way {d}, but it is closed.", "The way {d} will not open for you yet."),
+        d=direction,
+    )
 
 
 def way_to(direction: str, room: Room, rng: Random) -> str:
     """What lies along an open exit (naming a room is fine: nobody moves)."""
-    return pick(rng, ("The way {d} leads to {the}.", "Looking {d}, you make out {the}.",
-                      "{D}, the way goes on to {the}."), d=direction, D=cap(direction), the=the(room.name))
+    return pick(
+        rng,
+        ("The way {d} leads to {the}.", "Looking {d}, you make out {the}.", "{D}, the way goes on to {the}."),
+        d=direction,
+        D=cap(direction),
+        the=the(room.name),
+    )
 
 
 def self_view(rng: Random) -> str:
-    return pick(rng, ("You look yourself over. You will do.", "You take stock of yourself.",
-                      "You check yourself: nothing broken."))
+    return pick(
+        rng,
+        ("You look yourself over. You will do.", "You take stock of yourself.", "You check yourself: nothing broken."),
+    )
 
 
 def which_way(rng: Random) -> str:
@@ -247,8 +323,16 @@ def which_way(rng: Random) -> str:
 
 
 def too_far(room: Room, rng: Random) -> str:
-    return pick(rng, ("You cannot reach {the} from here in one go.", "{The} is not next to here.",
-                      "No way leads straight to {the} from here."), the=the(room.name), The=cap(the(room.name)))
+    return pick(
+        rng,
+        (
+            "You cannot reach {the} from here in one go.",
+            "{The} is not next to here.",
+            "No way leads straight to {the} from here.",
+        ),
+        the=the(room.name),
+        The=cap(the(room.name)),
+    )
 
 
 def already_there(room: Room, rng: Random) -> str:
@@ -264,33 +348,49 @@ def already_done(rng: Random) -> str:
 
 
 def no_use(item: Item, rng: Random) -> str:
-    return pick(rng, ("You turn {the} over in your hands, but nothing here needs it.",
-                      "You find no use for {the} here.", "Nothing here calls for {the}."), the=the(item.name))
+    return pick(
+        rng,
+        (
+            "You turn {the} over in your hands, but nothing here needs it.",
+            "You find no use for {the} here.",
+            "Nothing here calls for {the}.",
+        ),
+        the=the(item.name),
+    )
 
 
 def no_open(verb: str, item: Item, rng: Random) -> str:
-    return pick(rng, ("You cannot {v} {the}.", "{The} is not something you can {v}.",
-                      "There is nothing to {v} about {the}."), v=verb, the=the(item.name),
-                The=cap(the(item.name)))
+    return pick(
+        rng,
+        ("You cannot {v} {the}.", "{The} is not something you can {v}.", "There is nothing to {v} about {the}."),
+        v=verb,
+        the=the(item.name),
+        The=cap(the(item.name)),
+    )
 
 
 def not_this_place(item: Item, rng: Random) -> str:
     """The deed is right, the place is not (the matches are for the lamp, not the cottage)."""
-    return pick(rng, ("Not here. {The} is meant for somewhere else.", "This is not the place for that.",
-                      "You hold {the} a moment, then think better of it here."),
-                the=the(item.name), The=cap(the(item.name)))
+    return pick(
+        rng,
+        (
+            "Not here. {The} is meant for somewhere else.",
+            "This is not the place for that.",
+            "You hold {the} a moment, then think better of it here.",
+        ),
+        the=the(item.name),
+        The=cap(the(item.name)),
+    )
 
 
 def moved_by_action(item: Item, place: str, here: str, rng: Random) -> str:
     """A sentence naming an item an action moved, for when the action's own text does not."""
     if place == "player":
-        return pick(rng, ("You now have {the}.", "{The} is yours now."), the=the(item.name),
-                    The=cap(the(item.name)))
+        return pick(rng, ("You now have {the}.", "{The} is yours now."), the=the(item.name), The=cap(the(item.name)))
     if place == "nowhere":
         return pick(rng, ("That is the end of {the}.", "You will not need {the} again."), the=the(item.name))
     if place == here:
-        return pick(rng, ("{The} is here now.", "You see {the} here now."), the=the(item.name),
-                    The=cap(the(item.name)))
+        return pick(rng, ("{The} is here now.", "You see {the} here now."), the=the(item.name), The=cap(the(item.name)))
     return pick(rng, ("{The} is somewhere else now.",), The=cap(the(item.name)))
 
 

@@ -1,7 +1,7 @@
 """The offline narrator's game master: what a command does to the world, and the prose for it.
 
 `write_turn` turns one player line into a turn (narrative, state patch,
-suggestions) that passes every rule of `engine.rules`: it names each item it
+suggestions) that passes every rule of `storyloom.engine.rules`: it names each item it
 moves and the room it moves to, never goes through a shut gate, keeps stats in
 bounds. Anything it cannot act on gets an in-character reply and no change.
 """
@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from engine.narration import Exchange
-from engine.narrators.offline import prose as say
-from engine.narrators.offline.parse import Command, matching_actions, parse
-from engine.packs import PLAYER, Action, StoryPack
-from engine.rules import judge, names
-from engine.state import WorldState
-from engine.turns import SUGGESTION_MAX_CHARS, SUGGESTIONS_MAX
+from storyloom.engine.narration import Exchange
+from storyloom.engine.narrators.offline import prose as say
+from storyloom.engine.narrators.offline.parse import Command, matching_actions, parse
+from storyloom.engine.packs import PLAYER, Action, StoryPack
+from storyloom.engine.rules import judge, names
+from storyloom.engine.state import WorldState
+from storyloom.engine.turns import SUGGESTION_MAX_CHARS, SUGGESTIONS_MAX
 
 Patch = list[dict[str, Any]]
 
@@ -41,8 +41,9 @@ class Draft:
         return " ".join(self.parts).replace(" \n\n", "\n\n").strip()
 
 
-def write_turn(pack: StoryPack, state: WorldState, history: tuple[Exchange, ...], player_input: str,
-               rng: Random) -> dict[str, Any]:
+def write_turn(
+    pack: StoryPack, state: WorldState, history: tuple[Exchange, ...], player_input: str, rng: Random
+) -> dict[str, Any]:
     """The turn the narrator means to give for this input: always valid under the rules."""
     draft = _World(pack, state, history, rng).act(parse(player_input, pack))
     turn = {"narrative": draft.narrative, "state_patch": draft.patch}
@@ -70,7 +71,9 @@ def visited_rooms(pack: StoryPack, history: tuple[Exchange, ...]) -> set[str]:
     """Rooms the player has stood in, read from the committed turns."""
     seen = {pack.start}
     for exchange in history:
-        seen.update(op.value for op in exchange.turn.state_patch if op.path == "/location" and isinstance(op.value, str))
+        seen.update(
+            op.value for op in exchange.turn.state_patch if op.path == "/location" and isinstance(op.value, str)
+        )
     return seen
 
 
@@ -229,8 +232,10 @@ class _World:
         if not reachable:
             return Draft().say(say.not_here(command.obj, self.rng))
         item = self.pack.items[reachable[0]]
-        if any(a.item == reachable[0] and verb.casefold() in {v.casefold() for v in a.verbs}
-               for a in self.pack.actions.values()):
+        if any(
+            a.item == reachable[0] and verb.casefold() in {v.casefold() for v in a.verbs}
+            for a in self.pack.actions.values()
+        ):
             return Draft().say(say.not_this_place(item, self.rng))
         if verb == "use":
             return Draft().say(say.no_use(item, self.rng))
@@ -242,8 +247,11 @@ class _World:
     # the pack's own actions
     def _action_for(self, command: Command) -> tuple[str, Action] | None:
         """The pack action this command means here, if any (room-specific ones first)."""
-        candidates = [(a_id, a) for a_id, a in matching_actions(command, self.pack)
-                      if a.room in (None, self.here) and (a.item is None or self.reachable(a.item))]
+        candidates = [
+            (a_id, a)
+            for a_id, a in matching_actions(command, self.pack)
+            if a.room in (None, self.here) and (a.item is None or self.reachable(a.item))
+        ]
         candidates.sort(key=lambda pair: pair[1].room is None)
         ready = [c for c in candidates if c[1].requires.holds(self.state) and not self._done(c[1])]
         found = ready or candidates
@@ -254,8 +262,9 @@ class _World:
         effects = action.effects
         if not (effects.flags or effects.items):
             return False  # a pure stat change or flavour: it can always be done again
-        return (all(self.state["flags"][f] == v for f, v in effects.flags.items())
-                and all(self.state["items"][i] == at for i, at in effects.items.items()))
+        return all(self.state["flags"][f] == v for f, v in effects.flags.items()) and all(
+            self.state["items"][i] == at for i, at in effects.items.items()
+        )
 
     def _do_action(self, action_id: str, action: Action) -> Draft:
         if self._done(action):
