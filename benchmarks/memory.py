@@ -37,7 +37,7 @@ async def _open(which: str, played: Any) -> dict[str, float]:
     from textual.widgets import Static
 
     from storyloom.engine.lifecycle import Session
-    from storyloom.tui.widgets import plain
+    from storyloom.tui.widgets.prose import plain
 
     session = played.session
     history = session.history

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from storyloom.engine import Session, parse_pack
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import Finish, NarrationRequest, NarratorError, StructuredDelta, TextDelta
+from storyloom.engine.packs import parse_pack
 
 SHORE_PACK = """
 id = "shore"

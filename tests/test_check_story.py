@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import load_pack
+from storyloom.engine.packs import load_pack
 from storyloom.tui.cli import main
 
 PACKS = Path(__file__).parent / "packs"
@@ -76,7 +76,7 @@ def test_the_example_in_the_docs_is_the_example_pack_that_passes():
 
 
 async def test_the_retry_key_example_in_the_docs_fails_then_commits_on_retry():
-    from storyloom.engine import Session
+    from storyloom.engine.lifecycle import Session
     from storyloom.engine.narrators.offline import OfflineNarrator
 
     pack = load_pack("lighthouse")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from storyloom.engine import initial_state
 from storyloom.engine.narration import NarratorRefusal, TransientNarratorError
+from storyloom.engine.state import initial_state
 from tests.conftest import Reply, collect, event_names, prose_on_screen, structured
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
@@ -210,7 +210,7 @@ async def test_undo_restores_the_previous_committed_state(pack, script):
 
 
 async def test_event_json_round_trips(pack, script):
-    from storyloom.engine import event_from_json
+    from storyloom.engine.events import event_from_json
 
     session, _ = script(pack, structured("You take it.", TAKE_LAMP), structured("You take the lamp.", TAKE_LAMP))
     for event in await collect(session.play("take lamp")):
@@ -242,7 +242,8 @@ async def test_a_failed_turn_keeps_the_first_attempts_prose_on_screen(pack, scri
 
 
 async def test_a_patch_operation_without_op_names_the_missing_field(pack):
-    from storyloom.engine import initial_state, judge
+    from storyloom.engine.rules import judge
+    from storyloom.engine.state import initial_state
 
     verdict = judge(
         '{"narrative": "Hi.", "state_patch": [{"path": "/location", "value": "path"}]}', initial_state(pack), pack

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storyloom.engine import PackError, parse_pack
+from storyloom.engine.packs import PackError, parse_pack
 from tests.conftest import SHORE_PACK
 
 

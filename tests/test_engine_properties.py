@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_outcome
 from hypothesis import strategies as st
 
-from storyloom.engine import Session, initial_state, judge
-from storyloom.engine.state import state_model
+from storyloom.engine.lifecycle import Session
+from storyloom.engine.rules import judge
+from storyloom.engine.state import initial_state, state_model
 from tests.conftest import Reply, ScriptedNarrator
 
 NARRATIVES = [

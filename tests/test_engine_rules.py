@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from storyloom.engine import RULES, initial_state, judge
-from storyloom.engine.state import state_hash
+from storyloom.engine.rules import RULES, judge
+from storyloom.engine.state import initial_state, state_hash
 from tests.conftest import turn_json
 
 

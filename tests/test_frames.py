@@ -29,8 +29,9 @@ from typing import Any
 
 import pytest
 
-from storyloom.engine import Session, parse_pack
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import Exchange, TransientNarratorError
+from storyloom.engine.packs import parse_pack
 from storyloom.engine.turns import Turn
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.frames import Frame, FrameRecorder, assert_no_shift

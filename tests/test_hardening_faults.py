@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session
 from storyloom.engine.events import NarratorRetrying, TurnCommitted, TurnFailed
-from storyloom.engine.lifecycle import MAX_TRANSIENT_RETRIES
+from storyloom.engine.lifecycle import MAX_TRANSIENT_RETRIES, Session
 from storyloom.engine.narrators._shared import Timeouts
 from storyloom.engine.narrators.anthropic import AnthropicNarrator
 from storyloom.engine.narrators.openai import OpenAINarrator

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session, load_pack
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narrators.anthropic import AnthropicNarrator
+from storyloom.engine.packs import load_pack
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.cli import main
 from tests.conftest import turn_json

@@ -17,9 +17,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from storyloom.engine import Session
 from storyloom.engine.events import TurnCommitted, TurnFailed
-from storyloom.engine.lifecycle import PROSE_STREAM_MAX_CHARS
+from storyloom.engine.lifecycle import PROSE_STREAM_MAX_CHARS, Session
 from storyloom.engine.narration import Finish, NarrationRequest, StructuredDelta, TextDelta
 from storyloom.engine.rules import OUTPUT_MAX_CHARS
 from storyloom.engine.state import initial_state

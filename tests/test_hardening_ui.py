@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from storyloom.engine import Session, load_pack, parse_pack
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import TransientNarratorError
+from storyloom.engine.packs import load_pack, parse_pack
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from storyloom.tui.testing.pilot import until

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session, event_from_json, initial_state, load_pack
+from storyloom.engine.events import event_from_json
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.packs import load_pack
+from storyloom.engine.state import initial_state
 from storyloom.tui.cli import main
 from storyloom.tui.cli.headless import play_commands
 

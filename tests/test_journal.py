@@ -102,7 +102,7 @@ def test_a_new_save_never_overwrites_an_existing_file(tmp_path: Path, pack) -> N
 
 async def test_a_cancelled_turn_keeps_the_prose_that_was_shown(tmp_path: Path, pack) -> None:
     narrator = ScriptedNarrator([structured("You walk along the shore for a long while.")], chunk=5)
-    from storyloom.engine import Session
+    from storyloom.engine.lifecycle import Session
 
     session = Session(pack, narrator)
     with Journal.create(tmp_path / "s.jsonl", SaveHeader.for_session(pack, narrator)) as journal:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narrators.offline import OfflineNarrator
 from storyloom.saves.errors import (
     BrokenChain,
@@ -49,7 +49,7 @@ def _refused(path: Path, error: type[SaveError]) -> SaveError:
     report = verify_save(path)
     assert not report.sound and raised.value.reason in "\n".join(report.lines)
     with pytest.raises(error):
-        from storyloom.engine import load_pack
+        from storyloom.engine.packs import load_pack
 
         resume(path, OfflineNarrator(load_pack("lighthouse")))
     assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
@@ -73,7 +73,7 @@ def test_a_torn_last_line_is_dropped_with_a_warning_and_everything_before_it_loa
 async def test_continuing_a_save_with_a_torn_line_cuts_it_off_and_appends_cleanly(save: Path) -> None:
     with save.open("ab") as f:
         f.write(b'{"seq":99,"ti')
-    from storyloom.engine import load_pack
+    from storyloom.engine.packs import load_pack
 
     resumed = resume(save, OfflineNarrator(load_pack("lighthouse")))
     with resumed.journal:

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from storyloom.engine import Session
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import NarratorError
 from storyloom.engine.narrators._shared import Timeouts
 from storyloom.engine.narrators.openai import OpenAINarrator

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from storyloom.engine import Session
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narrators._shared import Timeouts
 from storyloom.engine.narrators.anthropic import AnthropicNarrator
 from storyloom.engine.narrators.openai import OpenAINarrator

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session, initial_state, judge, load_pack
 from storyloom.engine.events import (
     AttemptFinished,
     CorrectionStarted,
@@ -16,9 +15,12 @@ from storyloom.engine.events import (
     TurnFailed,
     ValidationFailed,
 )
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import NarrationRequest, Rejection, TextDelta
 from storyloom.engine.narrators.offline import FAULT_KINDS, OfflineNarrator
-from storyloom.engine.rules import names
+from storyloom.engine.packs import load_pack
+from storyloom.engine.rules import judge, names
+from storyloom.engine.state import initial_state
 from storyloom.engine.turns import Issue
 
 PACKS = Path(__file__).parent / "packs"

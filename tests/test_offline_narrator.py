@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session, initial_state, judge, load_pack
 from storyloom.engine.events import ProseDelta, TurnCancelled, TurnCommitted, ValidationFailed
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import Finish, NarrationRequest, StructuredDelta
 from storyloom.engine.narrators.offline import OfflineNarrator
-from storyloom.engine.rules import names
+from storyloom.engine.packs import load_pack
+from storyloom.engine.rules import judge, names
+from storyloom.engine.state import initial_state
 
 PACKS = Path(__file__).parent / "packs"
 WALKS = Path(__file__).parent / "walkthroughs"

@@ -7,11 +7,12 @@ from string import Template
 
 import pytest
 
-from storyloom.engine import initial_state, judge
 from storyloom.engine.narration import Exchange, NarrationRequest
 from storyloom.engine.narrators import prompts
 from storyloom.engine.narrators.anthropic import AnthropicNarrator
 from storyloom.engine.narrators.openai import OpenAINarrator
+from storyloom.engine.rules import judge
+from storyloom.engine.state import initial_state
 from tests.conftest import turn_json
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from storyloom.engine import Session, load_pack, state_hash
 from storyloom.engine.events import Event
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import Finish, NarrationRequest, StructuredDelta
 from storyloom.engine.narrators.offline import OfflineNarrator
 from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
+from storyloom.engine.packs import load_pack
+from storyloom.engine.state import state_hash
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.reader import load_save
 from storyloom.saves.replay import Replayer, replay_plan

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from storyloom.engine import Session
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import Chunk, NarrationRequest
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.reader import load_save

@@ -10,8 +10,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storyloom.engine import Session, load_pack, state_hash
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.packs import load_pack
+from storyloom.engine.state import state_hash
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.reader import load_save
 from storyloom.saves.replay import Replayer, replay_plan

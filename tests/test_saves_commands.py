@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session
+from storyloom.engine.lifecycle import Session
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.reader import load_save
 from storyloom.saves.verify import verify_save

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from storyloom.engine import Session, load_pack, parse_pack
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.packs import load_pack, parse_pack
 from storyloom.engine.state import canonical_json
 from storyloom.saves.format import GENESIS, SaveHeader, record_hash
 from storyloom.saves.writer import Journal

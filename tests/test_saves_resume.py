@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session, load_pack, state_hash
 from storyloom.engine.events import TurnCommitted, TurnUndone
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.packs import load_pack
+from storyloom.engine.state import state_hash
 from storyloom.saves.errors import SaveLocked
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.reader import load_save

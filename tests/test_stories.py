@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine import Session, builtin_pack_ids, load_pack
+from storyloom.engine.builtin import builtin_pack_ids
 from storyloom.engine.events import StoryEnded, TurnCommitted, ValidationFailed
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narrators.offline import OfflineNarrator
+from storyloom.engine.packs import load_pack
 from storyloom.tui.cli import main
 from storyloom.tui.settings import DEFAULT_STORY
 

@@ -7,16 +7,20 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from storyloom.engine import Session, parse_pack
 from storyloom.engine.events import Event
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import TransientNarratorError
+from storyloom.engine.packs import parse_pack
 from storyloom.tui._textual_internals import screen_compositor
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.cli.ui import run_app
-from storyloom.tui.screens import IssueDetailsScreen, OpenSaveScreen
+from storyloom.tui.screens.issue_details import IssueDetailsScreen
+from storyloom.tui.screens.open_save import OpenSaveScreen
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from storyloom.tui.testing.pilot import until
-from storyloom.tui.widgets import ArchivedTurns, FollowHint, TurnMessage
+from storyloom.tui.widgets.archived_turns import ArchivedTurns
+from storyloom.tui.widgets.transcript import FollowHint
+from storyloom.tui.widgets.turn_message import TurnMessage
 from tests.conftest import SHORE_PACK
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
@@ -361,7 +365,7 @@ def pause_reached(app: StoryloomApp) -> bool:
 
 
 async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypatch):
-    import storyloom.tui.widgets._story_view as story_view
+    import storyloom.tui.widgets.story_view as story_view
 
     monkeypatch.setattr(story_view, "KEEP_LIVE", 2)
     monkeypatch.setattr(story_view, "BLOCK_TURNS", 2)
@@ -405,7 +409,7 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
 
 
 async def test_a_folded_turn_that_was_corrected_still_shows_its_details_when_clicked(monkeypatch):
-    import storyloom.tui.widgets._story_view as story_view
+    import storyloom.tui.widgets.story_view as story_view
 
     monkeypatch.setattr(story_view, "KEEP_LIVE", 2)
     replies = [

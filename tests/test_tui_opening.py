@@ -10,10 +10,12 @@ import threading
 
 from textual.widgets import Static
 
-from storyloom.engine import Session, parse_pack
+from storyloom.engine.lifecycle import Session
+from storyloom.engine.packs import parse_pack
 from storyloom.saves.errors import SaveError
 from storyloom.tui.app import Opening, StoryloomApp
-from storyloom.tui.screens import GameScreen, OpeningScreen
+from storyloom.tui.screens.game import GameScreen
+from storyloom.tui.screens.opening import OpeningScreen
 from storyloom.tui.testing.narrators import GatedNarrator
 from storyloom.tui.testing.pilot import until
 from tests.conftest import SHORE_PACK

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import re
 
-from storyloom.engine import Session, parse_pack
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import Exchange
+from storyloom.engine.packs import parse_pack
 from storyloom.engine.turns import Turn
 from storyloom.tui._textual_internals import screen_compositor
 from storyloom.tui.app import StoryloomApp

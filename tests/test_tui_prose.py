@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult
 from textual.strip import Strip
 
 from storyloom.engine.safety import safe_text
-from storyloom.tui.widgets._prose import Prose
+from storyloom.tui.widgets.prose import Prose
 
 WIDTH = 23
 PIECES = (

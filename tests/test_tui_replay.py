@@ -23,7 +23,7 @@ from storyloom.saves.replay import Replayer, replay_plan
 from storyloom.tui import cli
 from storyloom.tui.app import ReplayApp
 from storyloom.tui.testing.pilot import until
-from storyloom.tui.widgets import CommandInput
+from storyloom.tui.widgets.command_input import CommandInput
 from tests.test_saves_kit import played_save_async, rewrite_records
 from tests.test_tui_snapshots import snapshot  # noqa: F401  (the fixture that keeps SVGs in snapshots/)
 

@@ -17,12 +17,13 @@ from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
 from textual.events import Mount
 
-from storyloom.engine import Session, parse_pack
+from storyloom.engine.lifecycle import Session
+from storyloom.engine.packs import parse_pack
 from storyloom.tui import app as app_module
 from storyloom.tui.app import Opening, StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from storyloom.tui.testing.pilot import until
-from storyloom.tui.widgets import CommandInput
+from storyloom.tui.widgets.command_input import CommandInput
 from tests.conftest import SHORE_PACK
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"

@@ -15,13 +15,15 @@ from textual._compositor import Compositor
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from storyloom.engine import Session, parse_pack
 from storyloom.engine.events import ProseDelta, TurnCommitted, TurnStarted
+from storyloom.engine.lifecycle import Session
+from storyloom.engine.packs import parse_pack
 from storyloom.tui._textual_internals import RowCroppedCompositor
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator
-from storyloom.tui.widgets import Transcript, TurnMessage
-from storyloom.tui.widgets._prose import Prose, stream_step
+from storyloom.tui.widgets.prose import Prose, stream_step
+from storyloom.tui.widgets.transcript import Transcript
+from storyloom.tui.widgets.turn_message import TurnMessage
 from tests.conftest import SHORE_PACK
 
 WIDTH = 60

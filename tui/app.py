@@ -12,14 +12,14 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from storyloom.tui.screens import OpeningScreen
+from storyloom.tui.screens.opening import OpeningScreen
 
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
-    from storyloom.engine import Session
+    from storyloom.engine.lifecycle import Session
     from storyloom.saves.replay import Replayer
-    from storyloom.tui.screens import GameScreen, StoryScreen
-    from storyloom.tui.screens._game import EventHook, UndoHook
-    from storyloom.tui.screens._replay import ReplayScreen
+    from storyloom.tui.screens.game import EventHook, GameScreen, UndoHook
+    from storyloom.tui.screens.replay import ReplayScreen
+    from storyloom.tui.screens.story import StoryScreen
 
 NARROW_BELOW = 90
 """Terminals narrower than this hide the side panel, so prose keeps a readable width."""
@@ -93,7 +93,7 @@ class StoryloomApp(App[int]):
     @property
     def game(self) -> StoryScreen:
         """The game screen, or the replay screen (under any modal that is open)."""
-        from storyloom.tui.screens import StoryScreen
+        from storyloom.tui.screens.story import StoryScreen
 
         return next(s for s in reversed(self.screen_stack) if isinstance(s, StoryScreen))
 
@@ -103,7 +103,7 @@ class StoryloomApp(App[int]):
         return self._game_screen()
 
     def _game_screen(self) -> GameScreen:
-        from storyloom.tui.screens import GameScreen
+        from storyloom.tui.screens.game import GameScreen
 
         assert self.session is not None
         return GameScreen(
@@ -184,7 +184,7 @@ class StoryloomApp(App[int]):
         except OSError as exc:
             self.notify(f"Cannot list the saves: {exc}", title="Open save", severity="error", markup=False)
             return
-        from storyloom.tui.screens import OpenSaveScreen
+        from storyloom.tui.screens.open_save import OpenSaveScreen
 
         self.push_screen(OpenSaveScreen(saves), self._continue_save)
 
@@ -219,7 +219,7 @@ class StoryloomApp(App[int]):
 
 
 class ReplayApp(StoryloomApp):
-    """`storyloom replay`: the same app showing a recorded session (see `storyloom.tui.screens._replay`).
+    """`storyloom replay`: the same app showing a recorded session (see `storyloom.tui.screens.replay`).
 
     Args:
         replayer: drives a fresh session through the save's recorded steps; nothing is journaled.
@@ -229,7 +229,7 @@ class ReplayApp(StoryloomApp):
     def __init__(
         self, replayer: Replayer, *, blink: bool = True, theme: str | None = None, start_paused: bool = False
     ) -> None:
-        from storyloom.tui.screens._replay import ReplayScreen  # only `storyloom replay` pays for importing it
+        from storyloom.tui.screens.replay import ReplayScreen  # only `storyloom replay` pays for importing it
 
         super().__init__(replayer.session, blink=blink, theme=theme)
         self.replay: ReplayScreen = ReplayScreen(replayer, start_paused=start_paused)

@@ -9,9 +9,9 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Static
 
 from storyloom.engine.safety import safe_text
-from storyloom.tui.widgets._command_input import CommandInput
-from storyloom.tui.widgets._story_text import StoryText
-from storyloom.tui.widgets._transcript import Transcript
+from storyloom.tui.widgets.command_input import CommandInput
+from storyloom.tui.widgets.story_text import StoryText
+from storyloom.tui.widgets.transcript import Transcript
 
 
 def game_layout(

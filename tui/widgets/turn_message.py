@@ -23,9 +23,9 @@ from storyloom.engine.events import (
     TurnStarted,
 )
 from storyloom.tui._textual_internals import no_layout_virtual_size
-from storyloom.tui.widgets._archived_turns import TurnRecord
-from storyloom.tui.widgets._prose import Paragraph, Prose, plain
-from storyloom.tui.widgets._status_row import StatusRow
+from storyloom.tui.widgets.archived_turns import TurnRecord
+from storyloom.tui.widgets.prose import Paragraph, Prose, plain
+from storyloom.tui.widgets.status_row import StatusRow
 
 
 class TurnMessage(Vertical, can_focus=True):

@@ -7,13 +7,16 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
 
-from storyloom.engine import Event, Session
-from storyloom.engine.events import TurnCommitted, TurnUndone
+from storyloom.engine.events import Event, TurnCommitted, TurnUndone
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
-from storyloom.tui.screens._issue_details import IssueDetailsScreen
-from storyloom.tui.screens._opening import game_layout
-from storyloom.tui.widgets import ArchivedTurns, SidePanel, StoryView, TurnMessage, TurnRecord
+from storyloom.tui.screens.issue_details import IssueDetailsScreen
+from storyloom.tui.screens.opening import game_layout
+from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
+from storyloom.tui.widgets.side_panel import SidePanel
+from storyloom.tui.widgets.story_view import StoryView
+from storyloom.tui.widgets.turn_message import TurnMessage
 
 
 def narrator_label(narrator: object) -> str:

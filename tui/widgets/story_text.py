@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from storyloom.tui.widgets._prose import plain
+from storyloom.tui.widgets.prose import plain
 
 
 class StoryText(Vertical):

@@ -11,11 +11,12 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
-from storyloom.engine import Event, Session
-from storyloom.engine.events import TurnCommitted, TurnUndone
+from storyloom.engine.events import Event, TurnCommitted, TurnUndone
+from storyloom.engine.lifecycle import Session
 from storyloom.engine.safety import safe_text
-from storyloom.tui.screens._story import StoryScreen
-from storyloom.tui.widgets import CommandInput, TurnMessage
+from storyloom.tui.screens.story import StoryScreen
+from storyloom.tui.widgets.command_input import CommandInput
+from storyloom.tui.widgets.turn_message import TurnMessage
 
 EventHook = Callable[[Event], Awaitable[None] | None]
 UndoHook = Callable[[], TurnUndone | None]

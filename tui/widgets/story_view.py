@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from storyloom.engine.events import Event, StoryEnded, TurnCommitted, TurnStarted, TurnUndone
-from storyloom.tui.widgets._archived_turns import ArchivedTurns, TurnRecord
-from storyloom.tui.widgets._story_text import StoryText
-from storyloom.tui.widgets._transcript import FollowHint, Transcript
-from storyloom.tui.widgets._turn_message import TurnMessage
+from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
+from storyloom.tui.widgets.story_text import StoryText
+from storyloom.tui.widgets.transcript import FollowHint, Transcript
+from storyloom.tui.widgets.turn_message import TurnMessage
 
 if TYPE_CHECKING:
     from storyloom.engine.narration import Exchange

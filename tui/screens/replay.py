@@ -28,7 +28,7 @@ from storyloom.engine.events import ProseDelta
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
 from storyloom.saves.replay import Replayer, ReplayStep
-from storyloom.tui.screens._story import StoryScreen
+from storyloom.tui.screens.story import StoryScreen
 
 TURN_GAP = 0.6
 """Seconds (at ×1) between the end of one recorded turn and the next input, so a watcher can follow.
