@@ -33,6 +33,7 @@ from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import Exchange, TransientNarratorError
 from storyloom.engine.packs import parse_pack
 from storyloom.engine.turns import Turn
+from storyloom.tui._textual_internals import arranged_height
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.frames import Frame, FrameRecorder, assert_no_shift
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
@@ -137,7 +138,8 @@ CASES: dict[str, Case] = {
     ),
     "no-prose-first": Case(
         lambda gate, n: [
-            GatedReply("I take the lamp.", plain=True),
+            # a model thinking aloud for a while (25 chunks) before it forgets to call the tool
+            GatedReply("I take the lamp, I think. " * 16, plain=True),
             GatedReply(turn_text(prose(n, "a"), TAKE_LAMP), before=gate),
         ]
     ),
@@ -160,12 +162,10 @@ class Played:
 
 
 def transcript_height(app: StoryloomApp) -> int:
-    """Rows of story in the transcript (its messages and blocks, not the docked follow hint): what
-    "the rows added below" counts. Not `virtual_size`, which is at least the view's height."""
-    transcript = app.game.transcript
-    return sum(
-        child.outer_size.height for child in transcript.children if child.display and child.styles.dock == "none"
-    )
+    """Rows of story in the transcript (its messages and blocks, not the docked follow hint) as its
+    latest layout placed them: what "the rows added below" counts. Not `virtual_size`, which is at
+    least the view's height, nor widgets' own sizes, which catch up a message later."""
+    return arranged_height(app.game.transcript)
 
 
 def history() -> tuple[Exchange, ...]:
@@ -368,16 +368,19 @@ async def test_after_page_up_nothing_moves_at_all(frame_recorder: Any, name: str
 
 
 @pytest.mark.parametrize("size", size_params())
+@pytest.mark.parametrize("page_up", [False, True], ids=["at-the-bottom", "after-page-up"])
 @pytest.mark.parametrize("paragraphs", range(1, 9))
 async def test_one_to_eight_paragraphs_stream_without_a_jump(
-    frame_recorder: Any, paragraphs: int, size: tuple[int, int]
+    frame_recorder: Any, paragraphs: int, page_up: bool, size: tuple[int, int]
 ) -> None:
     case = Case(lambda gate, n: [GatedReply(turn_text(prose(n, "p"), TAKE_LAMP))], releases=False)
-    played = await play(frame_recorder, case, size, paragraphs=paragraphs)
-    frames = assert_turn_geometry(played)
+    played = await play(frame_recorder, case, size, paragraphs=paragraphs, page_up=page_up)
+    frames = assert_turn_geometry(played, page_up=page_up)
     assert played.game.latest_message().prose.text == prose(paragraphs, "p")
-    rows = [row for k in range(1, paragraphs + 1) if (row := frames[-1].row_of(f"[p{k}]")) is not None]
-    assert rows == sorted(rows) and frames[-1].row_of(f"[p{paragraphs}]") is not None
+    assert played.following != page_up  # paged up, the player is left where they were
+    if not page_up:
+        rows = [row for k in range(1, paragraphs + 1) if (row := frames[-1].row_of(f"[p{k}]")) is not None]
+        assert rows == sorted(rows) and frames[-1].row_of(f"[p{paragraphs}]") is not None
 
 
 @pytest.mark.parametrize(

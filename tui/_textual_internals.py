@@ -160,3 +160,18 @@ def wrap_display(app: App[Any], before_paint: DisplayHook) -> None:
 def unwrap_display(app: App[Any]) -> None:
     """Give `app` back its own display step (after `wrap_display`)."""
     del app._display
+
+
+def arranged_height(container: Widget) -> int:
+    """How tall a container's children stand as its latest layout placed them, docked ones aside.
+
+    What a frame paints: a widget's own size and the compositor's map of it catch up a message
+    later (a message mounted this frame is laid out, yet not mapped). For the frame tests.
+    """
+    cache = container._arrangement_cache
+    keys = list(cache.keys())
+    arrangement = cache.get(keys[-1]) if keys else None
+    if arrangement is None:
+        return 0
+    placed = [p.region for p in arrangement.placements if not p.fixed]
+    return max(r.bottom for r in placed) - min(r.y for r in placed) if placed else 0

@@ -91,20 +91,19 @@ class StoryView(Transcript):
         if isinstance(event, TurnStarted):
             message = self.message(event.turn)
             if message is None:
-                with self.app.batch_update():
-                    message = TurnMessage(event.turn, event.player_input, reserve=self.release_reserve())
-                    self._messages[event.turn] = message
-                    await self.mount(message)
+                # no await between giving the rows back and mounting what takes them: one layout sees both
+                message = TurnMessage(event.turn, event.player_input, reserve=self.release_reserve())
+                self._messages[event.turn] = message
+                await self.mount(message)
             message.show(event)
             return
         if isinstance(event, TurnUndone):
             self.show_undo()
             return
         if isinstance(event, StoryEnded):
-            with self.app.batch_update():
-                ending = StoryText(f"The end: {event.title}", event.text, classes="-ending")
-                ending.styles.min_height = self.release_reserve()
-                await self.mount(ending)
+            ending = StoryText(f"The end: {event.title}", event.text, classes="-ending")
+            ending.styles.min_height = self.release_reserve()
+            await self.mount(ending)
             return
         message = self.message(event.turn)
         if message is not None:
@@ -134,7 +133,9 @@ class StoryView(Transcript):
         """The blank rows at the foot of the newest message, given back for what is mounted below it.
 
         The transcript is anchored to the bottom: what is mounted next must take these rows in the
-        same frame (call this inside `batch_update`), or every line above would move down.
+        same layout, or every line above would move down. So call this and `mount` with no `await`
+        in between (the new widget is registered at once), and give the new widget at least this
+        height before its children are composed (`min-height`).
         """
         latest = self.latest_message()
         return latest.release_reserve() if latest is not None else 0

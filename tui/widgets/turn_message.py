@@ -94,7 +94,8 @@ class TurnMessage(Vertical, can_focus=True):
         turn: the engine's turn number.
         player_input: the command this turn answers.
         reserve: blank rows the message above gave back (`release_reserve`): the prose starts
-            that tall, so taking them moves nothing on screen.
+            that tall, so taking them moves nothing on screen. Until its children are composed the
+            message is held at that height (and its command and status rows) by `min-height`.
         """
         super().__init__(id=f"turn-{turn}")
         self.turn = turn
@@ -108,6 +109,7 @@ class TurnMessage(Vertical, can_focus=True):
         """True while the engine would retry this turn (it is the session's pending turn)."""
         self.prose = Prose(reserve=reserve)
         self.status = StatusRow()
+        self.styles.min_height = reserve + 2  # the command and status rows: one each
 
     def compose(self) -> ComposeResult:
         command = Paragraph(classes="-command")
@@ -170,6 +172,7 @@ class TurnMessage(Vertical, can_focus=True):
 
     def release_reserve(self) -> int:
         """Give back the blank rows at the foot of the prose, for what is shown next to take (see `Prose.release`)."""
+        self.styles.min_height = None
         return self.prose.release()
 
     def mark_undone(self) -> None:
