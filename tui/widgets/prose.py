@@ -132,7 +132,10 @@ class Prose(Widget):
         self._frozen_stale = False
         self._live_stale = False
         self._pending = False
-        self._streaming = False
+        self._streamed = False
+        """Whether this prose streamed since it was last released: its height stays rounded up to
+        the next step after the stream ends too, so how tall it settles never depends on whether a
+        layout happened to run mid-stream."""
         self._tail = 0
         """Cells on the live paragraph's last line, counting chunks not wrapped yet."""
         self._unpainted_row = -1
@@ -167,7 +170,7 @@ class Prose(Widget):
             return
         self._text += chunk
         self._pending = True
-        self._streaming = True
+        self._streamed = True
         width = self.size.width
         if not self.is_mounted:
             return
@@ -206,14 +209,12 @@ class Prose(Widget):
         self._live_text = (text[cut + len(PARAGRAPH_BREAK) :] if cut > 0 else text).strip("\n")
         self._frozen_stale = self._live_stale = True
         self._pending = False
-        self._streaming = False
         self._flush(full=True)
 
     def settle(self) -> None:
         """The stream ended: paint what is pending. The reserved lines stay (see `release`)."""
         if self._pending:
             self._flush()
-        self._streaming = False
 
     def release(self) -> int:
         """Give back the blank rows below the text; returns how many.
@@ -223,6 +224,7 @@ class Prose(Widget):
         """
         spare = max(0, self._kept - self.line_count) if self._kept_width == self.size.width else 0
         self._kept = 0
+        self._streamed = False
         if spare:
             self._request_layout()
         return spare
@@ -357,18 +359,18 @@ class Prose(Widget):
         return self._height(width)
 
     def _height(self, width: int) -> int:
-        """Lines of text; while streaming, rounded up to the next step (at least one blank line below).
+        """Lines of text; once it has streamed, rounded up to the next step (at least one blank line below).
 
         Never less than it was before, at this width, until `release()`.
         """
         height = self.line_count
-        if self._streaming:
+        if self._streamed:
             step = stream_step(self.app.size.height)
             height = (height // step + 1) * step
         if self._kept_width != width:
-            self._kept_width = width
-            if self.line_count or self._text:  # a resize: wrap anew, keep nothing of the old width
+            if self._kept_width:  # a resize: wrap anew, keep nothing of the old width
                 self._kept = 0
+            self._kept_width = width
         self._kept = max(self._kept, height)
         return self._kept
 
