@@ -94,7 +94,9 @@ class StoryView(Transcript):
                 # no await between giving the rows back and mounting what takes them: one layout sees both
                 message = TurnMessage(event.turn, event.player_input, reserve=self.release_reserve())
                 self._messages[event.turn] = message
+                message.show(event)  # before it is mounted: its first frame already says "writing…"
                 await self.mount(message)
+                return
             message.show(event)
             return
         if isinstance(event, TurnUndone):
