@@ -146,6 +146,36 @@ class TurnUndone(Event):
 
 
 @dataclass(frozen=True)
+class AlternativeStarted(Event):
+    """The player asked for another version of the latest committed turn (`Session.regenerate`).
+
+    What follows is a turn's own events (prose, attempts, corrections), then `turn_committed`
+    (this version is now the chosen one), `turn_failed` or `turn_cancelled` (the chosen one
+    stays). `alternative` is the number this version gets if it commits (1 is the turn as first
+    committed), so a failed try and its retry carry the same number.
+    """
+
+    event: ClassVar[str] = "alternative_started"
+    alternative: int
+    player_input: str = ""
+
+
+@dataclass(frozen=True)
+class AlternativeChosen(Event):
+    """The player chose one of the committed versions of the latest turn (`Session.choose`): its
+    world is now the committed state and its prose the turn's. Everything needed to show it is
+    here: `alternative` of `alternatives`, its prose, suggestions and state."""
+
+    event: ClassVar[str] = "alternative_chosen"
+    alternative: int
+    alternatives: int
+    state_hash: str
+    narrative: str = ""
+    suggestions: tuple[str, ...] = ()
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class StoryEnded(Event):
     """The committed state reached one of the story's endings."""
 
@@ -170,6 +200,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         TurnCancelled,
         TurnUndone,
         StoryEnded,
+        AlternativeStarted,
+        AlternativeChosen,
     )
 }
 

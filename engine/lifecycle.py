@@ -1,9 +1,14 @@
 """The turn lifecycle: stream, validate, correct within a budget, commit or fail.
 
 `Session` owns the committed state and the model's conversation. Each call to
-`play` or `retry` is an async generator of events; nothing is committed until
-a whole turn passes every rule, and a failed or cancelled turn leaves the
-state and the conversation exactly as they were.
+`play`, `retry` or `regenerate` is an async generator of events; nothing is
+committed until a whole turn passes every rule, and a failed or cancelled turn
+leaves the state and the conversation exactly as they were.
+
+The latest committed turn keeps its committed versions (`Versions`) until the
+next command is played: `regenerate` asks for another one, judged against the
+state before the turn, and `choose` shows one of them; either swaps the state
+and the history together. Once the next command is played the turn is fixed.
 
 Only the first attempt streams prose. A correction's output is judged whole and
 shown only if it commits: then `prose_replaced` says whether its prose differs
@@ -23,6 +28,8 @@ from typing import Any, TypeVar
 import pydantic_core
 
 from storyloom.engine.events import (
+    AlternativeChosen,
+    AlternativeStarted,
     AttemptFinished,
     CorrectionStarted,
     Event,
@@ -98,6 +105,36 @@ class PendingTurn:
 
 
 @dataclass(frozen=True)
+class Alternative:
+    """One committed version of the latest turn: the exchange the model's history keeps of it, and
+    the world after it."""
+
+    exchange: Exchange
+    state: WorldState
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The committed versions of the latest turn, while it can still change (until the next command).
+
+    Every version answers the same command from the same state: the one before the turn.
+    """
+
+    turn: int
+    alternatives: tuple[Alternative, ...]
+    chosen: int
+    """The version that counts now, 1-based (as the player sees `‹ 2/3 ›`)."""
+
+    @property
+    def player_input(self) -> str:
+        return self.alternatives[0].exchange.player_input
+
+    @property
+    def showing(self) -> Alternative:
+        return self.alternatives[self.chosen - 1]
+
+
+@dataclass(frozen=True)
 class _TurnState:
     """A turn in flight, between the steps of `Session._run`: what the narrator is asked now and
     what the player sees. Each step reads it and returns a new one; nothing else carries over."""
@@ -110,8 +147,11 @@ class _TurnState:
     """The prose on screen: what the first attempt streamed, then its judged narrative."""
 
     @property
-    def pending(self) -> PendingTurn:
-        """This turn as the player may retry it once it fails or is cancelled."""
+    def pending(self) -> PendingTurn | None:
+        """This turn as the player may retry it once it fails or is cancelled (a failed or cancelled
+        other version is not pending: the chosen one stands, and the player regenerates again)."""
+        if self.request.is_regeneration:
+            return None
         return PendingTurn(self.request.turn, self.request.player_input, self.retry)
 
 
@@ -152,6 +192,8 @@ class Session:
         self.history: tuple[Exchange, ...] = history
         self.next_turn = next_turn
         self.pending: PendingTurn | None = None
+        self.versions: Versions | None = None
+        """The committed versions of the latest turn while it may still change; None once it is fixed."""
         self._undo_stack: list[tuple[WorldState, int]] = []
         """(state before, length of the history before) per committed turn: linear in the story's length."""
         self._clock = clock
@@ -170,6 +212,63 @@ class Session:
         turn = self.next_turn
         self.next_turn += 1
         return self._run(turn, player_input, retry=0)
+
+    @property
+    def can_regenerate(self) -> bool:
+        """True when the latest committed turn may get another version (idle, and it is not fixed)."""
+        return self.versions is not None and not self.busy
+
+    def regenerate(self) -> AsyncIterator[Event]:
+        """Ask for another version of the latest committed turn: the same command, judged against
+        the state before that turn, streamed, validated and corrected like any turn.
+
+        It starts with `alternative_started`; its commit makes it the chosen version (state and
+        history swap together). A failed or cancelled one leaves the chosen version in place and
+        sets no pending turn: to try again, regenerate again.
+
+        Raises:
+            RuntimeError: there is no turn that can change (none committed, or the next command
+                was played since), or a turn is in flight.
+        """
+        versions = self.versions
+        if versions is None:
+            raise RuntimeError("only the latest committed turn can get another version, before the next command")
+        if self.busy:
+            raise RuntimeError("a turn is already in flight")
+        return self._run(versions.turn, versions.player_input, retry=0, alternative=len(versions.alternatives) + 1)
+
+    def choose(self, alternative: int) -> AlternativeChosen | None:
+        """Make one of the latest turn's committed versions (1-based) the one that counts: its state
+        and its exchange in the history swap in together. The narrator is not asked.
+
+        Returns None (and changes nothing) when busy, when the turn is fixed, or when there is no
+        such version.
+        """
+        versions = self.versions
+        if versions is None or self.busy or not 1 <= alternative <= len(versions.alternatives):
+            return None
+        chosen = versions.alternatives[alternative - 1]
+        length = self._undo_stack[-1][1]
+        self.state, self.history = chosen.state, (*self.history[:length], chosen.exchange)
+        self.versions = replace(versions, chosen=alternative)
+        return self.showing()
+
+    def showing(self) -> AlternativeChosen | None:
+        """The version of the latest turn that counts now, as the event that shows it (a resumed
+        story's screen starts from it); None once the turn is fixed."""
+        versions = self.versions
+        if versions is None:
+            return None
+        shown = versions.showing
+        return AlternativeChosen(
+            turn=versions.turn,
+            alternative=versions.chosen,
+            alternatives=len(versions.alternatives),
+            state_hash=state_hash(shown.state),
+            narrative=shown.exchange.turn.narrative,
+            suggestions=tuple(shown.exchange.turn.suggestions),
+            state=shown.state,
+        )
 
     def retry(self) -> AsyncIterator[Event]:
         """Play the last failed or cancelled turn again, with a fresh budget.
@@ -194,23 +293,57 @@ class Session:
         self.state, length = self._undo_stack.pop()
         self.history = self.history[:length]
         self.pending = None
+        self.versions = None  # the turn goes with all its versions; the one before it stays fixed
         return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
 
     def restore(
-        self, state: WorldState, history: tuple[Exchange, ...], undo_stack: list[tuple[WorldState, int]]
+        self,
+        state: WorldState,
+        history: tuple[Exchange, ...],
+        undo_stack: list[tuple[WorldState, int]],
+        versions: Versions | None = None,
     ) -> None:
-        """Put a resumed story's committed state, history and undo stack (state, history length) in place."""
-        self.state, self.history, self._undo_stack = state, history, undo_stack
+        """Put a resumed story's committed state, history, undo stack (state, history length) and
+        the latest turn's versions (if it can still change) in place."""
+        if versions is not None and not (undo_stack and versions.showing.state == state):
+            raise ValueError("the chosen version must be the committed state, over a turn on the undo stack")
+        self.state, self.history, self._undo_stack, self.versions = state, history, undo_stack, versions
 
-    async def _run(self, turn: int, player_input: str, retry: int) -> AsyncIterator[Event]:
-        """Play one turn to its end, in steps around a `_TurnState`: stream an attempt, judge it,
-        show its prose, then commit it, fail the turn, or ask for a correction and go again."""
+    def _start(self, turn: int, player_input: str, retry: int, alternative: int) -> tuple[NarrationRequest, Event]:
+        """The first request of a turn (or of another version of one) and the event that announces it.
+
+        Another version is asked from the state and history before the turn, never after a version.
+        Playing a new command fixes the latest turn: its chosen version is the one that counts.
+        """
+        if alternative > 1:
+            assert self.versions is not None
+            before, length = self._undo_stack[-1]
+            earlier = tuple(a.exchange.turn.narrative for a in self.versions.alternatives)
+            request = NarrationRequest(
+                self.pack,
+                before,
+                self.history[:length],
+                player_input,
+                turn,
+                alternative=alternative,
+                earlier_versions=earlier,
+            )
+            return request, AlternativeStarted(turn=turn, alternative=alternative, player_input=player_input)
+        self.versions = None
+        request = NarrationRequest(self.pack, self.state, self.history, player_input, turn)
+        return request, TurnStarted(turn=turn, attempt=1, player_input=player_input, retry=retry)
+
+    async def _run(self, turn: int, player_input: str, retry: int, alternative: int = 1) -> AsyncIterator[Event]:
+        """Play one turn (or another version of the latest) to its end, in steps around a `_TurnState`:
+        stream an attempt, judge it, show its prose, then commit it, fail the turn, or ask for a
+        correction and go again."""
         if self._cancel is not None:
             raise RuntimeError("a turn is already in flight")
         cancel = self._cancel = asyncio.get_running_loop().create_future()
-        state = _TurnState(NarrationRequest(self.pack, self.state, self.history, player_input, turn), retry)
+        request, started = self._start(turn, player_input, retry, alternative)
+        state = _TurnState(request, retry)
         try:
-            yield TurnStarted(turn=turn, attempt=1, player_input=player_input, retry=retry)
+            yield started
             while True:
                 attempt: _Attempt | None = None
                 async for item in self._stream_attempt(state.request, cancel):
@@ -279,14 +412,25 @@ class Session:
         """
         accepted, after = verdict.turn, verdict.after
         assert accepted is not None and after is not None
-        turn = state.request.turn
-        if state.request.is_correction:
+        request = state.request
+        turn = request.turn
+        if request.is_correction:
             changed = accepted.narrative != state.shown
             yield ProseReplaced(turn=turn, changed=changed, text=accepted.narrative if changed else "")
-        before = self.state
-        self._undo_stack.append((before, len(self.history)))
+        before = request.state
+        exchange = Exchange(request.player_input, accepted)
+        version = Alternative(exchange, after)
+        if request.is_regeneration:  # the new version is chosen: it takes the turn's place
+            assert self.versions is not None
+            length = self._undo_stack[-1][1]
+            alternatives = (*self.versions.alternatives, version)
+            self.versions = replace(self.versions, alternatives=alternatives, chosen=len(alternatives))
+            self.history = (*self.history[:length], exchange)
+        else:
+            self._undo_stack.append((before, len(self.history)))
+            self.history = (*self.history, exchange)
+            self.versions = Versions(turn, (version,), 1)
         self.state = after
-        self.history = (*self.history, Exchange(state.request.player_input, accepted))
         self.pending = None
         yield TurnCommitted(
             turn=turn,

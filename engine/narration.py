@@ -64,10 +64,20 @@ class NarrationRequest:
     kept_narrative: str | None = None
     """The narrative of the rejected attempt (the prose on screen when that was the first);
     a correction may leave `narrative` out to keep it."""
+    alternative: int = 1
+    """Which version of the turn this is: 1 for the turn as first played, 2 and on when the player
+    asked for another version of it (then `state` and `history` are those from before the turn)."""
+    earlier_versions: tuple[str, ...] = ()
+    """For another version: the narratives of the versions already committed, which it should not repeat."""
 
     @property
     def is_correction(self) -> bool:
         return self.correction is not None
+
+    @property
+    def is_regeneration(self) -> bool:
+        """Whether the player asked for another version of a committed turn."""
+        return self.alternative > 1
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from storyloom.engine.events import (
+    AlternativeStarted,
     AttemptFinished,
     CorrectionStarted,
     Event,
@@ -248,8 +249,8 @@ class Journal:
 
     def _track(self, event: Event) -> None:
         """Follow the attempt in flight, to keep the prose shown if it is cancelled."""
-        if isinstance(event, TurnStarted | CorrectionStarted):
-            self._attempt_number = event.attempt
+        if isinstance(event, TurnStarted | AlternativeStarted | CorrectionStarted):
+            self._attempt_number = 1 if isinstance(event, AlternativeStarted) else event.attempt
             self._attempt_started = time.monotonic()
             self._attempt_done = False
             self._partial, self._cleared = [], []

@@ -3,6 +3,7 @@ what every model reads, and no narrator keeps its own copy of the wording."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from string import Template
 
 import pytest
@@ -68,3 +69,19 @@ def test_rewording_the_command_file_rewords_every_command_a_narrator_sends(pack,
     assert committed == "The player says: take lamp"
     assert current.startswith("The player says: look\n\n")
     assert not any("Player command" in text for text in (committed, current))
+
+
+@pytest.mark.parametrize("narrator", narrators(), ids=repr)
+def test_another_version_is_the_turns_own_request_with_the_instruction_after_it(pack, narrator):
+    """Cache-friendly: the system prompt, history and command of the turn come first and unchanged;
+    only then the instruction to write another version, naming the versions already written."""
+    request = request_after_one_turn(pack)
+    again = replace(request, alternative=3, earlier_versions=("You look around.", "Grey water, black rocks."))
+    plain, other = narrator.messages(request), narrator.messages(again)
+    assert other[: len(plain) - 1] == plain[:-1]
+    *_, current = user_texts(other)
+    instruction = prompts.regenerate_message(again)
+    assert current.endswith(instruction) or user_texts(other)[-1] == instruction
+    assert prompts.player_message("look", request.state) in "\n\n".join(user_texts(other))
+    assert "version 3" in instruction and "Version 2:\nGrey water, black rocks." in instruction
+    assert instruction not in "\n\n".join(user_texts(plain))

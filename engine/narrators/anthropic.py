@@ -54,6 +54,7 @@ from storyloom.engine.narrators.prompts import (
     command_message,
     correction_message,
     player_message,
+    regenerate_message,
     system_prompt,
 )
 from storyloom.engine.turns import turn_json_schema
@@ -212,6 +213,8 @@ class AnthropicNarrator:
             messages[-1]["content"][-1]["cache_control"] = _CACHE
         current = [*_opt(pending_result), _text(player_message(request.player_input, request.state))]
         current[-1]["cache_control"] = _CACHE
+        if request.is_regeneration:  # after the cached prefix: the turn's own request still hits the cache
+            current.append(_text(regenerate_message(request)))
         messages.append({"role": "user", "content": current})
         if request.correction is not None:
             self._append_correction(messages, request)

@@ -46,6 +46,7 @@ from storyloom.engine.narrators.prompts import (
     command_message,
     correction_message,
     player_message,
+    regenerate_message,
     system_prompt,
 )
 from storyloom.engine.turns import turn_json_schema
@@ -227,7 +228,10 @@ class OpenAINarrator:
         for index, exchange in enumerate(request.history):
             messages.append({"role": "user", "content": command_message(exchange.player_input)})
             messages.extend(self._committed(exchange, index))
-        messages.append({"role": "user", "content": player_message(request.player_input, request.state)})
+        current = player_message(request.player_input, request.state)
+        if request.is_regeneration:  # after the turn's own request, so a prefix cache still serves it
+            current += "\n\n" + regenerate_message(request)
+        messages.append({"role": "user", "content": current})
         if request.correction is not None:
             self._append_correction(messages, request, channel)
         return messages

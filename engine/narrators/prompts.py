@@ -16,7 +16,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from storyloom.engine.narration import Rejection
+from storyloom.engine.narration import NarrationRequest, Rejection
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.state import WorldState
 
@@ -114,6 +114,16 @@ def player_message(command: str, state: WorldState) -> str:
     """The player's command with the committed state it applies to."""
     state_json = json.dumps(state, ensure_ascii=False, sort_keys=True)
     return _template("player").substitute(command=command_message(command), state=state_json)
+
+
+def regenerate_message(request: NarrationRequest) -> str:
+    """What follows the player's message when the player asked for another version of the turn.
+
+    It comes after the turn's own request (system prompt, history, command and state, all
+    unchanged), so a provider's cache of that request still serves it.
+    """
+    versions = "\n\n".join(f"Version {n}:\n{text}" for n, text in enumerate(request.earlier_versions, 1))
+    return _template("regenerate").substitute(alternative=request.alternative, versions=versions)
 
 
 def issues_json(rejection: Rejection) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from storyloom.engine.events import (
+    AlternativeChosen,
+    AlternativeStarted,
     CorrectionStarted,
     Event,
     ProseDelta,
@@ -63,6 +65,10 @@ class EventPrinter:
             print(f"\n{safe_text(event.title)}\n\n{safe_text(event.text)}", file=self.out)
         elif isinstance(event, TurnUndone):
             print("\n(undone: the last committed turn is taken back)", file=self.out)
+        elif isinstance(event, AlternativeStarted):
+            print(f"\n(another version of turn {event.turn}: version {event.alternative})", file=self.out)
+        elif isinstance(event, AlternativeChosen):
+            print(f"\n({_chosen(event)})\n{safe_text(event.narrative)}", file=self.out)
         elif isinstance(event, ValidationFailed):
             rules = ", ".join(sorted({issue.rule for issue in event.issues}))
             self._note(f"turn {event.turn}, attempt {event.attempt} rejected ({rules})")
@@ -88,11 +94,25 @@ class EventPrinter:
                 write(f"[corrected]\n{safe_text(event.text)}")
                 self._open = True
             return
-        if isinstance(event, TurnStarted | TurnCommitted | TurnFailed | TurnCancelled | TurnUndone | StoryEnded):
+        if isinstance(
+            event,
+            TurnStarted
+            | AlternativeStarted
+            | AlternativeChosen
+            | TurnCommitted
+            | TurnFailed
+            | TurnCancelled
+            | TurnUndone
+            | StoryEnded,
+        ):
             self._close()
         if isinstance(event, TurnStarted):
             again = " (retry)" if event.retry else ""
             write(f"> {safe_text(event.player_input)}{again}\n\n")
+        elif isinstance(event, AlternativeStarted):
+            write(f"> {safe_text(event.player_input)} (another version: {event.alternative})\n\n")
+        elif isinstance(event, AlternativeChosen):
+            write(f"[{_chosen(event)}]\n{safe_text(event.narrative)}\n\n")
         elif isinstance(event, TurnFailed):
             reasons = "; ".join(safe_text(i.message) for i in event.issues)
             write(f"[turn {event.turn} failed: {reasons}]\n\n")
@@ -110,6 +130,10 @@ class EventPrinter:
         if self._open:
             self.out.write("\n\n")
             self._open = False
+
+
+def _chosen(event: AlternativeChosen) -> str:
+    return f"turn {event.turn}: version {event.alternative} of {event.alternatives} chosen"
 
 
 def print_intro(pack: StoryPack, out: TextIO) -> None:

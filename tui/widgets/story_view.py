@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from storyloom.engine.events import Event, StoryEnded, TurnCommitted, TurnStarted, TurnUndone
+from storyloom.engine.events import (
+    AlternativeChosen,
+    AlternativeStarted,
+    Event,
+    StoryEnded,
+    TurnCommitted,
+    TurnStarted,
+    TurnUndone,
+)
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
 from storyloom.tui.widgets.story_text import StoryText
 from storyloom.tui.widgets.transcript import FollowHint, Transcript
@@ -108,9 +116,16 @@ class StoryView(Transcript):
             await self.mount(ending)
             return
         message = self.message(event.turn)
+        if isinstance(event, AlternativeStarted | AlternativeChosen):
+            # Minimal: another version streams into the turn's own message, a chosen one replaces its prose.
+            if message is not None and isinstance(event, AlternativeStarted):
+                message.show(TurnStarted(turn=event.turn, attempt=1, player_input=event.player_input, retry=1))
+            elif message is not None and isinstance(event, AlternativeChosen):
+                message.prose.set_text(event.narrative)
+            return
         if message is not None:
             message.show(event)
-        if isinstance(event, TurnCommitted):
+        if isinstance(event, TurnCommitted) and event.turn not in self._committed[-1:]:
             self._committed.append(event.turn)
 
     def show_undo(self) -> None:

@@ -10,6 +10,10 @@ name, so every repair path of the engine can be played and tested offline.
 Everything is derived from `random.Random` instances seeded with the seed, the
 turn number, the attempt and the player's input, never from global random or
 the clock: the same pack, seed and inputs give byte-identical events.
+
+Another version of a turn (a regeneration) is seeded with its version number
+too: it is worded differently from the versions before it, and a deed that
+changes the world sometimes turns out otherwise (the player holds back).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 
 from storyloom.engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
 from storyloom.engine.narrators.offline import prose as say
-from storyloom.engine.narrators.offline.world import write_turn
+from storyloom.engine.narrators.offline.world import write_held_back, write_turn
 from storyloom.engine.packs import PLAYER, StoryPack
 from storyloom.engine.rules import names
 
@@ -43,6 +47,10 @@ FAULT_KINDS: tuple[str, ...] = (
 
 STUBBORN_SHARE = 0.25
 """The default share of faults whose corrections fail too."""
+OTHER_OUTCOME_SHARE = 0.5
+"""The share of other versions of a world-changing turn in which the deed turns out otherwise."""
+WORDINGS_TRIED = 8
+"""How many wordings another version tries for one the earlier versions did not use."""
 
 
 @dataclass(frozen=True)
@@ -109,12 +117,14 @@ class OfflineNarrator:
         self.correction_delay = 20 * self.pace if correction_delay is None else max(0.0, correction_delay)
         self.fault_kinds = tuple(fault_kinds) if fault_kinds else FAULT_KINDS
         self.stubborn = stubborn
-        self._starts: dict[int, int] = {}
+        self._starts: dict[tuple[int, int], int] = {}
+        """How many times each (turn, version) was started: a retry is seeded apart from the first try."""
 
     async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
         """Stream the answer to one request: JSON deltas (or plain text), then `Finish`."""
         if request.attempt == 1 and not request.is_correction:
-            self._starts[request.turn] = self._starts.get(request.turn, 0) + 1
+            start = (request.turn, request.alternative)
+            self._starts[start] = self._starts.get(start, 0) + 1
         output = self.respond(request)
         pieces = [("t", c) for c in chunks(output.text)] + [("s", c) for c in chunks(output.structured or "")]
         if request.is_correction:
@@ -132,9 +142,11 @@ class OfflineNarrator:
 
     def respond(self, request: NarrationRequest) -> Output:
         """The whole answer to a request, decided without any waiting."""
-        retry = max(0, self._starts.get(request.turn, 1) - 1)
+        retry = max(0, self._starts.get((request.turn, request.alternative), 1) - 1)
         key = f"{self.seed}|{request.turn}|{retry}|{request.player_input}"
-        clean = write_turn(request.pack, request.state, request.history, request.player_input, Random(f"turn|{key}"))
+        if request.is_regeneration:
+            key += f"|version {request.alternative}"
+        clean = _meant(request, key)
         plan = self._plan(request, clean, retry, Random(f"plan|{key}"))
         rng = Random(f"attempt|{key}|{request.attempt}")
         if not request.is_correction:
@@ -157,6 +169,24 @@ class OfflineNarrator:
         if retry == 0 and rng.random() < self.stubborn:
             repeats = rng.choice((1, 1_000))
         return FaultPlan(kind, repeats)
+
+
+def _meant(request: NarrationRequest, key: str) -> dict[str, Any]:
+    """The valid turn the narrator means to give; for another version, one worded unlike the earlier
+    versions, and (seeded) sometimes with another outcome."""
+    pack, state, history, command = request.pack, request.state, request.history, request.player_input
+    if not request.is_regeneration:
+        return write_turn(pack, state, history, command, Random(f"turn|{key}"))
+    otherwise = Random(f"outcome|{key}").random() < OTHER_OUTCOME_SHARE
+    turn: dict[str, Any] = {}
+    for wording in range(WORDINGS_TRIED):
+        rng = Random(f"turn|{key}|{wording}")
+        turn = write_turn(pack, state, history, command, rng)
+        if otherwise and turn["state_patch"]:
+            turn = write_held_back(pack, state, rng)
+        if turn["narrative"] not in request.earlier_versions:
+            break
+    return turn
 
 
 def chunks(text: str) -> list[str]:

@@ -397,3 +397,16 @@ def moved_by_action(item: Item, place: str, here: str, rng: Random) -> str:
 def stray(rng: Random) -> str:
     """For a deed the narrator cannot make agree with the rules: nothing changes."""
     return pick(rng, ("Something stops you, and the moment passes.", "You think better of it."))
+
+
+def held_back(rng: Random) -> str:
+    """Another version of a deed, in which the player does not go through with it: nothing changes."""
+    return pick(
+        rng,
+        (
+            "You make to do it, then think better of it; for now you leave things as they are.",
+            "A moment's doubt stays your hand. You let it be, for now.",
+            "You hesitate, and the moment passes. Nothing is changed.",
+            "On second thought, you hold back and leave everything where it is.",
+        ),
+    )

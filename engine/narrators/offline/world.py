@@ -56,6 +56,11 @@ def write_turn(
     return turn
 
 
+def write_held_back(pack: StoryPack, state: WorldState, rng: Random) -> dict[str, Any]:
+    """Another valid outcome of a deed: the player holds back, and the world stays as it is."""
+    return {"narrative": say.held_back(rng), "state_patch": [], "suggestions": suggestions(pack, state, rng)}
+
+
 def _apply(state: WorldState, patch: Patch) -> WorldState:
     after = copy.deepcopy(state)
     for op in patch:
