@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
-from storyloom.engine.events import Event, TurnCommitted, TurnUndone
+from storyloom.engine.events import AlternativeChosen, Event, TurnCommitted, TurnUndone
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.safety import safe_text
 from storyloom.tui.screens.story import StoryScreen
@@ -42,6 +42,7 @@ class GameScreen(StoryScreen):
         Binding("ctrl+r", "retry", "Retry", priority=True),
         Binding("ctrl+d", "details", "Details", priority=True),
         Binding("ctrl+z", "undo", "Undo", priority=True),
+        Binding("ctrl+g", "regenerate", "Another version", priority=True),
         Binding("pageup", "page_transcript(-1)", "Scroll up", show=False),
         Binding("pagedown", "page_transcript(1)", "Scroll down", show=False),
         Binding("end", "follow", "Follow", show=False, priority=True),
@@ -72,6 +73,11 @@ class GameScreen(StoryScreen):
         return CommandInput(blink=self._blink, id="command")
 
     def on_mount(self) -> None:
+        # StoryScreen.on_mount (run after this one) shows the history: offer what its messages can do after it
+        self.call_later(self._update_retry_offer)
+        showing = self.session.showing()
+        if showing is not None:
+            self.command_input.suggest(showing.suggestions)
         self.command_input.focus()
         if self._tune_gc:
             self.call_after_refresh(_freeze_garbage_collector)
@@ -151,13 +157,19 @@ class GameScreen(StoryScreen):
 
     async def render_event(self, event: Event) -> None:
         await super().render_event(event)
-        if isinstance(event, TurnCommitted):
+        if isinstance(event, TurnCommitted | AlternativeChosen):
             self.command_input.suggest(event.suggestions)
 
     def _update_retry_offer(self) -> None:
-        """Only the session's pending turn offers a retry; older failures stop offering it."""
+        """Only the session's pending turn offers a retry; older failures stop offering it. Only the
+        latest committed turn, before the next command, offers another version."""
         pending = self.session.pending
         self.transcript.offer_retry(pending.turn if pending is not None and not self.running else None)
+        versions = self.session.versions
+        for message in self.transcript.live_messages():
+            message.offer_regenerate(
+                versions is not None and message.turn == versions.turn and self.session.can_regenerate
+            )
 
     # -- actions
 
@@ -168,6 +180,8 @@ class GameScreen(StoryScreen):
             return not self.running and self.session.pending is not None
         if action == "undo":
             return not self.running and self.transcript.has_committed
+        if action == "regenerate":
+            return not self.running and self.session.can_regenerate
         return super().check_action(action, parameters)
 
     def action_cancel(self) -> None:
@@ -186,6 +200,29 @@ class GameScreen(StoryScreen):
         if pending is not None and pending.turn == event.message.turn:
             self.action_retry()
         self.command_input.focus()
+
+    def action_regenerate(self) -> None:
+        """ctrl+g: another version of the latest committed turn, written into the same message."""
+        if self.running or not self.session.can_regenerate:
+            return
+        self._start(self.session.regenerate())
+
+    @on(TurnMessage.RegenerateRequested)
+    def _regenerate_message(self, event: TurnMessage.RegenerateRequested) -> None:
+        versions = self.session.versions
+        if versions is not None and versions.turn == event.message.turn:
+            self.action_regenerate()
+
+    @on(TurnMessage.VersionRequested)
+    async def _choose_version(self, event: TurnMessage.VersionRequested) -> None:
+        """Browse the latest turn's versions: the engine swaps state and history, the journal records
+        the choice, and the message and side panel show it. The narrator is not asked."""
+        versions = self.session.versions
+        if self.running or versions is None or versions.turn != event.message.turn:
+            return
+        chosen = self.session.choose(event.version)
+        if chosen is not None:
+            await self.deliver(chosen)
 
     @on(TurnMessage.TypedAway)
     def _typed_away(self, event: TurnMessage.TypedAway) -> None:
@@ -220,7 +257,9 @@ class GameScreen(StoryScreen):
         """Play a fresh session in this screen: the transcript starts again from the intro."""
         self.workers.cancel_group(self, "turn")
         await super().restart(session)
-        self.command_input.suggest(())
+        showing = session.showing()
+        self.command_input.suggest(showing.suggestions if showing is not None else ())
+        self._update_retry_offer()
         self.command_input.focus()
 
 

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
 
-from storyloom.engine.events import Event, TurnCommitted, TurnUndone
+from storyloom.engine.events import AlternativeChosen, Event, TurnCommitted, TurnUndone
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
@@ -86,7 +86,7 @@ class StoryScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._name_the_story()
-        self.transcript.show_history(self.session.history)
+        self.transcript.show_history(self.session.history, self.session.versions)
 
     def _name_the_story(self) -> None:
         self.title = safe_text(self.session.pack.title)
@@ -97,7 +97,7 @@ class StoryScreen(Screen[None]):
     async def render_event(self, event: Event) -> None:
         """Show one engine event: in the transcript, and a committed or restored state in the side panel."""
         await self.transcript.show(event)
-        if isinstance(event, TurnCommitted):
+        if isinstance(event, TurnCommitted | AlternativeChosen):
             self.side_panel.show_state(event.state)
         elif isinstance(event, TurnUndone):
             self.show_undo(event)
@@ -118,7 +118,7 @@ class StoryScreen(Screen[None]):
         """Show `session` in this screen: the transcript starts again from its intro."""
         self.session = session
         self.running = False
-        await self.transcript.start_again(session.pack.title, session.pack.intro, session.history)
+        await self.transcript.start_again(session.pack.title, session.pack.intro, session.history, session.versions)
         self.side_panel.show_story(session.pack, session.state)
         self._name_the_story()  # an opened save may be on another narrator
         self.refresh_bindings()

@@ -32,7 +32,8 @@ class StatusRow(Static):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__("", markup=False, id=id, classes=classes)
         self.kind = ""
-        """What the row says now: "", "writing", "correcting", "retrying", "failed", "cancelled", "undone"."""
+        """What the row says now: "", "writing", "correcting", "retrying", "failed", "cancelled", "undone",
+        "versions" (which version of the latest turn shows) or "fixed" (the version that counts)."""
         self.plain_text = ""
         """The row's text without styling (for tests and the frame harness)."""
 
@@ -45,9 +46,32 @@ class StatusRow(Static):
         """Nothing to say: the turn is streaming or committed."""
         self._set("", Content(""))
 
-    def writing(self) -> None:
-        """The turn has started and no prose has arrived yet: a sign of life, in words."""
-        self._set("writing", Content.styled("writing…", "dim italic"))
+    def writing(self, version: int = 1) -> None:
+        """The turn (or another version of it) has started and no prose has arrived yet: a sign of life, in words."""
+        text = "writing…" if version <= 1 else f"writing version {version}…"
+        self._set("writing", Content.styled(text, "dim italic"))
+
+    def versions(self, chosen: int, count: int, note: str = "") -> None:
+        """Which committed version of the latest turn shows, while the player may still change it.
+
+        One version and nothing to say: the row stays empty, as for any committed turn.
+        """
+        if count <= 1 and not note:
+            self.clear()
+            return
+        parts: list[str | tuple[str, str]] = []
+        if count > 1:
+            parts.append((f"‹ {chosen}/{count} ›", "bold"))
+        if note:
+            parts += [" · " if parts else "", (note, "italic")]
+        self._set("versions", Content.assemble(*parts))
+
+    def fixed(self, chosen: int, count: int) -> None:
+        """The next command was played: the version that shows is the one that counts, for good."""
+        if count <= 1:
+            self.clear()
+            return
+        self._set("fixed", Content.styled(f"version {chosen} of {count}", "dim"))
 
     def correcting(self, correction: int, budget: int) -> None:
         """The engine is asking the narrator to correct this turn."""

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from storyloom.engine.events import (
-    AlternativeChosen,
-    AlternativeStarted,
     Event,
     StoryEnded,
     TurnCommitted,
@@ -20,6 +18,7 @@ from storyloom.tui.widgets.transcript import FollowHint, Transcript
 from storyloom.tui.widgets.turn_message import TurnMessage
 
 if TYPE_CHECKING:
+    from storyloom.engine.lifecycle import Versions
     from storyloom.engine.narration import Exchange
 
 KEEP_LIVE = 12
@@ -52,6 +51,10 @@ class StoryView(Transcript):
         """The message of a turn, if it is on screen (a dict lookup: this runs for every streamed chunk)."""
         return self._messages.get(turn)
 
+    def live_messages(self) -> list[TurnMessage]:
+        """The turns shown as messages (not folded), oldest first."""
+        return [self._messages[turn] for turn in sorted(self._messages)]
+
     def latest_message(self) -> TurnMessage | None:
         """The newest turn's message."""
         return self._messages[max(self._messages)] if self._messages else None
@@ -78,27 +81,46 @@ class StoryView(Transcript):
 
     # -- rendering events
 
-    def show_history(self, history: Sequence[Exchange]) -> None:
-        """A resumed story shows its committed turns (folded into one block) under the intro."""
-        if not history:
-            return
+    def show_history(self, history: Sequence[Exchange], versions: Versions | None = None) -> None:
+        """A resumed story shows its committed turns (folded into one block) under the intro.
+
+        The latest turn, while its versions may still change, is a live message instead: the
+        player browses them or asks for another, as before the story was closed.
+        """
+        if versions is not None and history:
+            history = history[:-1]
         count = len(history)
         # The save's turn numbers are not in the history; negative ids keep them apart from new turns.
         records = [
             TurnRecord(i - count, exchange.player_input, exchange.turn.narrative, "committed", "")
             for i, exchange in enumerate(history)
         ]
-        block = self._last_block = ArchivedTurns(records)
-        self.mount(block)
-        for record in records:
-            self._archived[record.turn] = block
-            self._committed.append(record.turn)
+        if versions is not None:
+            message = TurnMessage.restored(
+                versions.turn,
+                versions.player_input,
+                [version.exchange.turn.narrative for version in versions.alternatives],
+                versions.chosen,
+            )
+            self._messages[versions.turn] = message
+        if records:
+            block = self._last_block = ArchivedTurns(records)
+            self.mount(block)
+            for record in records:
+                self._archived[record.turn] = block
+                self._committed.append(record.turn)
+        if versions is not None:
+            self.mount(message)
+            self._committed.append(versions.turn)
 
     async def show(self, event: Event) -> None:
         """Render one engine event."""
         if isinstance(event, TurnStarted):
             message = self.message(event.turn)
             if message is None:
+                latest = self.latest_message()
+                if latest is not None:
+                    latest.fix_version()  # a new command: the version showing above counts for good
                 # no await between giving the rows back and mounting what takes them: one layout sees both
                 message = TurnMessage(event.turn, event.player_input, reserve=self.release_reserve())
                 self._messages[event.turn] = message
@@ -116,13 +138,6 @@ class StoryView(Transcript):
             await self.mount(ending)
             return
         message = self.message(event.turn)
-        if isinstance(event, AlternativeStarted | AlternativeChosen):
-            # Minimal: another version streams into the turn's own message, a chosen one replaces its prose.
-            if message is not None and isinstance(event, AlternativeStarted):
-                message.show(TurnStarted(turn=event.turn, attempt=1, player_input=event.player_input, retry=1))
-            elif message is not None and isinstance(event, AlternativeChosen):
-                message.prose.set_text(event.narrative)
-            return
         if message is not None:
             message.show(event)
         if isinstance(event, TurnCommitted) and event.turn not in self._committed[-1:]:
@@ -194,7 +209,9 @@ class StoryView(Transcript):
             await self.remove_children(batch)
         return self._last_block is not None and len(self._last_block.records) == BLOCK_TURNS
 
-    async def start_again(self, title: str, intro: str, history: Sequence[Exchange] = ()) -> None:
+    async def start_again(
+        self, title: str, intro: str, history: Sequence[Exchange] = (), versions: Versions | None = None
+    ) -> None:
         """Show another story (or the same one anew) from its intro, with its committed history."""
         self._messages.clear()
         self._archived.clear()
@@ -203,4 +220,4 @@ class StoryView(Transcript):
         with self.app.batch_update():
             await self.remove_children([w for w in self.children if not isinstance(w, FollowHint)])
             await self.mount(StoryText(title, intro, id="intro"))
-            self.show_history(history)
+            self.show_history(history, versions)

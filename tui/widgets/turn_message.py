@@ -11,6 +11,8 @@ from textual.containers import Vertical
 from textual.message import Message
 
 from storyloom.engine.events import (
+    AlternativeChosen,
+    AlternativeStarted,
     AttemptFinished,
     CorrectionStarted,
     Event,
@@ -53,6 +55,9 @@ class TurnMessage(Vertical, can_focus=True):
     BINDINGS = [
         Binding("r", "retry", "Retry turn"),
         Binding("d", "details", "Turn details"),
+        Binding("g", "regenerate", "Another version"),
+        Binding("left,left_square_bracket", "browse(-1)", "Previous version"),
+        Binding("right,right_square_bracket", "browse(1)", "Next version"),
     ]
 
     class RetryRequested(Message):
@@ -72,6 +77,29 @@ class TurnMessage(Vertical, can_focus=True):
         def __init__(self, message: TurnMessage) -> None:
             super().__init__()
             self.message = message
+
+        @property
+        def control(self) -> TurnMessage:
+            return self.message
+
+    class RegenerateRequested(Message):
+        """The player asked for another version of this (latest committed) turn."""
+
+        def __init__(self, message: TurnMessage) -> None:
+            super().__init__()
+            self.message = message
+
+        @property
+        def control(self) -> TurnMessage:
+            return self.message
+
+    class VersionRequested(Message):
+        """The player browsed to another committed version of this turn (1-based)."""
+
+        def __init__(self, message: TurnMessage, version: int) -> None:
+            super().__init__()
+            self.message = message
+            self.version = version
 
         @property
         def control(self) -> TurnMessage:
@@ -107,9 +135,29 @@ class TurnMessage(Vertical, can_focus=True):
         """"streaming", "correcting", "committed", "failed", "cancelled" or "undone"."""
         self.can_retry = False
         """True while the engine would retry this turn (it is the session's pending turn)."""
+        self.can_regenerate = False
+        """True while the engine would write another version of this turn (the latest, not fixed)."""
+        self.versions: list[tuple[str, tuple[Event, ...]]] = []
+        """Each committed version of this turn: its prose and the events of its try (for details)."""
+        self.chosen = 0
+        """The version that shows (1-based; 0 before the first commit)."""
+        self.writing_version = 0
+        """The version being written now (0 when none: the turn itself, or nothing in flight)."""
+        self.fixed = False
+        """True once the next command was played: the version that shows counts for good."""
         self.prose = Prose(reserve=reserve)
         self.status = StatusRow()
         self.styles.min_height = reserve + 2  # the command and status rows: one each
+
+    @classmethod
+    def restored(cls, turn: int, player_input: str, versions: list[str], chosen: int) -> TurnMessage:
+        """The latest turn of a resumed story, committed, with its versions to browse (their prose)."""
+        message = cls(turn, player_input)
+        message.outcome = "committed"
+        message.versions = [(prose, ()) for prose in versions]
+        message.prose.set_text(versions[chosen - 1])
+        message._choose(chosen, len(versions))
+        return message
 
     def compose(self) -> ComposeResult:
         command = Paragraph(classes="-command")
@@ -125,14 +173,11 @@ class TurnMessage(Vertical, can_focus=True):
 
     def show(self, event: Event) -> None:
         """Render one engine event of this turn."""
-        if isinstance(event, TurnStarted):
-            self.events = [event]
-            self.outcome = "streaming"
-            self.can_retry = False
-            self.remove_class("-undone", "-failed", "-cancelled")
-            if event.retry:
-                self.prose.set_text("")
-            self.status.writing()
+        if isinstance(event, TurnStarted | AlternativeStarted):
+            self._start(event)
+            return
+        if isinstance(event, AlternativeChosen):
+            self._choose(event.alternative, event.alternatives, event.narrative)
             return
         self.events.append(event)
         if isinstance(event, ProseDelta):
@@ -151,7 +196,15 @@ class TurnMessage(Vertical, can_focus=True):
             self.status.retrying(event.delay)
         elif isinstance(event, TurnCommitted):
             self.outcome = "committed"
-            self.status.clear()
+            if not self.writing_version:
+                self.versions.clear()
+            self.versions.append((event.narrative, tuple(self.events)))
+            self.writing_version = 0
+            self._choose(len(self.versions), len(self.versions))
+        elif self.writing_version and isinstance(event, TurnFailed | TurnCancelled):
+            self._version_lost(
+                "another version failed" if isinstance(event, TurnFailed) else "another version cancelled"
+            )
         elif isinstance(event, TurnFailed):
             self.outcome = "failed"
             self.add_class("-failed")
@@ -160,6 +213,59 @@ class TurnMessage(Vertical, can_focus=True):
             self.outcome = "cancelled"
             self.add_class("-cancelled")
             self.offer_retry(True)
+
+    def _start(self, event: TurnStarted | AlternativeStarted) -> None:
+        """A try of this turn starts: the turn itself, a retry of it, or another version of it."""
+        self.events = [event]
+        self.outcome = "streaming"
+        self.can_retry = self.can_regenerate = False
+        self.remove_class("-undone", "-failed", "-cancelled")
+        if isinstance(event, AlternativeStarted):
+            self.writing_version = event.alternative
+            self.prose.set_text("")
+            self.status.writing(event.alternative)
+        else:
+            if event.retry:
+                self.prose.set_text("")
+            self.status.writing()
+        self.refresh_bindings()
+
+    def _choose(self, version: int, count: int, narrative: str | None = None) -> None:
+        """Show one committed version: its prose (swapped in one step if it differs) and `‹ n/N ›`."""
+        self.chosen = version
+        if narrative is None and 1 <= version <= len(self.versions):
+            narrative, events = self.versions[version - 1]
+            self.events = list(events)
+        elif 1 <= version <= len(self.versions):
+            self.events = list(self.versions[version - 1][1])
+        if narrative is not None and narrative != self.prose.text:
+            self.prose.set_text(narrative)
+        self.status.versions(version, count)
+        if self.is_mounted:
+            self.refresh_bindings()
+
+    def _version_lost(self, note: str) -> None:
+        """Another version failed or was cancelled: the chosen one shows again, as it was, and counts."""
+        self.writing_version = 0
+        self.outcome = "committed"
+        lost = self.events
+        self._choose(self.chosen, len(self.versions))
+        self.events = lost  # d shows what went wrong with the lost version
+        self.status.versions(self.chosen, len(self.versions), f"{note} · d details" if self.has_details else note)
+
+    def fix_version(self) -> None:
+        """The next command was played: this turn's shown version is the one that counts from now on."""
+        self.fixed = True
+        self.can_regenerate = False
+        if self.outcome == "committed":
+            self.status.fixed(self.chosen, len(self.versions))
+        self.refresh_bindings()
+
+    def offer_regenerate(self, can: bool) -> None:
+        """Say whether the engine would write another version of this turn now."""
+        if self.can_regenerate != can:
+            self.can_regenerate = can
+            self.refresh_bindings()
 
     def offer_retry(self, can_retry: bool) -> None:
         """Say whether this failed or cancelled turn can still be retried."""
@@ -197,7 +303,26 @@ class TurnMessage(Vertical, can_focus=True):
             return self.can_retry
         if action == "details":
             return self.has_details
+        if action == "regenerate":
+            return self.can_regenerate
+        if action == "browse":
+            return self.can_browse
         return True
+
+    @property
+    def can_browse(self) -> bool:
+        """Whether left/right show another version: more than one, nothing in flight, not fixed."""
+        return len(self.versions) > 1 and not self.fixed and not self.writing_version and self.outcome == "committed"
+
+    def action_regenerate(self) -> None:
+        if self.can_regenerate:
+            self.post_message(self.RegenerateRequested(self))
+
+    def action_browse(self, step: int) -> None:
+        if self.can_browse:
+            version = self.chosen + step
+            if 1 <= version <= len(self.versions):
+                self.post_message(self.VersionRequested(self, version))
 
     def action_retry(self) -> None:
         if self.can_retry:
@@ -208,15 +333,14 @@ class TurnMessage(Vertical, can_focus=True):
             self.post_message(self.DetailsRequested(self))
 
     def on_click(self) -> None:
-        self.focus()
+        """Focus the message where it is: a click must not scroll what the player is reading."""
+        self.focus(scroll_visible=False)
 
     def on_key(self, event: events.Key) -> None:
         """Any printable key other than this message's own (r, d when offered) goes to the input line."""
-        if (
-            event.is_printable
-            and event.character
-            and not ((event.character == "r" and self.can_retry) or (event.character == "d" and self.has_details))
-        ):
+        own = {"r": self.can_retry, "d": self.has_details, "g": self.can_regenerate}
+        own["["] = own["]"] = self.can_browse
+        if event.is_printable and event.character and not own.get(event.character, False):
             event.stop()
             event.prevent_default()
             self.post_message(self.TypedAway(self, event.character))

@@ -1,0 +1,150 @@
+"""Frame geometry while the player asks for other versions of the latest turn, and browses them.
+
+Recorded from the key press (ctrl+g, or left/right on the focused message) to a second after
+things settle, in a full bottom-anchored transcript, at four terminal sizes, and checked frame by
+frame with the same rules as a turn (`tests/test_frames.py`): another version streams into the
+same message, so nothing above it moves down; lines move up only by the rows the story grew; once
+a status shows (correcting, a lost version, `‹ n/N ›` while browsing) nothing moves except in the
+frame of a swap to a longer prose; the input, side panel, header and footer never move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+
+from storyloom.engine.lifecycle import Session
+from storyloom.engine.packs import parse_pack
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.testing.frames import FrameRecorder, assert_no_shift
+from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from tests.conftest import SHORE_PACK
+from tests.test_frames import HISTORY, SETTLE_SECONDS, history, prose, size_params, transcript_height, until_true
+
+TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
+FIXED = ("input", "side", "header", "footer")
+SETTLING = ("correcting (", "narrator busy", "another version")
+"""Statuses that, once shown during another version, freeze everything above the input."""
+
+VERSIONS: dict[str, Any] = {
+    "longer": lambda gate, n: [GatedReply(turn_text(prose(n + 3, "b"), []))],
+    "shorter": lambda gate, n: [GatedReply(turn_text(prose(1, "c"), []))],
+    "corrected": lambda gate, n: [
+        GatedReply(turn_text(prose(n, "d"), TAKE_BOTH)),
+        GatedReply(turn_text(prose(n + 2, "f"), []), before=gate),
+    ],
+    "failed": lambda gate, n: [
+        GatedReply(turn_text(prose(n + 2, "g"), TAKE_BOTH)),
+        GatedReply(turn_text(None, TAKE_BOTH), before=gate),
+    ],
+    "cancelled": lambda gate, n: [
+        GatedReply(turn_text(prose(n + 3, "h"), []), pause=gate, pause_at=len(turn_text(prose(n + 3, "h"))) // 2)
+    ],
+}
+
+
+async def regenerate(
+    frame_recorder: Any, name: str, size: tuple[int, int], *, browse: bool = False
+) -> tuple[FrameRecorder, Any, list[str]]:
+    """Resume a full story, play "take lamp" (version 1), then record ctrl+g (version 2) to a second
+    after it ends; with `browse`, record instead left then right on the focused message after it."""
+    gate = asyncio.Event()
+    first = GatedReply(turn_text(prose(3, "a"), TAKE_LAMP))
+    replies = VERSIONS[name](gate, 3)
+    narrator = GatedNarrator([first, *replies], chunk=16, delay=0.006)
+    pack = parse_pack(SHORE_PACK, "shore.toml")
+    session = Session(pack, narrator, budget=1 if name == "failed" else 2, history=history(), next_turn=HISTORY + 1)
+    holder: list[FrameRecorder] = []
+    app = StoryloomApp(session, on_event=lambda event: holder and holder[0].mark(event.event), blink=False)
+    turn = HISTORY + 1
+    lines = [f"› wait {i:02d}" for i in range(1, HISTORY + 1)] + [f"[h{i:02d}]" for i in range(1, HISTORY + 1)]
+    lines += ["› take lamp", "another version", "‹ "]
+    lines += list(dict.fromkeys(re.findall(r"\[[a-z]\d\]", first.text + "".join(r.text for r in replies))))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press(*"take lamp", "enter")
+        await until_true(pilot, lambda: app.game.message(turn) is not None and not app.game.running)
+        await pilot.pause(0.1)
+        recorder = frame_recorder(
+            app,
+            screen=True,
+            regions={
+                "message": f"#turn-{turn}",
+                "status": f"#turn-{turn} StatusRow",
+                "input": "#command",
+                "side": "#side-panel",
+                "header": "Header",
+                "footer": "Footer",
+            },
+            texts={
+                "prose": f"#turn-{turn} Prose",
+                "status": f"#turn-{turn} StatusRow",
+                "content": transcript_height,
+            },
+        )
+        holder.append(recorder)
+        if browse:
+            await pilot.press("ctrl+g")
+            await until_true(pilot, lambda: not app.game.running)
+            await pilot.pause(0.3)
+            app.game.message(turn).focus(scroll_visible=False)  # as a click does
+            await pilot.pause(0.3)
+            recorder.mark("key")
+            await pilot.press("left")
+            await pilot.pause(0.4)
+            await pilot.press("right")
+        else:
+            recorder.mark("key")
+            await pilot.press("ctrl+g")
+            if name == "cancelled":
+                await until_true(pilot, lambda: replies[-1].waiting)
+                await pilot.pause(0.1)
+                await pilot.press("escape")
+            else:
+                await until_true(pilot, lambda: any(r.waiting for r in replies) or not app.game.running)
+                await pilot.pause(0.15)
+                gate.set()
+        await until_true(pilot, lambda: not app.game.running)
+        await pilot.pause(SETTLE_SECONDS)
+        recorder.stop()
+        game = app.game
+    return recorder, game, lines
+
+
+@pytest.mark.parametrize("size", size_params())
+@pytest.mark.parametrize("name", list(VERSIONS))
+async def test_another_version_streams_into_the_same_message_and_nothing_moves_down(
+    frame_recorder: Any, name: str, size: tuple[int, int]
+) -> None:
+    recorder, game, lines = await regenerate(frame_recorder, name, size)
+    frames = recorder.since("key")
+    assert_no_shift(
+        frames,
+        lines,
+        content="content",
+        swap="prose",
+        fixed=FIXED,
+        settled=lambda frame: (frame.texts["status"] or "").startswith(SETTLING),
+    )
+    assert_no_shift(recorder.frames, [], fixed=FIXED)
+    assert all(f.regions["status"] is not None and f.regions["status"][3] == 1 for f in frames)
+    message = game.message(HISTORY + 1)
+    kept = name in ("failed", "cancelled")
+    assert message.prose.text == (prose(3, "a") if kept else message.versions[-1][0])
+    assert message.status.plain_text.startswith("another version" if kept else "‹ 2/2 ›")
+    assert game.session.state["items"]["lamp"] == ("player" if kept else "shore")
+    heights = [f.regions["message"][3] for f in frames if f.regions["message"] is not None]
+    assert heights == sorted(heights), "the newest message shrank"
+
+
+@pytest.mark.parametrize("size", size_params())
+async def test_browsing_versions_moves_nothing_above_the_message(frame_recorder: Any, size: tuple[int, int]) -> None:
+    recorder, game, lines = await regenerate(frame_recorder, "longer", size, browse=True)
+    frames = recorder.since("key")
+    assert_no_shift(frames, lines, content="content", swap="prose", fixed=FIXED, settled=lambda frame: True)
+    seen = [text for f in frames if (text := f.texts["status"]) is not None]
+    assert "‹ 1/2 ›" in seen and seen[-1] == "‹ 2/2 ›"
+    assert game.session.state["items"]["lamp"] == "shore"
