@@ -1,5 +1,9 @@
 """Exporting a save: a readable Markdown transcript, or JSON with every committed turn.
 
+Both follow the chosen path: a turn with other versions shows the one that counted (the one
+chosen when the next command was played, or at the end of the save); the JSON lists the
+others beside it.
+
 Both are built from a save that passed `rebuild` (every commit re-judged), and
 every piece of model or player text goes through `storyloom.engine.safety.safe_text`, so
 an exported file never carries escape sequences or invisible characters.
@@ -9,10 +13,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from storyloom.engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
+from storyloom.engine.events import (
+    AlternativeChosen,
+    AlternativeStarted,
+    StoryEnded,
+    TurnCommitted,
+    TurnStarted,
+    TurnUndone,
+)
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
@@ -22,7 +33,8 @@ from storyloom.saves.verify import Rebuilt, rebuild
 
 @dataclass(frozen=True)
 class CommittedTurn:
-    """A commit as recorded, with whether a later undo took it back."""
+    """A commit as recorded, with whether a later undo took it back, and which version of its turn
+    it is (1 the first; `chosen` when it is the version that counts)."""
 
     turn: int
     player_input: str
@@ -32,18 +44,32 @@ class CommittedTurn:
     state_hash: str
     time: str
     undone: bool = False
+    alternative: int = 1
+    chosen: bool = True
 
 
 def committed_turns(save: Save) -> list[CommittedTurn]:
-    """Every commit in the order it was made; undone ones are marked, not dropped."""
+    """Every commit in the order it was made; undone ones are marked, not dropped; of a turn's
+    versions, only the chosen one is marked `chosen`."""
     inputs: dict[int, str] = {}
     turns: list[CommittedTurn] = []
-    standing: list[int] = []
+    standing: list[list[int]] = []
+    """Per standing turn, the indices of its versions in `turns`."""
+    version = 0
+    """The version being asked for (0: a new turn)."""
     for record, event in save.events:
         if isinstance(event, TurnStarted):
             inputs[event.turn] = event.player_input
+            version = 0
+        elif isinstance(event, AlternativeStarted):
+            version = event.alternative
         elif isinstance(event, TurnCommitted):
-            standing.append(len(turns))
+            if version and standing:
+                for index in standing[-1]:
+                    turns[index] = replace(turns[index], chosen=False)
+                standing[-1].append(len(turns))
+            else:
+                standing.append([len(turns)])
             turns.append(
                 CommittedTurn(
                     event.turn,
@@ -53,21 +79,15 @@ def committed_turns(save: Save) -> list[CommittedTurn]:
                     tuple(event.suggestions),
                     event.state_hash,
                     record.time,
+                    alternative=version or 1,
                 )
             )
+        elif isinstance(event, AlternativeChosen) and standing:
+            for index in standing[-1]:
+                turns[index] = replace(turns[index], chosen=turns[index].alternative == event.alternative)
         elif isinstance(event, TurnUndone) and standing:
-            index = standing.pop()
-            old = turns[index]
-            turns[index] = CommittedTurn(
-                old.turn,
-                old.player_input,
-                old.narrative,
-                old.state_patch,
-                old.suggestions,
-                old.state_hash,
-                old.time,
-                undone=True,
-            )
+            for index in standing.pop():
+                turns[index] = replace(turns[index], undone=True)
     return turns
 
 
@@ -92,10 +112,10 @@ def export_markdown(save: Save, pack: StoryPack) -> str:
     return markdown_transcript(
         pack.title,
         pack.intro,
-        [(t.player_input, t.narrative) for t in turns if not t.undone],
+        [(t.player_input, t.narrative) for t in turns if not t.undone and t.chosen],
         byline=byline,
         ending=(ending.title, ending.text) if ending is not None else None,
-        undone=sum(t.undone for t in turns),
+        undone=sum(t.undone and t.chosen for t in turns),
     )
 
 
@@ -168,9 +188,15 @@ def _safe(value: Any) -> Any:
 
 
 def export_json(save: Save, pack: StoryPack) -> dict[str, Any]:
-    """Every committed turn (undone ones marked) with its patch, and the final state."""
+    """Every committed turn (undone ones marked) with its patch, and the final state. A turn with
+    other versions is the chosen one, with the others under `alternatives`."""
     built = rebuild(save, pack)
     header = save.header
+    turns = committed_turns(save)
+    others: dict[int, list[CommittedTurn]] = {}  # turn numbers are never reused
+    for t in turns:
+        if not t.chosen:
+            others.setdefault(t.turn, []).append(t)
     return {
         "format": f"{FORMAT}-export",
         "version": 1,
@@ -179,17 +205,30 @@ def export_json(save: Save, pack: StoryPack) -> dict[str, Any]:
         "model": safe_text(header.model),
         "turns": [
             {
-                "turn": t.turn,
-                "player_input": safe_text(t.player_input),
-                "narrative": safe_text(t.narrative),
-                "state_patch": _safe(list(t.state_patch)),
-                "suggestions": [safe_text(s) for s in t.suggestions],
-                "state_hash": t.state_hash,
-                "time": t.time,
+                **_turn_json(t),
                 "undone": t.undone,
+                **(
+                    {"alternative": t.alternative, "alternatives": [_turn_json(o) for o in others[t.turn]]}
+                    if t.turn in others
+                    else {}
+                ),
             }
-            for t in committed_turns(save)
+            for t in turns
+            if t.chosen
         ],
         "final_state": built.state,
         "final_state_hash": state_hash(built.state),
+    }
+
+
+def _turn_json(t: CommittedTurn) -> dict[str, Any]:
+    return {
+        "turn": t.turn,
+        "player_input": safe_text(t.player_input),
+        "narrative": safe_text(t.narrative),
+        "state_patch": _safe(list(t.state_patch)),
+        "suggestions": [safe_text(s) for s in t.suggestions],
+        "state_hash": t.state_hash,
+        "time": t.time,
+        **({} if t.chosen else {"alternative": t.alternative}),
     }

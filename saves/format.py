@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -31,8 +31,11 @@ from storyloom.engine.packs import StoryPack
 from storyloom.engine.state import canonical_json
 
 FORMAT = "storyloom-save"
-VERSION = 1
+VERSION = 2
 """The format version this storyloom writes; see `migrate` and docs/saves.md."""
+SAME_RECORDS_SINCE = 1
+"""The oldest format version whose records read exactly as the current version's (its migration
+changes nothing), so the fast reading of a save as written may take it too."""
 GENESIS = "0" * 64
 """The `prev` of the header: there is no record before it."""
 SUFFIX = ".jsonl"
@@ -232,16 +235,32 @@ def migrate(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Bring a save's header and records from `version` to the current format, in memory.
 
-    The file is never rewritten: the hash chain covers the bytes as written.
-    Version 1 is the current format, so it is the identity. A future version 2
-    adds a step `_v1_to_v2(header, records)` here and applies the steps in turn.
+    The file is never rewritten: the hash chain covers the bytes as written. Each step takes
+    one version to the next; they are applied in turn from the save's version. The header
+    keeps the version it was written in (reports name it).
 
     Raises:
         ValueError: the version is unknown (newer than this storyloom, or below 1).
     """
-    if version == 1:
-        return header, records
-    raise ValueError(f"unknown save format version {version!r}")
+    if not 1 <= version <= VERSION:
+        raise ValueError(f"unknown save format version {version!r}")
+    for step in _STEPS[version - 1 :]:
+        header, records = step(header, records)
+    return header, records
+
+
+def _v1_to_v2(header: dict[str, Any], records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Version 2 adds the records of other versions of a turn (`alternative_started`, and
+    `alternative_chosen`); every version 1 record means the same in version 2, so nothing changes.
+    The version went up so that a storyloom knowing only version 1 refuses a save holding
+    alternatives as too new ("upgrade storyloom") instead of calling those records damage."""
+    return header, records
+
+
+_STEPS: tuple[Callable[[dict[str, Any], list[dict[str, Any]]], tuple[dict[str, Any], list[dict[str, Any]]]], ...] = (
+    _v1_to_v2,
+)
+"""`_STEPS[n - 1]` takes a save from version n to n + 1."""
 
 
 def event_from_fields(kind: str, fields: dict[str, Any]) -> Event:

@@ -50,6 +50,7 @@ from storyloom.saves.format import (
     GENESIS,
     HEADER,
     RESUMED,
+    SAME_RECORDS_SINCE,
     VERSION,
     Record,
     Save,
@@ -176,7 +177,7 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
         header_raw = _parse_line(path, lines[0], 1)
         header_data = _check_header(path, header_raw)
         if (
-            header_data["version"] != VERSION
+            not SAME_RECORDS_SINCE <= header_data["version"] <= VERSION
             or header_raw["prev"] != GENESIS
             or not _hashed_as_written(lines[0], header_raw)
         ):

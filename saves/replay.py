@@ -1,7 +1,8 @@
 """Replaying a save through a fresh engine session, and catching any divergence.
 
 `replay_plan` reads a save into what a replay needs: the pack (digest
-checked), the player's recorded actions (play, retry, undo) and a `replay`
+checked), the player's recorded actions (play, retry, undo, regenerate,
+choose) and a `replay`
 narrator loaded with the recorded model output. `Replayer` drives a fresh
 `Session` through those actions and compares every event the engine emits
 with the recorded one (timing aside); the first difference is a
@@ -38,15 +39,17 @@ _TERMINAL = {"turn_committed", "turn_failed", "turn_cancelled", "story_ended"}
 
 @dataclass(frozen=True)
 class ReplayStep:
-    """One thing the player did, in order: `play` an input, `retry` a failed turn, or `undo`.
+    """One thing the player did, in order: `play` an input, `retry` a failed turn, `undo`, ask for
+    another version of the latest turn (`regenerate`) or `choose` one of its versions.
 
     Attributes:
-        action: "play", "retry" or "undo".
+        action: "play", "retry", "undo", "regenerate" or "choose".
         turn: the turn number the step concerns.
         player_input: what the player typed (for play and retry).
         expected: the recorded events this step produced (comparable form, no timing).
         cancel_after: index in `expected` after whose event the player cancelled, if they did.
         interrupted: the save stopped during this step (a crash); its end is not compared.
+        alternative: for `choose`, the version chosen (1-based).
     """
 
     action: str
@@ -55,6 +58,7 @@ class ReplayStep:
     expected: tuple[dict[str, Any], ...] = ()
     cancel_after: int | None = None
     interrupted: bool = False
+    alternative: int = 0
 
 
 @dataclass
@@ -70,8 +74,8 @@ class ReplayPlan:
 
     @property
     def inputs(self) -> list[str]:
-        """The player's recorded inputs, in order (retries repeat their turn's input)."""
-        return [s.player_input for s in self.steps if s.action != "undo"]
+        """The player's recorded inputs, in order (retries and other versions repeat their turn's input)."""
+        return [s.player_input for s in self.steps if s.action not in ("undo", "choose")]
 
     def __iter__(self) -> Iterator[Any]:
         """Unpacks as `(pack, inputs, narrator)`."""
@@ -150,7 +154,7 @@ def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
     turn, attempt, open_attempt = 0, 1, False
     for record in records:
         kind, data = record.kind, record.data
-        if kind == "turn_started":
+        if kind in ("turn_started", "alternative_started"):
             turn, attempt, open_attempt = data["turn"], 1, True
         elif kind == "correction_started":
             attempt, open_attempt = data["attempt"], True
@@ -211,10 +215,11 @@ def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
         kind, data = record.kind, record.data
         if kind == "resumed":
             continue
-        if kind == "turn_started":
+        if kind in ("turn_started", "alternative_started"):
             close()
+            action = "regenerate" if kind == "alternative_started" else "retry" if data.get("retry", 0) else "play"
             current = {
-                "action": "retry" if data.get("retry", 0) else "play",
+                "action": action,
                 "turn": data["turn"],
                 "input": data.get("player_input", ""),
                 "events": [],
@@ -223,6 +228,11 @@ def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
         elif kind == "turn_undone":
             close()
             steps.append(ReplayStep("undo", data["turn"], expected=(comparable(kind, data),)))
+            continue
+        elif kind == "alternative_chosen":
+            close()
+            chosen = int(data["alternative"])
+            steps.append(ReplayStep("choose", data["turn"], expected=(comparable(kind, data),), alternative=chosen))
             continue
         if current is None:
             continue
@@ -250,6 +260,10 @@ def _describe(event: dict[str, Any] | None) -> str:
         return f"attempt {event.get('attempt')} output {str(event.get('raw'))[:60]!r} judged [{rules}]"
     if kind == "turn_undone":
         return f"an undo (state {str(event.get('state_hash', ''))[:12]}…)"
+    if kind == "alternative_chosen":
+        return f"version {event.get('alternative')} chosen (state {str(event.get('state_hash', ''))[:12]}…)"
+    if kind == "alternative_started":
+        return f"another version ({event.get('alternative')}) of the turn"
     return kind
 
 
@@ -292,14 +306,19 @@ class Replayer:
 
     async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:
         """Play one recorded step, yielding the engine's events (prose deltas included) as they come."""
-        if step.action == "undo":
-            undone = self.session.undo()
-            if undone is not None:
-                self.result.events.append(undone)
-                yield undone
-            self._compare(step, 0, undone)
+        if step.action in ("undo", "choose"):
+            done = self.session.undo() if step.action == "undo" else self.session.choose(step.alternative)
+            if done is not None:
+                self.result.events.append(done)
+                yield done
+            self._compare(step, 0, done)
             return
-        if step.action == "retry" and self.session.pending is not None:
+        if step.action == "regenerate" and not self.session.can_regenerate:
+            self._compare(step, 0, None)  # the replayed story has no such turn to ask again
+            return
+        if step.action == "regenerate":
+            events = self.session.regenerate()
+        elif step.action == "retry" and self.session.pending is not None:
             events = self.session.retry()
         else:
             events = self.session.play(step.player_input)

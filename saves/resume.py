@@ -31,7 +31,9 @@ class Resumed:
     """A session rebuilt from a save, and the journal that continues it.
 
     Attributes:
-        session: ready to `play`; its state, history, undo stack and next turn come from the save.
+        session: ready to `play`; its state, history, undo stack and next turn come from the save,
+            and so do the latest turn's versions while it can still change (`session.versions`;
+            `session.showing()` is the event that shows the chosen one, `session.choose(n)` browses).
         journal: open for append and locked; feed it the session's events.
         save: the save as loaded (its warnings, e.g. a dropped torn line, are for the player).
         rebuilt: what the save held (counts, the interrupted turn if the save stopped mid-turn).
@@ -66,7 +68,7 @@ def restore_session(
         next_turn=built.next_turn,
         **session_options,
     )
-    session.restore(built.state, tuple(built.history), list(built.undo_stack))
+    session.restore(built.state, tuple(built.history), list(built.undo_stack), built.versions)
     session.pending = built.pending
     return session, built, pack
 

@@ -4,6 +4,10 @@
 a save holds, so both run each recorded commit through `storyloom.engine.rules.judge`
 against the state before it and compare the resulting `state_hash` with the
 recorded one. A save that fails either check is refused, never patched up.
+
+Other versions of a turn are re-judged the same way, each against the state before
+that turn (never the state after an earlier version), and each recorded choice
+must name a committed version and lead to its state hash.
 """
 
 from __future__ import annotations
@@ -12,13 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from storyloom.engine.events import (
+    AlternativeChosen,
+    AlternativeStarted,
     TurnCancelled,
     TurnCommitted,
     TurnFailed,
     TurnStarted,
     TurnUndone,
 )
-from storyloom.engine.lifecycle import PendingTurn
+from storyloom.engine.lifecycle import Alternative, PendingTurn, Versions
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import judge_data
@@ -40,6 +46,9 @@ class Rebuilt:
         pending: a failed, cancelled or interrupted last turn that can be retried.
         commits, undos, failures, cancels, corrections: counts, for reports and listings.
         interrupted: the turn that was in flight when the save stopped (a crash or a kill), if any.
+        versions: the latest turn's committed versions and the chosen one, while it can still
+            change (the next command was not played yet); None once it is fixed.
+        alternatives, choices: other versions committed (each re-judged) and choices made among them.
     """
 
     state: WorldState
@@ -54,6 +63,9 @@ class Rebuilt:
     corrections: int = 0
     interrupted: int | None = None
     ending: str | None = None
+    versions: Versions | None = None
+    alternatives: int = 0
+    choices: int = 0
 
 
 def open_pack(header: SaveHeader, path: Path, pack: StoryPack | None = None) -> StoryPack:
@@ -99,7 +111,7 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     """
     built = Rebuilt(state=initial_state(pack))
     inputs: dict[int, TurnStarted] = {}
-    in_flight: TurnStarted | None = None
+    in_flight: TurnStarted | AlternativeStarted | None = None
     last_turn = 0
     for record in save.records:
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
@@ -112,14 +124,23 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
         if isinstance(event, TurnStarted):
             inputs[event.turn] = event
             in_flight = event
+            built.versions = None  # the next command fixes the latest turn
+        elif isinstance(event, AlternativeStarted):
+            _open_versions(save, built, record.seq, record.line, event)
+            in_flight = event
+        elif isinstance(event, TurnCommitted) and isinstance(in_flight, AlternativeStarted):
+            _commit_version(save, pack, built, record.seq, record.line, event)
+            in_flight = None
         elif isinstance(event, TurnCommitted):
             _commit(save, pack, built, record.seq, record.line, event, inputs)
             in_flight = None
+        elif isinstance(event, AlternativeChosen):
+            _choose(save, pack, built, record.seq, record.line, event)
         elif isinstance(event, TurnUndone):
             _undo(save, built, record.seq, record.line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
             started = inputs.get(event.turn)
-            if started is not None:
+            if started is not None and not isinstance(in_flight, AlternativeStarted):
                 built.pending = PendingTurn(event.turn, started.player_input, started.retry)
             built.failures += isinstance(event, TurnFailed)
             built.cancels += isinstance(event, TurnCancelled)
@@ -130,7 +151,8 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
             built.ending = getattr(event, "title", None)
     if in_flight is not None:
         built.interrupted = in_flight.turn
-        built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
+        if isinstance(in_flight, TurnStarted):  # an interrupted other version leaves the chosen one
+            built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
     built.next_turn = last_turn + 1
     return built
 
@@ -149,12 +171,27 @@ def _commit(
         raise InvalidCommit(
             save.path, f"record {seq} commits turn {event.turn}, which was never started", line=line, seq=seq
         )
+    exchange, after = _rejudged(save, pack, built.state, seq, line, event, started.player_input)
+    built.undo_stack.append((built.state, len(built.history)))
+    built.state = after
+    built.history.append(exchange)
+    built.pending = None
+    built.commits += 1
+    built.ending = None
+    built.versions = Versions(event.turn, (Alternative(exchange, after),), 1)
+
+
+def _rejudged(
+    save: Save, pack: StoryPack, before: WorldState, seq: int, line: int, event: TurnCommitted, player_input: str
+) -> tuple[Exchange, WorldState]:
+    """A recorded commit judged again against the state before its turn: its exchange and the state
+    after it, which must have the recorded hash."""
     turn = {
         "narrative": event.narrative,
         "state_patch": list(event.state_patch),
         "suggestions": list(event.suggestions),
     }
-    verdict = judge_data(turn, built.state, pack)
+    verdict = judge_data(turn, before, pack)
     if not verdict.ok:
         problems = "; ".join(f"{i.rule}: {i.message}" for i in verdict.issues)
         raise InvalidCommit(
@@ -174,12 +211,79 @@ def _commit(
             line=line,
             seq=seq,
         )
-    built.undo_stack.append((built.state, len(built.history)))
-    built.state = verdict.after
-    built.history.append(Exchange(started.player_input, verdict.turn))
-    built.pending = None
-    built.commits += 1
+    return Exchange(player_input, verdict.turn), verdict.after
+
+
+def _open_versions(save: Save, built: Rebuilt, seq: int, line: int, event: AlternativeStarted) -> Versions:
+    """The versions another version of a turn is asked for: those of the latest turn, still open."""
+    versions = built.versions
+    if versions is None or versions.turn != event.turn:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq} asks for another version of turn {event.turn}, which is not the latest "
+            f"committed turn or was already fixed by the next command",
+            line=line,
+            seq=seq,
+        )
+    if event.alternative != len(versions.alternatives) + 1 or event.player_input != versions.player_input:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: version {event.alternative} of turn {event.turn} does not follow its "
+            f"{len(versions.alternatives)} committed version(s) of the same command",
+            line=line,
+            seq=seq,
+        )
+    return versions
+
+
+def _commit_version(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: TurnCommitted) -> None:
+    """Another version committed: judged against the state before the turn, then the chosen one."""
+    versions = built.versions
+    assert versions is not None  # `_open_versions` let its start through
+    before, length = built.undo_stack[-1]
+    exchange, after = _rejudged(save, pack, before, seq, line, event, versions.player_input)
+    alternatives = (*versions.alternatives, Alternative(exchange, after))
+    built.versions = Versions(versions.turn, alternatives, len(alternatives))
+    built.state = after
+    del built.history[length:]
+    built.history.append(exchange)
+    built.alternatives += 1
     built.ending = None
+
+
+def _choose(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: AlternativeChosen) -> None:
+    versions = built.versions
+    if (
+        versions is None
+        or versions.turn != event.turn
+        or event.alternatives != len(versions.alternatives)
+        or not 1 <= event.alternative <= len(versions.alternatives)
+    ):
+        raise InvalidCommit(
+            save.path,
+            f"record {seq} chooses version {event.alternative} of turn {event.turn}, which has no such "
+            f"committed version to choose",
+            line=line,
+            seq=seq,
+        )
+    chosen = versions.alternatives[event.alternative - 1]
+    if state_hash(chosen.state) != event.state_hash:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: version {event.alternative} of turn {event.turn} leads to state "
+            f"{state_hash(chosen.state)[:12]}…, not the recorded {event.state_hash[:12]}…",
+            line=line,
+            seq=seq,
+        )
+    before, length = built.undo_stack[-1]
+    built.versions = Versions(versions.turn, versions.alternatives, event.alternative)
+    built.state = chosen.state
+    del built.history[length:]
+    built.history.append(chosen.exchange)
+    built.choices += 1
+    built.ending = next(
+        (e.title for e in pack.endings.values() if e.when.holds(chosen.state) and not e.when.holds(before)), None
+    )
 
 
 def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
@@ -199,6 +303,7 @@ def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) ->
     del built.history[length:]
     built.state, built.pending, built.ending = state, None, None
     built.undos += 1
+    built.versions = None
 
 
 @dataclass(frozen=True)
@@ -241,6 +346,11 @@ def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
         f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
         f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches"
     )
+    if built.alternatives or built.choices:
+        lines.append(
+            f"alternatives: {built.alternatives} other version(s) of turns re-validated against the state "
+            f"before their turn, {built.choices} choice(s) among them; every state hash matches"
+        )
     if built.interrupted is not None:
         lines.append(f"note: turn {built.interrupted} was in flight when the save stopped; it was never committed")
     lines.append(f"final state: {state_hash(built.state)}")

@@ -21,7 +21,7 @@ from storyloom.saves.errors import (
     TamperedRecord,
     UnsupportedVersion,
 )
-from storyloom.saves.format import SaveHeader
+from storyloom.saves.format import VERSION, SaveHeader
 from storyloom.saves.reader import load_save
 from storyloom.saves.resume import resume
 from storyloom.saves.verify import verify_save
@@ -133,9 +133,12 @@ def test_a_replaced_record_that_keeps_its_number_breaks_the_chain(tmp_path: Path
 
 
 def test_an_unknown_format_version_asks_for_a_newer_storyloom(save: Path) -> None:
-    rewrite_records(save, lambda records: [{**records[0], "data": {**records[0]["data"], "version": 2}}, *records[1:]])
+    newer = VERSION + 1
+    rewrite_records(
+        save, lambda records: [{**records[0], "data": {**records[0]["data"], "version": newer}}, *records[1:]]
+    )
     error = _refused(save, UnsupportedVersion)
-    assert "format version 2" in str(error) and "upgrade storyloom" in str(error)
+    assert f"format version {newer}" in str(error) and "upgrade storyloom" in str(error)
     report = verify_save(save)
     assert not report.readable  # verify exits 2 for a save it cannot read
 

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import IO, TextIO
 
 from storyloom.engine.events import Event, StoryEnded, TurnFailed
@@ -190,28 +190,33 @@ async def play_commands(
         command = line.strip()
         if not command or command.startswith("#"):
             continue
-        if command.startswith("/"):
-            try:
-                _meta(session, command, on_event, printer)
-            except _Stop as stop:
-                return stop.code
-            continue
-        print(f"\n> {safe_text(command)}\n", file=out)
-        failed = ended = False
-        async for event in session.play(command):
-            if on_event is not None:
-                on_event(event)
-            printer(event)
-            failed = failed or isinstance(event, TurnFailed)
-            ended = ended or isinstance(event, StoryEnded)
-        if failed:
-            return EXIT_TURN_FAILED
-        if ended:
-            return EXIT_OK
+        try:
+            if command.startswith("/"):
+                await _meta(session, command, on_event, printer)
+                continue
+            print(f"\n> {safe_text(command)}\n", file=out)
+            await _turn(session.play(command), on_event, printer)
+        except _Stop as stop:
+            return stop.code
     return EXIT_OK
 
 
-def _undo(session: Session, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _turn(events: AsyncIterator[Event], on_event: EventHook | None, printer: EventPrinter) -> None:
+    """Play one turn (or another version of one) through; stop play when it fails or the story ends."""
+    failed = ended = False
+    async for event in events:
+        if on_event is not None:
+            on_event(event)
+        printer(event)
+        failed = failed or isinstance(event, TurnFailed)
+        ended = ended or isinstance(event, StoryEnded)
+    if failed:
+        raise _Stop(EXIT_TURN_FAILED)
+    if ended:
+        raise _Stop(EXIT_OK)
+
+
+async def _undo(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
     event = session.undo()
     if event is None:
         print("storyloom: nothing to undo", file=printer.err)
@@ -221,21 +226,56 @@ def _undo(session: Session, on_event: EventHook | None, printer: EventPrinter) -
     printer(event)
 
 
-def _quit(session: Session, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _regenerate(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+    """Another version of the latest committed turn; a failed one stops play like a failed turn
+    (the version chosen before stays committed)."""
+    if not session.can_regenerate:
+        print(
+            "storyloom: nothing to regenerate: only the latest committed turn can get another version, "
+            "before the next command; skipped",
+            file=printer.err,
+        )
+        return
+    await _turn(session.regenerate(), on_event, printer)
+
+
+async def _choose(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+    versions = session.versions
+    count = len(versions.alternatives) if versions is not None else 0
+    number = int(argument) if argument.isdigit() else 0
+    event = session.choose(number) if number else None
+    if event is None:
+        known = f"1 to {count}" if count else "none: the latest turn is fixed or there is none"
+        print(
+            f"storyloom: /choose needs the number of a version of the latest turn ({known}); skipped", file=printer.err
+        )
+        return
+    if on_event is not None:
+        on_event(event)
+    printer(event)
+
+
+async def _quit(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
     raise _Stop(EXIT_OK)
 
 
-META_COMMANDS: dict[str, Callable[[Session, EventHook | None, EventPrinter], None]] = {
+MetaCommand = Callable[[Session, str, EventHook | None, EventPrinter], Awaitable[None]]
+"""A meta-command's handler: the session, the text after the command's name, the event hook, the printer."""
+
+META_COMMANDS: dict[str, MetaCommand] = {
     "/undo": _undo,
+    "/regenerate": _regenerate,
+    "/choose": _choose,
     "/quit": _quit,
 }
 """Meta-commands a commands file may use; the saves layer may add its own."""
 
 
-def _meta(session: Session, command: str, on_event: EventHook | None, printer: EventPrinter) -> None:
-    handler = META_COMMANDS.get(command.split()[0].casefold())
+async def _meta(session: Session, command: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+    name, _, argument = command.partition(" ")
+    handler = META_COMMANDS.get(name.casefold())
     if handler is None:
         known = ", ".join(META_COMMANDS)
         print(f"storyloom: unknown meta-command {safe_text(command)!r} (known: {known}); skipped", file=printer.err)
         return
-    handler(session, on_event, printer)
+    await handler(session, argument.strip(), on_event, printer)
