@@ -221,3 +221,41 @@ def test_untrusted_prose_shows_literally(snap_compare):
         await settled(pilot)
 
     assert snap_compare(scene(GatedReply(turn_text(hostile))), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_second_of_three_versions_focused(snap_compare):
+    """Three versions of the latest turn, browsed back to the second: `‹ 2/3 ›` under its prose,
+    the side panel showing that version's world, the keys to browse in the footer."""
+    second = "The lamp is wedged fast between two rocks, and you leave it where it is."
+    app = scene(
+        GatedReply(turn_text(PROSE, TAKE_LAMP)),
+        GatedReply(turn_text(second, [])),
+        GatedReply(turn_text(CHANGED, TAKE_LAMP)),
+    )
+
+    async def run_before(pilot: Any) -> None:
+        await send(pilot, "take lamp")
+        await settled(pilot)
+        for _ in range(2):
+            await pilot.press("ctrl+g")
+            await settled(pilot)
+        pilot.app.game.latest_message().focus(scroll_visible=False)
+        await pilot.press("left")
+        await until(pilot, lambda: pilot.app.game.latest_message().chosen == 2)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
+
+
+def test_another_version_failed(snap_compare):
+    """Another version could not be made consistent: the chosen one shows again, and the row says so."""
+    bad = turn_text("You drag the boulder off.", TAKE_BOTH)
+    app = scene(GatedReply(turn_text(PROSE, TAKE_LAMP)), GatedReply(bad), GatedReply(bad), GatedReply(bad), budget=1)
+
+    async def run_before(pilot: Any) -> None:
+        await send(pilot, "take lamp")
+        await settled(pilot)
+        await pilot.press("ctrl+g")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
