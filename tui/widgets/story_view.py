@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from storyloom.engine.events import (
+    AlternativeStarted,
     Event,
     StoryEnded,
     TurnCommitted,
@@ -140,8 +141,18 @@ class StoryView(Transcript):
         message = self.message(event.turn)
         if message is not None:
             message.show(event)
+            if isinstance(event, AlternativeStarted):
+                self._show_top_of(message)
         if isinstance(event, TurnCommitted) and event.turn not in self._committed[-1:]:
             self._committed.append(event.turn)
+
+    def _show_top_of(self, message: TurnMessage) -> None:
+        """Another version is written from the top of its message: if that is above the view, bring
+        it to the view's top in one step (the one move ctrl+g makes), or the new prose would stream
+        where the player cannot see it. From there the view stays put, as after a page up."""
+        top = message.virtual_region.y
+        if top < self.scroll_y:
+            self.scroll_to(y=top, animate=False, immediate=True)
 
     def show_undo(self) -> None:
         """The newest committed turn was undone: it stays on screen, marked as no longer counting."""
