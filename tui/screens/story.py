@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
 
-from storyloom.engine.events import Event, TurnCommitted, TurnUndone
+from storyloom.engine.events import AlternativeChosen, Event, TurnCommitted, TurnUndone
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
@@ -97,7 +97,7 @@ class StoryScreen(Screen[None]):
     async def render_event(self, event: Event) -> None:
         """Show one engine event: in the transcript, and a committed or restored state in the side panel."""
         await self.transcript.show(event)
-        if isinstance(event, TurnCommitted):
+        if isinstance(event, TurnCommitted | AlternativeChosen):
             self.side_panel.show_state(event.state)
         elif isinstance(event, TurnUndone):
             self.show_undo(event)
