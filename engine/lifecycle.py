@@ -305,7 +305,9 @@ class Session:
     ) -> None:
         """Put a resumed story's committed state, history, undo stack (state, history length) and
         the latest turn's versions (if it can still change) in place."""
-        if versions is not None and not (undo_stack and versions.showing.state == state):
+        if versions is not None and not (
+            undo_stack and 1 <= versions.chosen <= len(versions.alternatives) and versions.showing.state == state
+        ):
             raise ValueError("the chosen version must be the committed state, over a turn on the undo stack")
         self.state, self.history, self._undo_stack, self.versions = state, history, undo_stack, versions
 
