@@ -318,7 +318,8 @@ class Session:
         Playing a new command fixes the latest turn: its chosen version is the one that counts.
         """
         if alternative > 1:
-            assert self.versions is not None
+            if self.versions is None or self.versions.turn != turn:  # fixed between the call and the first step
+                raise RuntimeError("that turn was fixed by the next command; it can no longer get another version")
             before, length = self._undo_stack[-1]
             earlier = tuple(a.exchange.turn.narrative for a in self.versions.alternatives)
             request = NarrationRequest(
@@ -341,8 +342,8 @@ class Session:
         correction and go again."""
         if self._cancel is not None:
             raise RuntimeError("a turn is already in flight")
-        cancel = self._cancel = asyncio.get_running_loop().create_future()
         request, started = self._start(turn, player_input, retry, alternative)
+        cancel = self._cancel = asyncio.get_running_loop().create_future()
         state = _TurnState(request, retry)
         try:
             yield started

@@ -288,3 +288,15 @@ async def test_a_failed_command_after_a_choice_retries_on_the_chosen_version(pac
     assert retried[0].event == "turn_started" and retried[-1].event == "turn_committed"
     assert [x.turn.narrative for x in narrator.requests[-1].history] == ["You lift the brass lamp."]
     assert session.state["items"]["lamp"] == "player" and session.state["location"] == "shore"
+
+
+async def test_a_regeneration_started_after_the_next_command_is_refused_and_the_session_stays_usable(pack, script):
+    session, _ = script(
+        pack, structured("You lift the brass lamp.", TAKE_LAMP), structured("You look at the lamp in your hand.", [])
+    )
+    await collect(session.play("take lamp"))
+    late = session.regenerate()
+    await collect(session.play("look"))
+    with pytest.raises(RuntimeError):
+        await anext(late)
+    assert not session.busy and session.versions is not None and session.versions.turn == 2
