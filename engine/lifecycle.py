@@ -305,7 +305,9 @@ class Session:
     ) -> None:
         """Put a resumed story's committed state, history, undo stack (state, history length) and
         the latest turn's versions (if it can still change) in place."""
-        if versions is not None and not (undo_stack and versions.showing.state == state):
+        if versions is not None and not (
+            undo_stack and 1 <= versions.chosen <= len(versions.alternatives) and versions.showing.state == state
+        ):
             raise ValueError("the chosen version must be the committed state, over a turn on the undo stack")
         self.state, self.history, self._undo_stack, self.versions = state, history, undo_stack, versions
 
@@ -316,7 +318,8 @@ class Session:
         Playing a new command fixes the latest turn: its chosen version is the one that counts.
         """
         if alternative > 1:
-            assert self.versions is not None
+            if self.versions is None or self.versions.turn != turn:  # fixed between the call and the first step
+                raise RuntimeError("that turn was fixed by the next command; it can no longer get another version")
             before, length = self._undo_stack[-1]
             earlier = tuple(a.exchange.turn.narrative for a in self.versions.alternatives)
             request = NarrationRequest(
@@ -339,8 +342,8 @@ class Session:
         correction and go again."""
         if self._cancel is not None:
             raise RuntimeError("a turn is already in flight")
-        cancel = self._cancel = asyncio.get_running_loop().create_future()
         request, started = self._start(turn, player_input, retry, alternative)
+        cancel = self._cancel = asyncio.get_running_loop().create_future()
         state = _TurnState(request, retry)
         try:
             yield started

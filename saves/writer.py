@@ -46,7 +46,16 @@ from storyloom.saves.format import (
 from storyloom.saves.locations import rescue_paths
 from storyloom.saves.reader import parse_save
 
-_DURABLE = {HEADER, RESUMED, "turn_committed", "turn_undone", "turn_failed", "turn_cancelled", "story_ended"}
+_DURABLE = {
+    HEADER,
+    RESUMED,
+    "turn_committed",
+    "turn_undone",
+    "turn_failed",
+    "turn_cancelled",
+    "story_ended",
+    "alternative_chosen",
+}
 """Record kinds fsynced before `record` returns: every outcome a player may be shown."""
 _STATELESS = {"turn_committed", "turn_undone"}
 """Events whose full `state` is left out: it is rebuilt from the patches and checked by hash."""

@@ -235,6 +235,8 @@ def test_restoring_versions_checks_they_match_the_committed_state(pack):
         from storyloom.engine.lifecycle import Versions
 
         session.restore(initial_state(pack), (), [], Versions(1, (), 1))
+    with pytest.raises(ValueError):
+        session.restore(initial_state(pack), (), [(initial_state(pack), 0)], Versions(1, (), 1))
 
 
 # the offline narrator ---------------------------------------------------------------------------
@@ -265,3 +267,36 @@ async def test_offline_versions_of_a_deed_sometimes_turn_out_otherwise(pack):
     for number in range(1, 7):
         chosen = session.choose(number)
         assert chosen is not None and chosen.state == session.state
+
+
+async def test_a_failed_command_after_a_choice_retries_on_the_chosen_version(pack, script):
+    session, narrator = script(
+        pack,
+        structured("You lift the brass lamp.", TAKE_LAMP),
+        structured("You go north to the Cliff Path.", GO_NORTH),
+        structured("You take the iron key.", TAKE_KEY),
+        structured("You look at the lamp in your hand.", []),
+        budget=0,
+    )
+    await collect(session.play("take lamp"))
+    await collect(session.regenerate())
+    session.choose(1)
+    failed = await collect(session.play("take key"))
+    assert failed[-1].event == "turn_failed" and session.pending is not None
+    assert not session.can_regenerate and session.choose(2) is None
+    retried = await collect(session.retry())
+    assert retried[0].event == "turn_started" and retried[-1].event == "turn_committed"
+    assert [x.turn.narrative for x in narrator.requests[-1].history] == ["You lift the brass lamp."]
+    assert session.state["items"]["lamp"] == "player" and session.state["location"] == "shore"
+
+
+async def test_a_regeneration_started_after_the_next_command_is_refused_and_the_session_stays_usable(pack, script):
+    session, _ = script(
+        pack, structured("You lift the brass lamp.", TAKE_LAMP), structured("You look at the lamp in your hand.", [])
+    )
+    await collect(session.play("take lamp"))
+    late = session.regenerate()
+    await collect(session.play("look"))
+    with pytest.raises(RuntimeError):
+        await anext(late)
+    assert not session.busy and session.versions is not None and session.versions.turn == 2

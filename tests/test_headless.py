@@ -146,6 +146,38 @@ def test_undo_takes_back_the_last_committed_turn(commands_file, capsys, tmp_path
     assert '"turn_undone"' in events.read_text()
 
 
+def test_regenerate_choose_and_play_on_then_the_save_verifies_and_resumes_in_the_chosen_world(
+    commands_file, tmp_path, capsys
+):
+    save, events = tmp_path / "s.jsonl", tmp_path / "events.jsonl"
+    walk = commands_file("take rope", "/regenerate", "/regenerate", "/regenerate", "/choose 2", "north")
+    code = headless(
+        "--story", "lighthouse", "--seed", "7", "--commands", walk, "--save", str(save), "--events", str(events)
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.count("(another version of turn 1: version") == 3 and "(turn 1: version 2 of 4 chosen)" in out
+    assert out.index("(turn 1: version 2 of 4 chosen)") < out.index("> north")
+    chosen = next(json.loads(line) for line in events.read_text().splitlines() if '"alternative_chosen"' in line)
+    assert main(["verify", str(save)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("sound")
+    assert headless("--resume", str(save), "--commands", commands_file("inventory")) == 0
+    after = capsys.readouterr().out.split("> inventory", 1)[1]
+    assert ("rope" in after) == (chosen["state"]["items"]["rope"] == "player")
+    assert main(["verify", str(save)]) == 0
+
+
+def test_regenerate_and_choose_say_why_when_there_is_nothing_to_do(commands_file, capsys):
+    code = headless(
+        "--story", EXAMPLE, "--commands", commands_file("/regenerate", "look", "/choose 3", "/choose x", "east")
+    )
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "nothing to regenerate" in captured.err
+    assert captured.err.count("/choose needs the number of a version of the latest turn (1 to 1)") == 2
+    assert captured.out.count("> ") == 2  # play went on
+
+
 def test_blank_lines_comments_and_unknown_meta_commands_are_skipped(commands_file, capsys):
     code = headless("--story", EXAMPLE, "--commands", commands_file("", "# a comment", "/frobnicate", "look"))
     captured = capsys.readouterr()

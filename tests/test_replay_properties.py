@@ -1,5 +1,6 @@
-"""Property: whatever a player does (commands, undos, retries, cancels) on a faulty narrator, the save
-verifies, resumes into the same session, and replays to the same events and final state."""
+"""Property: whatever a player does (commands, undos, retries, cancels, other versions of a turn and
+choices among them) on a faulty narrator, the save verifies, resumes into the same session, and
+replays to the same events and final state."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ ACTIONS = st.one_of(
     st.just("/undo"),
     st.just("/retry"),
     st.sampled_from(WORDS).map(lambda w: f"/cancel {w}"),
+    st.just("/regenerate"),
+    st.just("/cancel /regenerate"),
+    st.integers(1, 4).map(lambda n: f"/choose {n}"),
 )
 
 
@@ -77,10 +81,13 @@ async def _check(actions: list[str], seed: int, faults: float) -> None:
             assert resumed.session.history == live.history
             assert resumed.session.next_turn == live.next_turn
             assert (resumed.session.pending is None) == (live.pending is None)
+            assert resumed.session.versions == live.versions
+            assert resumed.session.showing() == live.showing()
 
 
 async def _play_safely(path: Path, actions: list[str], seed: int, faults: float):
-    """Play, skipping a /retry when there is nothing to retry (the UI only offers it after a failure)."""
+    """Play, skipping a /retry when there is nothing to retry (the UI only offers it after a failure)
+    and a /regenerate when there is no turn that can change (nor does the UI offer it)."""
     pack = load_pack("lighthouse")
     narrator = OfflineNarrator(pack, seed=seed, faults=faults)
     session = Session(pack, narrator)
@@ -88,6 +95,8 @@ async def _play_safely(path: Path, actions: list[str], seed: int, faults: float)
     with Journal.create(path, SaveHeader.for_session(pack, narrator, seed=seed, faults=faults)) as journal:
         for action in actions:
             if action == "/retry" and session.pending is None:
+                continue
+            if action.endswith("/regenerate") and not session.can_regenerate:
                 continue
             events += await play(session, journal, [action])
     return path, session, events

@@ -38,6 +38,14 @@ def test_saves_lists_each_save_with_story_turns_last_played_and_size(data_home: 
     assert "broken.jsonl" in out and "(damaged)" in out
 
 
+def test_saves_counts_a_turn_with_other_versions_once(data_home: Path, capsys) -> None:
+    data_home.mkdir(parents=True)
+    played_save(data_home / "versions.jsonl", ["take rope", "/regenerate", "/regenerate", "north"], faults=0.0)
+    assert commands.saves(argparse.Namespace()) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("versions.jsonl"))
+    assert "Keeper)  2 " in row  # two turns (the first has three versions)
+
+
 def test_saves_says_where_saves_will_go_when_there_are_none(data_home: Path, capsys) -> None:
     assert commands.saves(argparse.Namespace()) == 0
     assert f"No saves yet in {data_home}" in capsys.readouterr().out

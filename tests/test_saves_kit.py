@@ -50,7 +50,9 @@ async def play(
     """Play commands the way a player would, journaling every event.
 
     `/undo` undoes, `/retry` retries the pending turn, `/cancel CMD` plays CMD
-    and cancels it after `cancel_after_deltas` prose deltas (default 1).
+    and cancels it after `cancel_after_deltas` prose deltas (default 1);
+    `/regenerate` asks for another version of the latest turn (`/cancel /regenerate`
+    cancels it the same way) and `/choose N` chooses its version N.
     """
     events: list[Any] = []
 
@@ -72,6 +74,15 @@ async def play(
                 events.append(undone)
         elif command == "/retry":
             await run(session.retry())
+        elif command == "/regenerate":
+            await run(session.regenerate())
+        elif command.startswith("/choose "):
+            chosen = session.choose(int(command.split()[1]))
+            if chosen is not None:
+                journal.record(chosen)
+                events.append(chosen)
+        elif command == "/cancel /regenerate":
+            await run(session.regenerate(), cancel_after_deltas or 1)
         elif command.startswith("/cancel "):
             await run(session.play(command[len("/cancel ") :]), cancel_after_deltas or 1)
         else:

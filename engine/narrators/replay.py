@@ -89,6 +89,9 @@ class _RecordedError(NarratorError):
 class ReplayNarrator:
     """Plays recorded answers back, keyed by (turn, attempt), in recorded order.
 
+    A retried turn and another version of a turn ask for the same (turn, attempt) again: each
+    gets the next answer recorded for it, as they were asked live.
+
     Args:
         answers: the recorded answers of a save, in the order they were given.
         speed: how much faster than recorded to stream (`math.inf`: no waiting at all).

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from storyloom.engine.events import TurnCommitted, TurnUndone
+from storyloom.engine.events import AlternativeStarted, TurnCommitted, TurnStarted, TurnUndone
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveUnreadable
 from storyloom.saves.format import Save
@@ -59,9 +59,11 @@ def _row(path: Path) -> tuple[str, str, str, str, str]:
         save = load_save(path)
     except SaveError as exc:
         return (safe_text(path.name), "(damaged)", "-", "-", f"{size}  {safe_text(exc.reason)}")
-    turns = 0
+    turns, another_version = 0, False
     for _, event in save.events:
-        turns += isinstance(event, TurnCommitted)
+        if isinstance(event, TurnStarted | AlternativeStarted):
+            another_version = isinstance(event, AlternativeStarted)  # its commit is no new turn
+        turns += isinstance(event, TurnCommitted) and not another_version
         turns -= isinstance(event, TurnUndone)
     when = save.last_time.replace("T", " ")[:16] + " UTC" if save.last_time else "-"
     title = safe_text(save.header.story_title)

@@ -173,7 +173,8 @@ class OfflineNarrator:
 
 def _meant(request: NarrationRequest, key: str) -> dict[str, Any]:
     """The valid turn the narrator means to give; for another version, one worded unlike the earlier
-    versions, and (seeded) sometimes with another outcome."""
+    versions while the phrasebook has another wording left (a few replies have only three), and
+    (seeded) sometimes with another outcome."""
     pack, state, history, command = request.pack, request.state, request.history, request.player_input
     if not request.is_regeneration:
         return write_turn(pack, state, history, command, Random(f"turn|{key}"))
