@@ -248,3 +248,16 @@ async def test_a_save_that_stops_mid_turn_replays_to_where_it_stops_and_says_so(
         assert "the save stops while turn 2 was in flight" in app.replay.replay_status.plain_text
         await pilot.press("q")
     assert app.return_value == 0
+
+
+async def test_the_footer_offers_one_quit_and_ctrl_q_quits_the_replay_too(save: Path) -> None:
+    from textual.widgets import Footer
+
+    app = _app(save, start_paused=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        footer = app.screen.query_one(Footer)
+        shown = [str(key.description) for key in footer.query("FooterKey")]
+        assert shown.count("Quit") == 1, shown
+        await pilot.press("ctrl+q")
+    assert app.return_value == 0

@@ -226,6 +226,9 @@ class ReplayApp(StoryloomApp):
         start_paused: wait for space or n before the first turn.
     """
 
+    BINDINGS = [Binding("ctrl+q", "screen.quit_replay", "Quit", show=False, priority=True)]
+    """ctrl+q quits as q does (with the replay's exit code), but only q is listed: one Quit in the footer."""
+
     def __init__(
         self, replayer: Replayer, *, blink: bool = True, theme: str | None = None, start_paused: bool = False
     ) -> None:
