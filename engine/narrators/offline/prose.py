@@ -228,13 +228,11 @@ def waited(room: Room, rng: Random) -> str:
     return text
 
 
-def help_text(rng: Random) -> str:
+def help_text(ways: Sequence[tuple[str, Sequence[str]]], rng: Random) -> str:
+    """What the player can do, each kind of deed with commands from this story: `(what, [commands])`."""
     lead = pick(rng, ("You gather your thoughts.", "You stop and think what you could do."))
-    return (
-        f"{lead} You can look around (look, l), examine something (examine lamp, x lamp), "
-        "go somewhere (go north, n, s, e, w, up, down, in, out), take or drop things, "
-        "check what you carry (inventory, i), use, open or close things, and wait."
-    )
+    parts = [f"{what} ({', '.join(commands)})" if commands else what for what, commands in ways]
+    return f"{lead} You can {join(parts)}."
 
 
 def not_understood(word: str, rng: Random) -> str:
