@@ -148,7 +148,9 @@ class StoryloomApp(App[int]):
             yield SystemCommand("New game", "Start the story again from the beginning", self.action_new_game)
         if self._list_saves is not None and self._open_save is not None:
             yield SystemCommand("Open save", "Continue a saved story", self.action_open_save)
-        yield SystemCommand("Export transcript", "Write the story so far to a Markdown file", self.action_export)
+        yield SystemCommand(
+            "Export transcript", "Write the story so far to a Markdown file beside the saves", self.action_export
+        )
         yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats", self.action_toggle_panel)
         game = self.game
         for record in game.folded_with_details():  # reachable by a click too, and this way by keyboard
@@ -201,21 +203,30 @@ class StoryloomApp(App[int]):
         self.run_worker(self.game.restart(session), exclusive=True, group="new-game")
 
     def action_export(self) -> None:
-        """Write the committed story so far as Markdown into the current directory."""
+        """Write the committed story so far as Markdown beside the saves, never over an existing file."""
         from storyloom.saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
+        from storyloom.saves.locations import new_export_path, saves_dir
 
         pack = self.session.pack
-        path = Path.cwd() / f"storyloom-{pack.id}.md"
+        text = markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges())
+        folder = saves_dir()
+        path = folder / f"storyloom-{pack.id}.md"
         try:
-            path.write_text(
-                markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges()), encoding="utf-8"
-            )
+            folder.mkdir(parents=True, exist_ok=True)
+            while True:
+                path = new_export_path(pack.id, folder)
+                try:
+                    with path.open("x", encoding="utf-8") as file:  # "x": a file that appeared meanwhile is kept
+                        file.write(text)
+                    break
+                except FileExistsError:
+                    continue
         except OSError as exc:
             self.notify(
                 f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error", markup=False
             )
             return
-        self.notify(f"Saved to {path}", title="Exported", markup=False)
+        self.notify(f"Written to {path}", title="Exported", markup=False, timeout=10)
 
 
 class ReplayApp(StoryloomApp):
