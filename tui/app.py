@@ -15,6 +15,8 @@ from textual.screen import Screen
 from storyloom.tui.screens.opening import OpeningScreen
 
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
+    from textual.theme import Theme
+
     from storyloom.engine.lifecycle import Session
     from storyloom.saves.replay import Replayer
     from storyloom.tui.screens.game import EventHook, GameScreen, UndoHook
@@ -52,6 +54,7 @@ class StoryloomApp(App[int]):
         tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`).
         list_saves: the saves the palette's "Open save" offers (absent: not offered).
         open_save: continues a save as a ready session (raises with a message the player can act on).
+        remember_theme: keeps the theme the player picks in the palette for the next start (the settings file).
     """
 
     CSS_PATH = "app.tcss"
@@ -71,8 +74,10 @@ class StoryloomApp(App[int]):
         tune_gc: bool = False,
         list_saves: Callable[[], list[Path]] | None = None,
         open_save: Callable[[Path], Session] | None = None,
+        remember_theme: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__()
+        self._remember_theme = remember_theme
         self._opening = session if isinstance(session, Opening) else None
         self.session: Session | None = None if isinstance(session, Opening) else session
         """The story being played; None until an `Opening` has loaded."""
@@ -89,6 +94,8 @@ class StoryloomApp(App[int]):
         """None: the side panel follows the terminal width; True/False: the player chose."""
         if theme:
             self.theme = theme
+        self._kept_theme = self.theme
+        """The theme the settings file already holds (a change is written there)."""
 
     @property
     def game(self) -> StoryScreen:
@@ -111,8 +118,25 @@ class StoryloomApp(App[int]):
         )
 
     def on_mount(self) -> None:
+        if self._remember_theme is not None:
+            self.theme_changed_signal.subscribe(self, self._theme_chosen)
         if self._opening is not None:
             self.call_after_refresh(self.run_worker, self._load_opening, thread=True, group="opening")
+
+    def _theme_chosen(self, theme: Theme) -> None:
+        assert self._remember_theme is not None
+        if theme.name == self._kept_theme:
+            return
+        self._kept_theme = theme.name
+        try:
+            self._remember_theme(theme.name)
+        except OSError as exc:
+            self.notify(
+                f"The theme is used now, but could not be kept for next time: {exc}",
+                title="Theme",
+                severity="warning",
+                markup=False,
+            )
 
     def _load_opening(self) -> None:
         """Load the story behind the opening screen, then show the game in its place (a thread worker)."""
