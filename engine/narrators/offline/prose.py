@@ -113,7 +113,7 @@ def exits_line(open_ways: Sequence[str], closed_ways: Sequence[str], rng: Random
                 (
                     "The way {d} is shut.",
                     "The way {d} is closed to you for now.",
-                    "Nothing gives, {d}: that way is shut.",
+                    "The way {d} will not open yet.",
                 ),
                 d=way,
             )
@@ -250,7 +250,7 @@ def not_understood(word: str, rng: Random) -> str:
 
 def not_here(phrase: str, rng: Random) -> str:
     phrase = phrase or "such thing"
-    return pick(rng, ("You see no {p} here.", "There is no {p} within reach.", "No {p} that you can see."), p=phrase)
+    return pick(rng, ("You see no {p} here.", "You find no {p} within reach.", "No {p} that you can see."), p=phrase)
 
 
 def what(verb: str, rng: Random) -> str:
@@ -360,7 +360,11 @@ def no_use(item: Item, rng: Random) -> str:
 def no_open(verb: str, item: Item, rng: Random) -> str:
     return pick(
         rng,
-        ("You cannot {v} {the}.", "{The} is not something you can {v}.", "There is nothing to {v} about {the}."),
+        (
+            "You cannot {v} {the}.",
+            "{The} is not something you can {v}.",
+            "You try to {v} {the}, but nothing comes of it.",
+        ),
         v=verb,
         the=the(item.name),
         The=cap(the(item.name)),
