@@ -9,6 +9,7 @@ twice). Corrections are held at a gate where a test needs to look at one, so not
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import shutil
 from collections.abc import AsyncIterator
@@ -281,5 +282,5 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change(save: Path) -> No
         await pilot.pause()
         shown = [str(key.description) for key in screen.query("FooterKey")]
     assert screen.problem == ""
-    assert all(a != b for a, b in zip(sent, sent[1:])), sent
+    assert all(a != b for a, b in itertools.pairwise(sent)), sent
     assert "Quit" in shown and "Details" in shown
