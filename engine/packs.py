@@ -7,13 +7,15 @@ rather than failing halfway through a story.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
@@ -23,6 +25,21 @@ from storyloom.engine.builtin import builtin_pack_ids, builtin_pack_text
 PLAYER = "player"
 NOWHERE = "nowhere"
 RESERVED_PLACES = (PLAYER, NOWHERE)
+DIRECTIONS = (
+    "north",
+    "south",
+    "east",
+    "west",
+    "northeast",
+    "northwest",
+    "southeast",
+    "southwest",
+    "up",
+    "down",
+    "in",
+    "out",
+)
+"""The exit names a pack may use: every narrator, the offline parser and its prose know exactly these."""
 
 
 class _Strict(BaseModel):
@@ -201,17 +218,129 @@ def parse_pack(text: str, file: str = "<pack>") -> StoryPack:
         raise PackError([PackProblem(file, "-", f"not valid TOML: {exc}", line)]) from None
     locate = _Locator(text)
     try:
-        pack = StoryPack.model_validate(data)
+        return _checked(StoryPack.model_validate(data), file, locate)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            key = ".".join(str(p) for p in error["loc"]) or "-"
-            problems.append(PackProblem(file, key, _pydantic_message(error), locate(key)))
-        raise PackError(problems) from None
+        errors = exc.errors()
+    problems = [PackProblem(file, _dotted(e["loc"]), _pydantic_message(e), locate(_dotted(e["loc"]))) for e in errors]
+    stood_in = _with_stand_ins(data, errors)
+    if stood_in is not None:  # the rest of the pack can still be cross-checked: list those problems too
+        pack, replaced = stood_in
+        problems += [
+            PackProblem(file, key, message, locate(key))
+            for key, message in _world_problems(pack)
+            if _entity(key) not in replaced
+        ]
+    problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
+    raise PackError(problems)
+
+
+def _checked(pack: StoryPack, file: str, locate: _Locator) -> StoryPack:
     problems = [PackProblem(file, key, message, locate(key)) for key, message in _world_problems(pack)]
     if problems:
         raise PackError(problems)
     return pack
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "-"
+
+
+_SECTIONS = frozenset({"rooms", "items", "stats", "flags", "actions", "endings"})
+
+
+def _entity(key: str) -> str:
+    """The declaration a problem's key belongs to: `rooms.hall.exits.north` -> `rooms.hall`, `start` -> `start`."""
+    parts = key.split(".")
+    return ".".join(parts[:2] if parts[0] in _SECTIONS else parts[:1])
+
+
+_STAND_IN_ROUNDS = 4
+
+
+def _with_stand_ins(data: dict[str, Any], errors: list[ErrorDetails]) -> tuple[StoryPack, set[str]] | None:
+    """The pack with every value the schema refused stood in for, and the declarations that were.
+
+    An author fixing a pack wants every problem at once, not one fix at a time: with unknown keys
+    dropped and each bad or missing value replaced by a harmless one of the right type, the
+    cross-references (start room, exits, places, actions) can be checked too. Problems in a
+    declaration that was stood in for are not reported: they would be about the stand-in, not
+    the author's text. None when the pack cannot be made whole (then only the schema's problems show).
+    """
+    data = copy.deepcopy(data)
+    replaced: set[str] = set()
+    for _ in range(_STAND_IN_ROUNDS):
+        for error in errors:
+            loc = error["loc"]
+            parent = _walk(data, loc[:-1])
+            if not isinstance(parent, (dict, list)) or not loc:
+                return None
+            if error["type"] == "extra_forbidden":
+                if isinstance(parent, dict):
+                    parent.pop(loc[-1], None)
+                continue
+            stand_in = _stand_in(_annotation_at(loc))
+            if stand_in is _NO_STAND_IN:
+                return None
+            parent[loc[-1]] = stand_in  # type: ignore[index]
+            replaced.add(_entity(_dotted(loc)))
+        try:
+            return StoryPack.model_validate(data), replaced
+        except ValidationError as exc:
+            errors = exc.errors()
+    return None
+
+
+def _walk(data: Any, loc: tuple[int | str, ...]) -> Any:
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _annotation_at(loc: tuple[int | str, ...]) -> Any:
+    """The declared type of the value at `loc` in a `StoryPack`."""
+    annotation: Any = StoryPack
+    for part in loc:
+        annotation = _not_none(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return None
+            annotation = field.annotation
+        elif get_origin(annotation) is dict:
+            annotation = get_args(annotation)[1]
+        elif get_origin(annotation) is list:
+            annotation = get_args(annotation)[0]
+        else:
+            return None
+    return _not_none(annotation)
+
+
+def _not_none(annotation: Any) -> Any:
+    if isinstance(annotation, UnionType):
+        return next(a for a in get_args(annotation) if a is not type(None))
+    return annotation
+
+
+_NO_STAND_IN = object()
+
+
+def _stand_in(annotation: Any) -> Any:
+    if annotation is str:
+        return "x"
+    if annotation is bool:
+        return False
+    if annotation is int:
+        return 0
+    if get_origin(annotation) is list:
+        return ["x"]
+    if get_origin(annotation) is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        return {}
+    return _NO_STAND_IN
 
 
 def _pydantic_message(error: ErrorDetails) -> str:
@@ -239,6 +368,13 @@ def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
             seen_ids.setdefault(ident, section)
     for room_id, room in rooms.items():
         for direction, target in room.exits.items():
+            if direction not in DIRECTIONS:
+                found.append(
+                    (
+                        f"rooms.{room_id}.exits.{direction}",
+                        f"unknown direction {direction!r}: an exit is one of {', '.join(DIRECTIONS)}",
+                    )
+                )
             if target not in rooms:
                 found.append((f"rooms.{room_id}.exits.{direction}", f"exit leads to unknown room {target!r}"))
         for direction, flag in room.gates.items():

@@ -57,6 +57,11 @@ def new_save_path(story_id: str, folder: Path | None = None) -> Path:
     return _fresh(folder / f"{story_id}-{stamp}{SUFFIX}")
 
 
+def new_export_path(story_id: str, folder: Path | None = None) -> Path:
+    """Where the app exports a transcript: `storyloom-<story>.md` in the saves folder, `-2`, `-3`… if taken."""
+    return _fresh((folder or saves_dir()) / f"storyloom-{story_id}.md")
+
+
 def rescue_paths(failed: Path) -> list[Path]:
     """Where a save that cannot be written is written instead: the saves folder, then the temp folder."""
     name = f"{failed.stem}-rescued{SUFFIX}"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from storyloom.engine.packs import load_pack
+from storyloom.engine.narrators.offline.parse import DIRECTION_WORDS, parse
+from storyloom.engine.packs import DIRECTIONS, load_pack
 from storyloom.tui.cli import main
 
 PACKS = Path(__file__).parent / "packs"
@@ -85,3 +86,48 @@ async def test_the_retry_key_example_in_the_docs_fails_then_commits_on_retry():
     assert first[-1].event == "turn_failed" and [e.event for e in first].count("validation_failed") == 3
     retried = [e async for e in session.retry()]
     assert retried[-1].event == "turn_committed"
+
+
+def test_an_exit_no_player_could_type_is_refused_with_the_directions_there_are(tmp_path, capsys):
+    text = (PACKS / "example.toml").read_text(encoding="utf-8")
+    text = text.replace('exits = { east = "hall" }', 'exits = { east = "hall", sideways = "hall" }')
+    path = tmp_path / "sideways.toml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["check-story", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "rooms.kitchen.exits.sideways: unknown direction 'sideways'" in err
+    assert "north, south, east, west, northeast, northwest, southeast, southwest, up, down, in, out" in err
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_every_direction_a_pack_may_use_is_understood_by_the_offline_parser(direction):
+    pack = load_pack(PACKS / "example.toml")
+    for line in (direction, f"go {direction}", f"walk {direction}"):
+        assert parse(line, pack).direction == direction, line
+    assert set(DIRECTION_WORDS.values()) == set(DIRECTIONS)
+
+
+def test_schema_and_cross_reference_problems_are_listed_together_in_the_order_of_the_file(capsys):
+    """An unknown key, a bad start room, an exit to an unknown room and a wrong type: all four at once."""
+    path = PACKS / "broken_many.toml"
+    assert main(["check-story", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f"{path}:5: start: start room 'porch' is not a declared room",
+        f"{path}:6: colour: unknown key (check its spelling)",
+        f"{path}:11: rooms.hall.exits.north: exit leads to unknown room 'attic'",
+        f"{path}:21: items.lamp.portable: Input should be a valid boolean",
+        "4 problem(s) found",
+    ]
+
+
+def test_a_value_stood_in_for_never_adds_a_problem_of_its_own(tmp_path, capsys):
+    """The item's place is the wrong type: one problem about that, none about a room called 'x'."""
+    text = (PACKS / "example.toml").read_text(encoding="utf-8").replace('at = "kitchen"', "at = 3", 1)
+    text = text.replace('start = "kitchen"', "start = 4")
+    path = tmp_path / "typed.toml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["check-story", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "items.candle.at: Input should be a valid string" in err and "start: Input should be" in err
+    assert "'x'" not in err and "2 problem(s) found" in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -372,3 +373,26 @@ def test_items_are_also_known_by_their_id():
     pack = load_pack("lighthouse")
     shed = {**initial_state(pack), "location": "shed"}
     assert turn_for(pack, shed, "take oilcan")["after"]["items"]["oilcan"] == "player"
+
+
+@pytest.mark.parametrize("story", ["lighthouse", "glasshouse", str(PACKS / "example.toml")])
+def test_help_suggests_only_commands_that_work_on_this_storys_own_things(story):
+    """Every command `help` offers, in every room, is understood and names what this story has."""
+    from storyloom.engine.narrators.offline.parse import matching_actions, parse
+
+    pack = load_pack(story)
+    directions = {d for room in pack.rooms.values() for d in room.exits}
+    for room in pack.rooms:
+        state = {**initial_state(pack), "location": room}
+        text = turn_for(pack, state, "help")["turn"].narrative
+        offered = [c for group in re.findall(r"\(([^)]*)\)", text) for c in group.split(", ")]
+        assert len(offered) >= 8, text
+        for line in offered:
+            command = parse(line, pack)
+            assert command.verb != "unknown", (room, line)
+            if command.verb == "go":
+                assert command.direction in directions, (room, line)
+            elif command.verb in ("examine", "take", "drop"):
+                assert command.items and set(command.items) <= set(pack.items), (room, line)
+            elif command.verb not in ("look", "inventory", "wait"):
+                assert command.items and matching_actions(command, pack), (room, line)

@@ -64,16 +64,40 @@ async def test_a_replay_keeps_the_recorded_timing_of_every_delta(tmp_path: Path)
 
 async def test_the_replay_narrator_waits_the_recorded_gaps_scaled_by_speed() -> None:
     waits: list[float] = []
+    now = [100.0]
 
     async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
+        waits.append(round(seconds, 9))
+        now[0] += seconds
 
     answer = RecordedAnswer(1, 1, ((0, "s", '{"narr'), (400, "s", 'ative": "x"'), (1000, "s", "}")))
-    narrator = ReplayNarrator([answer], speed=2.0, sleep=fake_sleep)
+    narrator = ReplayNarrator([answer], speed=2.0, sleep=fake_sleep, clock=lambda: now[0])
     request = NarrationRequest(load_pack("lighthouse"), {}, (), "look", 1)
     chunks = [c async for c in narrator.narrate(request)]
     assert waits == [0.2, 0.3]
     assert [getattr(c, "at_ms", None) for c in chunks[:3]] == [0, 400, 1000]
+
+
+async def test_a_slow_consumer_does_not_add_its_time_to_the_recorded_gaps() -> None:
+    """A UI that takes 150 ms to paint each chunk of an answer recorded over one second: the answer
+    takes as long as the slower of the two, not their sum (delays that add up made a UI replay at
+    ×20 take four times as long as the same replay headless)."""
+    now = [0.0]
+
+    async def fake_sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    deltas = tuple((at, "s", "x") for at in range(0, 1001, 100))
+    narrator = ReplayNarrator([RecordedAnswer(1, 1, deltas)], speed=1.0, sleep=fake_sleep, clock=lambda: now[0])
+    request = NarrationRequest(load_pack("lighthouse"), {}, (), "look", 1)
+    async for _ in narrator.narrate(request):
+        now[0] += 0.15  # painting the chunk
+    assert now[0] == pytest.approx(12 * 0.15)  # 11 deltas and the finish, each painted: no waiting at all
+    now[0] = 0.0
+    narrator = ReplayNarrator([RecordedAnswer(1, 1, deltas)], speed=1.0, sleep=fake_sleep, clock=lambda: now[0])
+    async for _ in narrator.narrate(request):
+        now[0] += 0.01
+    assert now[0] == pytest.approx(1.0 + 0.01 * 2)  # the recording was the slower: its own pace
 
 
 async def test_at_max_speed_the_replay_narrator_never_waits() -> None:

@@ -194,3 +194,42 @@ def test_a_flag_given_as_zero_overrides_the_file(tmp_path):
     path = write(tmp_path, "budget = 3\n")
     assert load_settings(flags("--budget", "0"), env={}, path=path).budget == 0
     assert load_settings(flags(), env={}, path=path).budget == 3
+
+
+def test_the_palettes_theme_is_written_to_the_file_keeping_every_other_line(tmp_path):
+    from storyloom.tui.settings import save_theme
+
+    path = write(tmp_path, '# mine\nnarrator = "openai"\ntheme = "nord"\n\n[openai]\nmodel = "llama3.1"  # local\n')
+    save_theme("dracula", path)
+    text = path.read_text(encoding="utf-8")
+    assert "# mine" in text and 'model = "llama3.1"  # local' in text and "nord" not in text
+    settings = load_settings(flags(), env={}, path=path)
+    assert settings.theme == "dracula" and settings.narrator == "openai" and settings.model == "llama3.1"
+    fresh = tmp_path / "new" / "config.toml"
+    save_theme("nord", fresh)
+    assert load_settings(flags(), env={}, path=fresh).theme == "nord"
+
+
+async def test_a_theme_chosen_in_the_app_is_there_on_the_next_start(tmp_path, monkeypatch):
+    from storyloom.tui.settings import save_theme
+    from tests.test_tui_app import make_app
+
+    path = write(tmp_path, 'budget = 3\ntheme = "nord"\n')
+    app = make_app(theme="nord", remember_theme=lambda theme: save_theme(theme, path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.theme = "gruvbox"  # what the palette's "Change theme" does
+        await pilot.pause()
+    settings = load_settings(flags(), env={}, path=path)
+    assert settings.theme == "gruvbox" and settings.budget == 3
+
+
+def test_an_unknown_theme_in_the_settings_is_a_clear_error_before_any_frame(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text('theme = "no-such-theme"\n', encoding="utf-8")
+    assert main(["play"]) == 2
+    err = capsys.readouterr().err
+    assert "theme 'no-such-theme'" in err and str(config_path()) in err and "nord" in err
+    assert "Traceback" not in err

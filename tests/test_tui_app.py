@@ -470,6 +470,7 @@ async def test_resizing_to_a_tiny_terminal_during_a_correction_and_back_keeps_th
 
 async def test_export_writes_the_committed_story_as_markdown(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), GatedReply(turn_text(PROSE, TAKE_BOTH)), budget=0)
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
@@ -477,10 +478,32 @@ async def test_export_writes_the_committed_story_as_markdown(tmp_path, monkeypat
         await send(pilot, "take everything")
         await finished(pilot, app)
         app.action_export()
-    text = (tmp_path / "storyloom-shore.md").read_text(encoding="utf-8")
+    text = (tmp_path / "data" / "storyloom" / "saves" / "storyloom-shore.md").read_text(encoding="utf-8")
     assert text.startswith("# The Shore")
     assert "> take lamp" in text and PROSE in text
     assert "take everything" not in text  # the failed turn never happened in the story
+
+
+async def test_export_goes_beside_the_saves_never_over_a_file_and_says_the_whole_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    saves = tmp_path / "data" / "storyloom" / "saves"
+    saves.mkdir(parents=True)
+    (saves / "storyloom-shore.md").write_text("my own notes", encoding="utf-8")
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), budget=0)
+    said: list[str] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        monkeypatch.setattr(app, "notify", lambda message, **_: said.append(message))
+        app.action_export()
+        app.action_export()
+    assert (saves / "storyloom-shore.md").read_text(encoding="utf-8") == "my own notes"
+    assert "> take lamp" in (saves / "storyloom-shore-2.md").read_text(encoding="utf-8")
+    assert (saves / "storyloom-shore-3.md").is_file()
+    assert not list(tmp_path.glob("*.md"))  # nothing in the folder the game was started from
+    assert any(str(saves / "storyloom-shore-2.md") in m for m in said)
+    assert any(str(saves / "storyloom-shore-3.md") in m for m in said)
 
 
 async def test_new_game_starts_the_story_again():

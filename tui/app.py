@@ -15,6 +15,8 @@ from textual.screen import Screen
 from storyloom.tui.screens.opening import OpeningScreen
 
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
+    from textual.theme import Theme
+
     from storyloom.engine.lifecycle import Session
     from storyloom.saves.replay import Replayer
     from storyloom.tui.screens.game import EventHook, GameScreen, UndoHook
@@ -52,6 +54,7 @@ class StoryloomApp(App[int]):
         tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`).
         list_saves: the saves the palette's "Open save" offers (absent: not offered).
         open_save: continues a save as a ready session (raises with a message the player can act on).
+        remember_theme: keeps the theme the player picks in the palette for the next start (the settings file).
     """
 
     CSS_PATH = "app.tcss"
@@ -71,8 +74,10 @@ class StoryloomApp(App[int]):
         tune_gc: bool = False,
         list_saves: Callable[[], list[Path]] | None = None,
         open_save: Callable[[Path], Session] | None = None,
+        remember_theme: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__()
+        self._remember_theme = remember_theme
         self._opening = session if isinstance(session, Opening) else None
         self.session: Session | None = None if isinstance(session, Opening) else session
         """The story being played; None until an `Opening` has loaded."""
@@ -89,6 +94,8 @@ class StoryloomApp(App[int]):
         """None: the side panel follows the terminal width; True/False: the player chose."""
         if theme:
             self.theme = theme
+        self._kept_theme = self.theme
+        """The theme the settings file already holds (a change is written there)."""
 
     @property
     def game(self) -> StoryScreen:
@@ -111,8 +118,25 @@ class StoryloomApp(App[int]):
         )
 
     def on_mount(self) -> None:
+        if self._remember_theme is not None:
+            self.theme_changed_signal.subscribe(self, self._theme_chosen)
         if self._opening is not None:
             self.call_after_refresh(self.run_worker, self._load_opening, thread=True, group="opening")
+
+    def _theme_chosen(self, theme: Theme) -> None:
+        assert self._remember_theme is not None
+        if theme.name == self._kept_theme:
+            return
+        self._kept_theme = theme.name
+        try:
+            self._remember_theme(theme.name)
+        except OSError as exc:
+            self.notify(
+                f"The theme is used now, but could not be kept for next time: {exc}",
+                title="Theme",
+                severity="warning",
+                markup=False,
+            )
 
     def _load_opening(self) -> None:
         """Load the story behind the opening screen, then show the game in its place (a thread worker)."""
@@ -148,7 +172,9 @@ class StoryloomApp(App[int]):
             yield SystemCommand("New game", "Start the story again from the beginning", self.action_new_game)
         if self._list_saves is not None and self._open_save is not None:
             yield SystemCommand("Open save", "Continue a saved story", self.action_open_save)
-        yield SystemCommand("Export transcript", "Write the story so far to a Markdown file", self.action_export)
+        yield SystemCommand(
+            "Export transcript", "Write the story so far to a Markdown file beside the saves", self.action_export
+        )
         yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats", self.action_toggle_panel)
         game = self.game
         for record in game.folded_with_details():  # reachable by a click too, and this way by keyboard
@@ -201,21 +227,30 @@ class StoryloomApp(App[int]):
         self.run_worker(self.game.restart(session), exclusive=True, group="new-game")
 
     def action_export(self) -> None:
-        """Write the committed story so far as Markdown into the current directory."""
+        """Write the committed story so far as Markdown beside the saves, never over an existing file."""
         from storyloom.saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
+        from storyloom.saves.locations import new_export_path, saves_dir
 
         pack = self.session.pack
-        path = Path.cwd() / f"storyloom-{pack.id}.md"
+        text = markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges())
+        folder = saves_dir()
+        path = folder / f"storyloom-{pack.id}.md"
         try:
-            path.write_text(
-                markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges()), encoding="utf-8"
-            )
+            folder.mkdir(parents=True, exist_ok=True)
+            while True:
+                path = new_export_path(pack.id, folder)
+                try:
+                    with path.open("x", encoding="utf-8") as file:  # "x": a file that appeared meanwhile is kept
+                        file.write(text)
+                    break
+                except FileExistsError:
+                    continue
         except OSError as exc:
             self.notify(
                 f"Could not write {path}: {exc.strerror}", title="Export failed", severity="error", markup=False
             )
             return
-        self.notify(f"Saved to {path}", title="Exported", markup=False)
+        self.notify(f"Written to {path}", title="Exported", markup=False, timeout=10)
 
 
 class ReplayApp(StoryloomApp):
@@ -225,6 +260,9 @@ class ReplayApp(StoryloomApp):
         replayer: drives a fresh session through the save's recorded steps; nothing is journaled.
         start_paused: wait for space or n before the first turn.
     """
+
+    BINDINGS = [Binding("ctrl+q", "screen.quit_replay", "Quit", show=False, priority=True)]
+    """ctrl+q quits as q does (with the replay's exit code), but only q is listed: one Quit in the footer."""
 
     def __init__(
         self, replayer: Replayer, *, blink: bool = True, theme: str | None = None, start_paused: bool = False

@@ -27,7 +27,9 @@ API keys are never read from or written to the file: they come from
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -198,6 +200,27 @@ def _read_file(path: Path) -> dict[str, Any]:
             if key not in KEY_VARS:  # every value is checked, even in a table this story does not use
                 _check(key, value, where)
     return data
+
+
+def save_theme(theme: str, path: Path | None = None) -> None:
+    """Remember the theme chosen in the palette: the file's `theme` line is set, every other line kept.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    path = path or config_path()
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    tables = next((n for n, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
+    setting = f"theme = {json.dumps(theme)}"
+    found = next((n for n in range(tables) if re.match(r"\s*theme\s*=", lines[n])), None)
+    if found is None:
+        lines.insert(tables, setting)  # a top-level key must come before the first [table]
+    else:
+        lines[found] = setting
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    partial.replace(path)  # whole or not at all: a crash never leaves a half-written config
 
 
 def _merge(settings: Settings, values: Mapping[str, Any], source: str) -> Settings:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -97,6 +98,9 @@ class ReplayNarrator:
         speed: how much faster than recorded to stream (`math.inf`: no waiting at all).
         model: the recorded model, for status lines.
         sleep: how to wait between chunks (tests pass a fake).
+        clock: seconds on a monotonic clock. Each chunk is due at its recorded time (scaled) after the
+            answer started, by this clock: a consumer that is slow to take a chunk (a UI painting it)
+            delays the next one only if it is not yet due, so the delays do not add up.
         on_cancel: called when the recording says the player cancelled here
             (the replay driver passes `session.cancel`).
         on_exhausted: called when there is no recorded answer left for a request
@@ -114,6 +118,7 @@ class ReplayNarrator:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         on_cancel: Callable[[], None] | None = None,
         on_exhausted: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         if not speed > 0:
             raise ValueError("speed must be above 0")
@@ -122,6 +127,7 @@ class ReplayNarrator:
         self.on_cancel = on_cancel
         self.on_exhausted = on_exhausted
         self._sleep = sleep
+        self._clock = clock
         self._answers: dict[tuple[int, int], deque[RecordedAnswer]] = defaultdict(deque)
         for answer in answers:
             self._answers[(answer.turn, answer.attempt)].append(answer)
@@ -136,11 +142,11 @@ class ReplayNarrator:
                 f"the save holds no recorded answer for turn {request.turn}, attempt {request.attempt}"
             )
         answer = queue.popleft()
-        previous = 0
+        started = self._clock()
         for at, kind, text in answer.deltas:
-            if math.isfinite(self.speed) and at > previous:
-                await self._sleep((at - previous) / 1000 / self.speed)
-            previous = max(previous, at)
+            due = started + at / 1000 / self.speed - self._clock() if math.isfinite(self.speed) else 0.0
+            if due > 0:
+                await self._sleep(due)
             yield StructuredDelta(text, at_ms=at) if kind == "s" else TextDelta(text, at_ms=at)
         if answer.retry_after is not None:
             raise TransientNarratorError(

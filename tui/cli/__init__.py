@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_USAGE
+from storyloom.tui.settings import DEFAULT_STORY, NARRATORS
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -59,7 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = commands.add_parser("replay", help="play a saved session back through the same engine and UI")
     replay.add_argument("save", help="a save file, or 'latest'")
-    replay.add_argument("--speed", type=_positive_float, default=1.0, help="timing scale (2 = twice as fast)")
+    replay.add_argument(
+        "--speed",
+        type=_positive_float,
+        default=None,
+        help="timing scale: 2 = twice as fast, inf = as fast as possible "
+        "(default: 1, the recorded pace, in the UI; inf with --headless)",
+    )
     replay.add_argument("--headless", action="store_true", help="print the replay instead of showing it")
 
     verify = commands.add_parser("verify", help="re-validate every turn of a save and check its hash chain")
@@ -78,16 +85,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_play_arguments(play: argparse.ArgumentParser) -> None:
-    play.add_argument("--story", default=None, help="a built-in story id or a pack file (default: the first story)")
-    play.add_argument("--narrator", choices=["offline", "anthropic", "openai"], default=None)
-    play.add_argument("--model", default=None)
-    play.add_argument("--base-url", default=None)
+    play.add_argument(
+        "--story",
+        default=None,
+        help=f"a built-in story id (see `storyloom stories`) or a pack file (default: {DEFAULT_STORY})",
+    )
+    play.add_argument(
+        "--narrator",
+        choices=NARRATORS,
+        default=None,
+        help="who tells the story: offline (built in, no key), anthropic or openai "
+        "(default: offline, or the config file's)",
+    )
+    play.add_argument("--model", default=None, help="anthropic/openai: the model to ask (default: the narrator's own)")
+    play.add_argument(
+        "--base-url",
+        default=None,
+        help="anthropic/openai: the server's address, e.g. http://127.0.0.1:11434/v1 for a local Ollama",
+    )
     play.add_argument("--output", choices=["tools", "json"], default=None, help="openai: how the turn is returned")
-    play.add_argument("--max-tokens", type=_non_negative_int, default=None)
+    play.add_argument(
+        "--max-tokens", type=_non_negative_int, default=None, help="anthropic/openai: the longest answer (default 1024)"
+    )
     play.add_argument("--thinking", action="store_true", help="anthropic: extended thinking (tool choice auto)")
     play.add_argument("--budget", type=_non_negative_int, default=None, help="corrections per turn (default 2)")
     play.add_argument("--faults", type=_fraction, default=0.0, help="offline: rate of realistic faults, 0..1")
-    play.add_argument("--seed", type=int, default=0)
+    play.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="offline: the same seed and commands tell the same story word for word (default 0)",
+    )
     play.add_argument("--pace", type=float, default=None, help="offline: seconds per streamed chunk in the UI")
     play.add_argument("--resume", default=None, help="a save file, or 'latest'")
     play.add_argument("--headless", action="store_true", help="read commands, print prose, no UI")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -115,13 +116,14 @@ def replay(args: argparse.Namespace) -> int:
     """Play a save back through a fresh engine; exit 1 on any divergence from the record."""
     from storyloom.saves.replay import Replayer, replay_plan
 
-    speed = float(getattr(args, "speed", 1.0) or 1.0)
+    headless = bool(getattr(args, "headless", False))
+    speed = getattr(args, "speed", None) or (math.inf if headless else 1.0)
     try:
         save = _load(args.save)
         plan = replay_plan(save, speed=speed)
     except SaveError as exc:
         return _fail(exc)
-    if not getattr(args, "headless", False):
+    if not headless:
         from storyloom.tui.cli.ui import run_replay
 
         return run_replay(args, plan)

@@ -10,14 +10,15 @@ from storyloom.engine.packs import PackError, builtin_pack_ids, load_pack
 from storyloom.engine.safety import safe_text
 from storyloom.tui.cli.exits import EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import print_problems
-from storyloom.tui.settings import SettingsError, config_path, resolve_settings
+from storyloom.tui.settings import DEFAULT_STORY, SettingsError, config_path, resolve_settings
 
 
 def stories(args: argparse.Namespace) -> int:
-    """List the built-in stories."""
-    for pack_id in builtin_pack_ids():
+    """List the built-in stories, the one `storyloom` plays when none is named first."""
+    for pack_id in sorted(builtin_pack_ids(), key=lambda i: i != DEFAULT_STORY):
         pack = load_pack(pack_id)
-        print(f"{pack.id:<16} {safe_text(pack.title)}  ({len(pack.rooms)} rooms, {len(pack.items)} items)")
+        default = "  (the default)" if pack_id == DEFAULT_STORY else ""
+        print(f"{pack.id:<16} {safe_text(pack.title)}  ({len(pack.rooms)} rooms, {len(pack.items)} items){default}")
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from storyloom.engine.safety import safe_text
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.session import PlaySession, SaveNotes
-from storyloom.tui.settings import SettingsError, load_settings
+from storyloom.tui.settings import SettingsError, config_path, load_settings, save_theme
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -54,6 +54,17 @@ class AppSaveNotes(SaveNotes):
             )
 
 
+def _check_theme(theme: str) -> None:
+    """A theme Textual does not have is the settings' mistake, said before any frame (not a traceback)."""
+    from textual.theme import BUILTIN_THEMES
+
+    if theme not in BUILTIN_THEMES:
+        raise SettingsError(
+            f"theme {theme!r} is not a theme storyloom has (set in {config_path()} or STORYLOOM_THEME); "
+            f"known: {', '.join(sorted(BUILTIN_THEMES))}"
+        )
+
+
 def run_app(args: argparse.Namespace) -> int:
     """`storyloom` / `storyloom play`: load the story, narrator and save, then run the UI.
 
@@ -74,6 +85,7 @@ def run_app(args: argparse.Namespace) -> int:
 
     try:
         settings = load_settings(args)
+        _check_theme(settings.theme)
     except SettingsError as exc:
         print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
@@ -110,6 +122,7 @@ def run_app(args: argparse.Namespace) -> int:
         tune_gc=True,
         list_saves=play.other_saves,
         open_save=play.switch_to,
+        remember_theme=save_theme,
     )
     play.notes = AppSaveNotes(app)
     try:
@@ -137,7 +150,8 @@ def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
     from storyloom.tui.app import ReplayApp
 
     try:
-        theme = load_settings(args).theme
+        theme: str | None = load_settings(args).theme
+        _check_theme(theme or "")
     except SettingsError:
         theme = None  # the replay needs no narrator settings; a bad config only costs the theme
     app = ReplayApp(Replayer(plan), theme=theme)

@@ -113,7 +113,7 @@ def exits_line(open_ways: Sequence[str], closed_ways: Sequence[str], rng: Random
                 (
                     "The way {d} is shut.",
                     "The way {d} is closed to you for now.",
-                    "Nothing gives, {d}: that way is shut.",
+                    "The way {d} will not open yet.",
                 ),
                 d=way,
             )
@@ -228,13 +228,11 @@ def waited(room: Room, rng: Random) -> str:
     return text
 
 
-def help_text(rng: Random) -> str:
+def help_text(ways: Sequence[tuple[str, Sequence[str]]], rng: Random) -> str:
+    """What the player can do, each kind of deed with commands from this story: `(what, [commands])`."""
     lead = pick(rng, ("You gather your thoughts.", "You stop and think what you could do."))
-    return (
-        f"{lead} You can look around (look, l), examine something (examine lamp, x lamp), "
-        "go somewhere (go north, n, s, e, w, up, down, in, out), take or drop things, "
-        "check what you carry (inventory, i), use, open or close things, and wait."
-    )
+    parts = [f"{what} ({', '.join(commands)})" if commands else what for what, commands in ways]
+    return f"{lead} You can {join(parts)}."
 
 
 def not_understood(word: str, rng: Random) -> str:
@@ -252,7 +250,7 @@ def not_understood(word: str, rng: Random) -> str:
 
 def not_here(phrase: str, rng: Random) -> str:
     phrase = phrase or "such thing"
-    return pick(rng, ("You see no {p} here.", "There is no {p} within reach.", "No {p} that you can see."), p=phrase)
+    return pick(rng, ("You see no {p} here.", "You find no {p} within reach.", "No {p} that you can see."), p=phrase)
 
 
 def what(verb: str, rng: Random) -> str:
@@ -362,7 +360,11 @@ def no_use(item: Item, rng: Random) -> str:
 def no_open(verb: str, item: Item, rng: Random) -> str:
     return pick(
         rng,
-        ("You cannot {v} {the}.", "{The} is not something you can {v}.", "There is nothing to {v} about {the}."),
+        (
+            "You cannot {v} {the}.",
+            "{The} is not something you can {v}.",
+            "You try to {v} {the}, but nothing comes of it.",
+        ),
         v=verb,
         the=the(item.name),
         The=cap(the(item.name)),

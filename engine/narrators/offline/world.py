@@ -215,7 +215,35 @@ class _World:
         return Draft().say(say.waited(self.room, self.rng))
 
     def _help(self, command: Command) -> Draft:
-        return Draft().say(say.help_text(self.rng))
+        return Draft().say(say.help_text(self.help_ways(), self.rng))
+
+    def help_ways(self) -> list[tuple[str, list[str]]]:
+        """Each kind of deed with commands that work in this story, on its own things, from here if it can."""
+        pack = self.pack
+        near = self.items_at(self.here) + self.items_at(PLAYER)
+        ordered = near + [i for i in pack.items if i not in near]
+        portable = [i for i in ordered if pack.items[i].portable]
+        open_, shut = self.open_ways()
+        directions = list(dict.fromkeys(open_ + shut)) or sorted({d for r in pack.rooms.values() for d in r.exits})
+        ways: list[tuple[str, list[str]]] = [("look around", ["look", "l"])]
+        if ordered:
+            thing = _short(pack, ordered[0])
+            ways.append(("examine something", [f"examine {thing}", f"x {thing}"]))
+        if directions:
+            ways.append(("go somewhere", [f"go {directions[0]}", *directions[1:4]]))
+        if portable:
+            thing = _short(pack, portable[0])
+            ways.append(("take or drop things", [f"take {thing}", f"drop {thing}"]))
+        ways.append(("see what you carry", ["inventory", "i"]))
+        deeds: dict[str, str] = {}
+        for action in sorted(pack.actions.values(), key=lambda a: a.item not in near):
+            verb = action.verbs[0]
+            if action.item is not None and verb not in deeds and len(deeds) < 4:
+                deeds[verb] = f"{verb} {_short(pack, action.item)}"
+        if deeds:
+            ways.append(("try the deeds of this story", list(deeds.values())))
+        ways.append(("wait", ["wait", "z"]))
+        return ways
 
     def _use(self, command: Command) -> Draft:
         return self._no_action(command, "use")
