@@ -57,11 +57,31 @@ def new_save_path(story_id: str, folder: Path | None = None) -> Path:
     return _fresh(folder / f"{story_id}-{stamp}{SUFFIX}")
 
 
+def rescue_folders() -> list[Path]:
+    """Where rescued saves go, in order: the saves folder, then the temp folder (when there is a usable one).
+
+    `tempfile.gettempdir` raises when no temp folder takes a file (a full disk): that place is
+    then left out rather than crashing the game that is trying to save its story.
+    """
+    places = [saves_dir()]
+    try:
+        places.append(Path(tempfile.gettempdir()))
+    except OSError:
+        pass
+    return places
+
+
 def rescue_paths(failed: Path) -> list[Path]:
     """Where a save that cannot be written is written instead: the saves folder, then the temp folder."""
     name = f"{failed.stem}-rescued{SUFFIX}"
-    places = [saves_dir(), Path(tempfile.gettempdir())]
-    return [_fresh(folder / name) for folder in places if folder.resolve() != failed.parent.resolve()]
+    paths = []
+    for folder in rescue_folders():
+        try:
+            if folder.resolve() != failed.parent.resolve():
+                paths.append(_fresh(folder / name))
+        except OSError:
+            continue  # a folder that cannot even be looked at takes no save
+    return paths
 
 
 def _fresh(path: Path) -> Path:

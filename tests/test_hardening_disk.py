@@ -220,3 +220,64 @@ async def test_the_app_saves_elsewhere_when_the_disk_fills_and_says_where(tmp_pa
     assert journal.path.parent != tmp_path / "disk" and journal.broken is None
     assert commits(journal.path) == 3 and verify_save(journal.path).sound
     tally("disk faults: the app's save fills up")
+
+
+def no_usable_temp_folder(monkeypatch) -> None:
+    """What a full disk does to `tempfile.gettempdir`: no candidate takes its test file."""
+
+    def refuse() -> str:
+        raise FileNotFoundError(errno.ENOENT, "No usable temporary directory found in ['/tmp']")
+
+    monkeypatch.setattr(tempfile, "gettempdir", refuse)
+
+
+def test_headless_play_goes_on_in_memory_when_neither_the_disk_nor_a_temp_folder_takes_the_save(
+    tmp_path, monkeypatch, capsys
+):
+    commands = tmp_path / "c.txt"
+    commands.write_text("\n".join(COMMANDS) + "\n", encoding="utf-8")
+    fail_disk(monkeypatch, str(tmp_path / "nothing-matches"), errno.ENOSPC, after=8, everywhere=True)
+    no_usable_temp_folder(monkeypatch)
+    exit_code = main(["play", "--headless", "--commands", str(commands), "--save", str(tmp_path / "g.jsonl")])
+    captured = capsys.readouterr()
+    assert exit_code == 1
+    assert captured.out.count("\n> ") == len(COMMANDS)  # play went on to the end
+    assert "play goes on in memory" in captured.err
+    assert "could not be saved anywhere" in captured.err
+    assert "Traceback" not in captured.err and "[Errno" not in captured.err
+    tally("disk faults: no place takes the save (no temp folder either)")
+
+
+async def test_an_undo_that_no_place_saves_keeps_the_app_running_and_quitting_says_what_was_lost(tmp_path, monkeypatch):
+    from storyloom.tui.app import StoryloomApp
+    from storyloom.tui.cli.ui import AppSaveNotes
+    from storyloom.tui.testing.pilot import until
+
+    pack = load_pack("lighthouse")
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
+    err = io.StringIO()
+    play = PlaySession.around(session, journal, err=err)
+    app = StoryloomApp(session, on_event=play.record, blink=False)
+    play.notes = AppSaveNotes(app)
+    notes: list[tuple[str, str]] = []
+    original_notify = app.notify
+    monkeypatch.setattr(
+        app,
+        "notify",
+        lambda message, **kw: (notes.append((kw.get("title", ""), message)), original_notify(message, **kw)),
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press(*"look", "enter")
+        await until(pilot, lambda: not session.busy and len(session.history) == 1)
+        fail_disk(monkeypatch, str(tmp_path / "nothing-matches"), errno.ENOSPC, everywhere=True)
+        no_usable_temp_folder(monkeypatch)
+        await pilot.press("ctrl+z")  # the first write that fails is the undo's
+        await pilot.pause()
+        assert len(session.history) == 0  # the undo stands, in memory
+        await pilot.press(*"take rope", "enter")
+        await until(pilot, lambda: not session.busy and len(session.history) == 1)
+    assert app.return_code in (None, 0)
+    assert any(title == "Could not save" for title, _ in notes)
+    assert play.close() is False
+    assert "record(s) of this session could not be saved anywhere" in err.getvalue()
+    assert commits(tmp_path / "game.jsonl") == 1 and verify_save(tmp_path / "game.jsonl").sound
