@@ -281,3 +281,65 @@ async def test_an_undo_that_no_place_saves_keeps_the_app_running_and_quitting_sa
     assert play.close() is False
     assert "record(s) of this session could not be saved anywhere" in err.getvalue()
     assert commits(tmp_path / "game.jsonl") == 1 and verify_save(tmp_path / "game.jsonl").sound
+
+
+async def _play_then(tmp_path, damage_at: int | None, damage, *, at_end=None) -> tuple[PlaySession, int, str]:
+    """Play COMMANDS headless into tmp_path/game.jsonl, damaging the file before command `damage_at`
+    (or after the last one, with `at_end`), then close the save as quitting does."""
+    pack = load_pack("lighthouse")
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
+    out, err = io.StringIO(), io.StringIO()
+    play = PlaySession.around(session, journal, err=err)
+
+    def lines():
+        for number, command in enumerate(COMMANDS):
+            if number == damage_at:
+                damage(tmp_path / "game.jsonl")
+            yield command
+
+    with journal:
+        code = await play_commands(session, lines(), on_event=recorder(play), out=out, err=err)
+        if at_end is not None:
+            at_end(tmp_path / "game.jsonl")
+        code = finish(play, code)
+    return play, code, err.getvalue()
+
+
+async def test_a_save_deleted_after_the_last_turn_is_noticed_at_quit_and_written_whole_elsewhere(tmp_path):
+    play, code, err = await _play_then(tmp_path, None, None, at_end=Path.unlink)
+    assert code == 0
+    assert "deleted or replaced while the game was running" in err
+    assert play.journal is not None and play.journal.path != tmp_path / "game.jsonl"
+    assert f"saved to {play.journal.path} instead" in err
+    assert commits(play.journal.path) == len(COMMANDS) and verify_save(play.journal.path).sound
+    tally("disk faults: save deleted after the last turn")
+
+
+def _truncate(path: Path) -> None:
+    os.truncate(path, path.stat().st_size // 2)
+
+
+def _overwrite_in_place(path: Path) -> None:
+    size = path.stat().st_size
+    with path.open("r+b") as f:  # same file, same size, other bytes
+        f.write(b"#" * size)
+
+
+@pytest.mark.parametrize("damage", [_truncate, _overwrite_in_place])
+async def test_a_save_cut_short_or_overwritten_in_place_mid_game_is_noticed_and_rescued(tmp_path, damage):
+    play, code, err = await _play_then(tmp_path, 3, damage)
+    assert code == 0
+    assert "cut short or overwritten while the game was running" in err
+    assert play.journal is not None and play.journal.path != tmp_path / "game.jsonl"
+    assert commits(play.journal.path) == len(COMMANDS) and verify_save(play.journal.path).sound
+    tally("disk faults: save cut short or overwritten in place mid-game")
+
+
+@pytest.mark.parametrize("damage", [_truncate, _overwrite_in_place])
+async def test_a_save_cut_short_or_overwritten_after_the_last_turn_is_noticed_before_saying_saved(tmp_path, damage):
+    play, code, err = await _play_then(tmp_path, None, None, at_end=damage)
+    assert code == 0
+    assert "cut short or overwritten while the game was running" in err
+    assert play.journal is not None and play.journal.path != tmp_path / "game.jsonl"
+    assert commits(play.journal.path) == len(COMMANDS) and verify_save(play.journal.path).sound
+    tally("disk faults: save cut short or overwritten in place before quitting")

@@ -115,6 +115,7 @@ def run_app(args: argparse.Namespace) -> int:
     try:
         result = app.run()
     finally:
+        play.notes = SaveNotes(sys.stderr)  # the screen is gone: what happens to the save now is printed
         saved = play.close()
     if app.failure:
         print(f"storyloom: {safe_text(app.failure)}", file=sys.stderr)
