@@ -103,8 +103,8 @@ def parse_save(path: Path, blob: bytes) -> Save:
     good_size = len(blob) - len(tail)
     if tail:
         warnings.append(
-            f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash while it "
-            f"was written and is ignored; nothing before it is affected"
+            f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash (or a full "
+            f"disk) while it was written and is ignored; nothing before it is affected"
         )
     if not lines:
         raise SaveUnreadable(

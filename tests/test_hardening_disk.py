@@ -343,3 +343,37 @@ async def test_a_save_cut_short_or_overwritten_after_the_last_turn_is_noticed_be
     assert play.journal is not None and play.journal.path != tmp_path / "game.jsonl"
     assert commits(play.journal.path) == len(COMMANDS) and verify_save(play.journal.path).sound
     tally("disk faults: save cut short or overwritten in place before quitting")
+
+
+def test_a_rescue_in_the_temp_folder_is_listed_found_as_latest_and_continued_instead_of_its_original(
+    tmp_path, monkeypatch, capsys
+):
+    commands = tmp_path / "c.txt"
+    commands.write_text("\n".join(COMMANDS[:4]) + "\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as disk:
+        fail_disk(disk, str(saves_dir()), errno.ENOSPC, after=6)  # the saves folder fills up
+        assert main(["play", "--headless", "--commands", str(commands)]) == 0
+    original = next(p for p in saves_dir().iterdir() if p.name.endswith(".jsonl"))
+    rescue = next((tmp_path / "tmp").glob("*-rescued.jsonl"))
+    assert commits(rescue) == 4 and commits(original) < 4
+    os.utime(original)  # even when the stale original looks newer (touched, copied back)
+    capsys.readouterr()
+
+    assert main(["saves"]) == 0
+    listing = capsys.readouterr().out
+    assert str(rescue) in listing
+    assert f"superseded: it stopped taking writes and goes on in {rescue}" in listing
+
+    commands.write_text("west\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands), "--resume", "latest"]) == 0
+    assert f"resuming {rescue}" in capsys.readouterr().err
+    assert commits(rescue) == 5
+
+    before = original.read_bytes()
+    assert main(["play", "--headless", "--commands", str(commands), "--resume", str(original)]) == 0
+    err = capsys.readouterr().err
+    assert f"its story was rescued to {rescue}" in err and f"resuming {rescue}" in err
+    assert commits(rescue) == 6 and original.read_bytes() == before  # no fork
+    assert "cut off" not in err  # the failed write left no torn line behind
+    assert verify_save(original).sound and verify_save(rescue).sound
+    tally("disk faults: a rescue found by saves, latest and resume")
