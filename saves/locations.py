@@ -6,12 +6,14 @@ do); to tell a rescued save from the save it continues, only the first line of e
 
 from __future__ import annotations
 
+import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import platformdirs
 
+from storyloom.engine.files import open_regular
 from storyloom.saves.errors import SaveUnreadable
 from storyloom.saves.format import SUFFIX
 
@@ -71,10 +73,15 @@ def _newest_first(path: Path) -> tuple[int, str]:
 def _first_line(path: Path, limit: int = 1 << 16) -> bytes:
     """A save's header line (the same in a save and in every rescue of it), or b"" if unreadable."""
     try:
-        with path.open("rb") as handle:
-            line = handle.readline(limit)
+        fd = open_regular(path)  # never waits on a pipe
     except OSError:
         return b""
+    try:
+        line = os.pread(fd, limit, 0).split(b"\n", 1)[0] + b"\n"
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
     return line if line.endswith(b"\n") else b""
 
 

@@ -35,6 +35,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from storyloom.engine.events import AttemptFinished, Event, event_from_json
+from storyloom.engine.files import read_regular_file
 from storyloom.saves.errors import (
     BrokenChain,
     CorruptRecord,
@@ -60,6 +61,9 @@ from storyloom.saves.format import (
     storyloom_version,
 )
 
+SAVE_MAX_BYTES = 1 << 31
+"""The largest save read (2 GB, some 700,000 turns): a bound, so a file that is not a save cannot exhaust memory."""
+
 
 def load_save(path: str | Path) -> Save:
     """Read, chain-check and migrate a save without changing the file.
@@ -71,7 +75,7 @@ def load_save(path: str | Path) -> Save:
     """
     path = Path(path)
     try:
-        blob = path.read_bytes()
+        blob = read_regular_file(path, SAVE_MAX_BYTES)  # never a pipe or a device: they would hang or never end
     except OSError as exc:
         raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
     return parse_save(path, blob)

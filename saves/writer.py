@@ -28,6 +28,7 @@ from storyloom.engine.events import (
     TurnFailed,
     TurnStarted,
 )
+from storyloom.engine.files import open_regular, read_open
 from storyloom.engine.state import canonical_json
 from storyloom.saves.errors import SaveError, SaveExists, SaveLocked, SaveUnreadable, SaveWriteError
 from storyloom.saves.format import (
@@ -42,7 +43,7 @@ from storyloom.saves.format import (
     storyloom_version,
 )
 from storyloom.saves.locations import rescue_paths
-from storyloom.saves.reader import parse_save
+from storyloom.saves.reader import SAVE_MAX_BYTES, parse_save
 
 _DURABLE = {HEADER, RESUMED, "turn_committed", "turn_undone", "turn_failed", "turn_cancelled", "story_ended"}
 """Record kinds fsynced before `record` returns: every outcome a player may be shown."""
@@ -74,14 +75,6 @@ def _lock_owner(path: Path) -> int | None:
         return int(_lock_path(path).read_text(encoding="utf-8").split()[0])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _read_whole(fd: int) -> bytes:
-    """Every byte of the open file `fd`, from its start (writes append whatever the offset)."""
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -168,12 +161,12 @@ class Journal:
         """
         path = Path(path)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            fd = open_regular(path, os.O_RDWR | os.O_APPEND)
         except OSError as exc:
             raise SaveUnreadable.from_os_error(path, exc, "cannot open the save for writing") from None
         _lock(fd, path)
         try:
-            blob = _read_whole(fd)
+            blob = read_open(fd, SAVE_MAX_BYTES, path)
             save = parse_save(path, blob)
         except OSError as exc:
             cls._release(fd, path)

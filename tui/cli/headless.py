@@ -20,6 +20,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import IO, TextIO
 
 from storyloom.engine.events import Event, StoryEnded, TurnFailed
@@ -55,6 +56,8 @@ def run_headless(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"storyloom: {safe_text(str(exc))}", file=err)
         return EXIT_USAGE
+    if getattr(args, "pace", None) is None:  # the config file's pace is for reading in the UI: headless play is instant
+        settings = replace(settings, pace=None)
     commands = _open_commands(args.commands, err)
     if commands is None:
         return EXIT_USAGE
