@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -52,6 +53,8 @@ class StoryloomApp(App[int]):
         tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`).
         list_saves: the saves the palette's "Open save" offers (absent: not offered).
         open_save: continues a save as a ready session (raises with a message the player can act on).
+        quit_on: signals that end the app as ctrl+q does (the real app: SIGTERM, SIGHUP), so the
+            terminal is restored and the save closed instead of the process dying mid-screen.
     """
 
     CSS_PATH = "app.tcss"
@@ -71,8 +74,10 @@ class StoryloomApp(App[int]):
         tune_gc: bool = False,
         list_saves: Callable[[], list[Path]] | None = None,
         open_save: Callable[[Path], Session] | None = None,
+        quit_on: Iterable[int] = (),
     ) -> None:
         super().__init__()
+        self._quit_on = tuple(quit_on)
         self._opening = session if isinstance(session, Opening) else None
         self.session: Session | None = None if isinstance(session, Opening) else session
         """The story being played; None until an `Opening` has loaded."""
@@ -111,6 +116,9 @@ class StoryloomApp(App[int]):
         )
 
     def on_mount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in self._quit_on:
+            loop.add_signal_handler(signum, self.exit)
         if self._opening is not None:
             self.call_after_refresh(self.run_worker, self._load_opening, thread=True, group="opening")
 

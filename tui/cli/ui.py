@@ -8,6 +8,7 @@ methods are the app's hooks.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,6 +111,7 @@ def run_app(args: argparse.Namespace) -> int:
         tune_gc=True,
         list_saves=play.other_saves,
         open_save=play.switch_to,
+        quit_on=(signal.SIGTERM, signal.SIGHUP),
     )
     play.notes = AppSaveNotes(app)
     try:
@@ -118,14 +120,22 @@ def run_app(args: argparse.Namespace) -> int:
         play.notes = SaveNotes(sys.stderr)  # the screen is gone: what happens to the save now is printed
         saved = play.close()
     if app.failure:
-        print(f"storyloom: {safe_text(app.failure)}", file=sys.stderr)
+        _say(app.failure)
         return EXIT_USAGE
     if play.journal is None:  # quit before the story had loaded
         return EXIT_OK
     if not saved:
         return EXIT_FAILURE
-    print(f"storyloom: saved to {safe_text(str(play.journal.path))}", file=sys.stderr)
+    _say(f"saved to {play.journal.path}")
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _say(text: str) -> None:
+    """The last word on stderr; after a hangup there is no terminal to print to, and the save is closed anyway."""
+    try:
+        print(f"storyloom: {safe_text(text)}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
