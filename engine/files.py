@@ -55,7 +55,7 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY) -> int:
 
 
 def read_open(fd: int, limit: int, path: str | Path) -> bytes:
-    """Every byte of the open regular file `fd` from its start, refusing more than `limit`.
+    """Every byte of the open regular file `fd` (just opened: read from its start), refusing more than `limit`.
 
     Raises:
         FileTooLarge: the file holds more than `limit` bytes.
@@ -64,7 +64,7 @@ def read_open(fd: int, limit: int, path: str | Path) -> bytes:
     if size > limit:
         raise _too_large(path, limit)
     chunks, total = [], 0
-    while chunk := os.pread(fd, min(1 << 20, limit + 1 - total), total):
+    while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
         chunks.append(chunk)
         total += len(chunk)
         if total > limit:  # it grew while being read

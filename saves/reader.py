@@ -360,10 +360,10 @@ def _check_chain(path: Path, parsed: list[dict[str, Any]], lines: list[bytes]) -
             later = {r["seq"] for r in parsed[index + 1 :]}
             earlier = {r["seq"] for r in parsed[:index]}
             if seq < expected_seq or expected_seq in later:
-                what = "a second copy of" if seq in earlier else "out of place:"
+                what = "a second copy of an earlier record" if seq in earlier else "out of place"
                 raise ReorderedRecords(
                     path,
-                    f"records are out of order: record {seq} is {what} it comes where record {expected_seq} belongs",
+                    f"records are out of order: record {seq} is {what}: it comes where record {expected_seq} belongs",
                     line=number,
                     seq=seq,
                 )

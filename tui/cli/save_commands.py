@@ -131,6 +131,12 @@ def replay(args: argparse.Namespace) -> int:
     printer = EventPrinter(sys.stdout, sys.stderr, live=True)
     result = asyncio.run(Replayer(plan).run(printer))
     printer.end()
+    for turn in result.went_on_after:
+        print(
+            f"storyloom: note: turn {turn} was in flight when the game stopped (never committed); "
+            f"the save goes on after it",
+            file=sys.stderr,
+        )
     if result.interrupted is not None:
         print(
             f"storyloom: note: the save stops while turn {result.interrupted} was in flight (never committed)",
