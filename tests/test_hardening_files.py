@@ -299,7 +299,7 @@ def test_a_pipe_or_a_device_given_as_a_save_a_story_or_the_config_is_refused_at_
             assert main(words) == 2
         captured = capsys.readouterr()
         assert "this is a named pipe (FIFO), not a regular file" in captured.out + captured.err
-    tally("bad files: a pipe as the config file")
+    tally("bad files: a pipe as the config file", 2)
 
 
 def test_a_story_pack_nested_too_deeply_is_a_problem_not_a_traceback(tmp_path, capsys):
