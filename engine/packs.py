@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from storyloom.engine.builtin import builtin_pack_ids, builtin_pack_text
+from storyloom.engine.files import read_regular_file
 
 PLAYER = "player"
 NOWHERE = "nowhere"
@@ -185,6 +186,10 @@ class PackError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
+PACK_MAX_BYTES = 8 << 20
+"""The largest story pack file read (8 MB; the built-in stories are a few kB)."""
+
+
 def load_pack(ref: str | Path) -> StoryPack:
     """Load a built-in pack by id, or a pack file by path.
 
@@ -195,12 +200,16 @@ def load_pack(ref: str | Path) -> StoryPack:
     if isinstance(ref, str) and ref in builtin_pack_ids():
         return parse_pack(builtin_pack_text(ref), f"{ref}.toml")
     path = Path(ref)
-    if not path.is_file():
-        known = ", ".join(builtin_pack_ids())
-        raise PackError([PackProblem(ref_text, "-", f"no such story file or built-in story (built-in: {known})")])
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular_file(path, PACK_MAX_BYTES).decode("utf-8")
+    except FileNotFoundError:
+        known = ", ".join(builtin_pack_ids())
+        raise PackError(
+            [PackProblem(ref_text, "-", f"no such story file or built-in story (built-in: {known})")]
+        ) from None
+    except OSError as exc:  # a pipe or a device, a folder, too large, no permission
+        raise PackError([PackProblem(ref_text, "-", f"cannot read the file: {exc.strerror or exc}")]) from None
+    except UnicodeDecodeError as exc:
         raise PackError([PackProblem(ref_text, "-", f"cannot read the file: {exc}")]) from None
     return parse_pack(text, ref_text)
 
@@ -216,6 +225,8 @@ def parse_pack(text: str, file: str = "<pack>") -> StoryPack:
         match = _TOML_LINE.search(str(exc))
         line = int(match.group(1)) if match else None
         raise PackError([PackProblem(file, "-", f"not valid TOML: {exc}", line)]) from None
+    except RecursionError:
+        raise PackError([PackProblem(file, "-", "not a story pack: its values are nested too deeply")]) from None
     locate = _Locator(text)
     try:
         return _checked(StoryPack.model_validate(data), file, locate)

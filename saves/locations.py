@@ -1,17 +1,19 @@
 """Where saves live: the saves folder, the saves in it, and the names new and rescued saves get.
 
-Nothing here reads or writes a save; it only names files (`storyloom.saves.reader` and
-`storyloom.saves.writer` open them).
+Nothing here parses or writes a save (`storyloom.saves.reader` and `storyloom.saves.writer`
+do); to tell a rescued save from the save it continues, only the first line of each is read.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import platformdirs
 
+from storyloom.engine.files import open_regular
 from storyloom.saves.errors import SaveUnreadable
 from storyloom.saves.format import SUFFIX
 
@@ -22,16 +24,96 @@ def saves_dir() -> Path:
 
 
 def list_saves(folder: Path | None = None) -> list[Path]:
-    """The save files in the saves folder, newest first."""
+    """The save files in the saves folder, newest first, with the rescues of those saves kept elsewhere.
+
+    A save that stopped taking writes is written whole to another place (`rescue_paths`); a
+    rescue in the temp folder is listed too when it continues a save of this folder, so
+    `latest`, `storyloom saves` and the app's "Open save" find it.
+    """
     folder = folder or saves_dir()
-    if not folder.is_dir():
+    found = _saves_in(folder)
+    if folder == saves_dir() and found:
+        headers = {_first_line(p) for p in found} - {b""}
+        for other in rescue_folders()[1:]:
+            try:
+                if other.resolve() == folder.resolve():
+                    continue
+            except OSError:
+                continue
+            found += [p for p in _saves_in(other, RESCUED) if _first_line(p) in headers]
+    return sorted(found, key=_newest_first, reverse=True)
+
+
+RESCUED = f"-rescued{SUFFIX}"
+"""How a rescued save's name ends (then maybe `-2`, `-3`… before the suffix)."""
+
+
+def _saves_in(folder: Path, kind: str = SUFFIX) -> list[Path]:
+    try:
+        return [
+            p for p in folder.iterdir() if p.is_file() and p.name.endswith(SUFFIX) and (kind == SUFFIX or _is_rescue(p))
+        ]
+    except OSError:
         return []
-    found = [p for p in folder.iterdir() if p.is_file() and p.name.endswith(SUFFIX)]
-    return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
+
+
+def _is_rescue(path: Path) -> bool:
+    stem = path.name[: -len(SUFFIX)]
+    base, _, number = stem.rpartition("-")
+    return stem.endswith("-rescued") or (base.endswith("-rescued") and number.isdigit())
+
+
+def _newest_first(path: Path) -> tuple[int, str]:
+    try:
+        return path.stat().st_mtime_ns, path.name
+    except OSError:
+        return 0, path.name
+
+
+def _first_line(path: Path, limit: int = 1 << 16) -> bytes:
+    """A save's header line (the same in a save and in every rescue of it), or b"" if unreadable."""
+    try:
+        fd = open_regular(path)  # never waits on a pipe
+    except OSError:
+        return b""
+    try:
+        line = os.pread(fd, limit, 0).split(b"\n", 1)[0] + b"\n"
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+    return line if line.endswith(b"\n") else b""
+
+
+def rescue_of(path: Path, saves: list[Path] | None = None) -> Path | None:
+    """The rescue that continues `path` (the same story, written further elsewhere), if there is one.
+
+    A rescue holds every record of the save it was made from and then the turns played after it,
+    so a save with a rescue is superseded: continuing it would fork the story. Among several, the
+    longest rescue goes furthest.
+    """
+    header = _first_line(path)
+    if not header:
+        return None
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    later: list[tuple[int, Path]] = []
+    for other in list_saves() if saves is None else saves:
+        try:
+            if _is_rescue(other) and other.resolve() != path.resolve() and _first_line(other) == header:
+                if (other_size := other.stat().st_size) > size:
+                    later.append((other_size, other))
+        except OSError:
+            continue
+    return max(later)[1] if later else None
 
 
 def resolve_save(ref: str | Path, folder: Path | None = None) -> Path:
     """A save named by path, by file name in the saves folder, or `latest`.
+
+    `latest` is the newest save that no rescue supersedes (see `rescue_of`).
 
     Raises:
         SaveUnreadable: `latest` with no saves, or no such file.
@@ -41,7 +123,7 @@ def resolve_save(ref: str | Path, folder: Path | None = None) -> Path:
         saves = list_saves(folder)
         if not saves:
             raise SaveUnreadable(folder, "there are no saves yet: play a story first")
-        return saves[0]
+        return rescue_of(saves[0], saves) or saves[0]
     path = Path(ref)
     if not path.exists() and path.parent == Path(".") and (folder / path.name).exists():
         return folder / path.name
@@ -62,11 +144,31 @@ def new_export_path(story_id: str, folder: Path | None = None) -> Path:
     return _fresh((folder or saves_dir()) / f"storyloom-{story_id}.md")
 
 
+def rescue_folders() -> list[Path]:
+    """Where rescued saves go, in order: the saves folder, then the temp folder (when there is a usable one).
+
+    `tempfile.gettempdir` raises when no temp folder takes a file (a full disk): that place is
+    then left out rather than crashing the game that is trying to save its story.
+    """
+    places = [saves_dir()]
+    try:
+        places.append(Path(tempfile.gettempdir()))
+    except OSError:
+        pass
+    return places
+
+
 def rescue_paths(failed: Path) -> list[Path]:
     """Where a save that cannot be written is written instead: the saves folder, then the temp folder."""
     name = f"{failed.stem}-rescued{SUFFIX}"
-    places = [saves_dir(), Path(tempfile.gettempdir())]
-    return [_fresh(folder / name) for folder in places if folder.resolve() != failed.parent.resolve()]
+    paths = []
+    for folder in rescue_folders():
+        try:
+            if folder.resolve() != failed.parent.resolve():
+                paths.append(_fresh(folder / name))
+        except OSError:
+            continue  # a folder that cannot even be looked at takes no save
+    return paths
 
 
 def _fresh(path: Path) -> Path:

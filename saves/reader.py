@@ -35,6 +35,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from storyloom.engine.events import AttemptFinished, Event, event_from_json
+from storyloom.engine.files import read_regular_file
 from storyloom.saves.errors import (
     BrokenChain,
     CorruptRecord,
@@ -61,6 +62,9 @@ from storyloom.saves.format import (
     storyloom_version,
 )
 
+SAVE_MAX_BYTES = 1 << 31
+"""The largest save read (2 GB, some 700,000 turns): a bound, so a file that is not a save cannot exhaust memory."""
+
 
 def load_save(path: str | Path) -> Save:
     """Read, chain-check and migrate a save without changing the file.
@@ -72,7 +76,7 @@ def load_save(path: str | Path) -> Save:
     """
     path = Path(path)
     try:
-        blob = path.read_bytes()
+        blob = read_regular_file(path, SAVE_MAX_BYTES)  # never a pipe or a device: they would hang or never end
     except OSError as exc:
         raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
     return parse_save(path, blob)
@@ -104,8 +108,8 @@ def parse_save(path: Path, blob: bytes) -> Save:
     good_size = len(blob) - len(tail)
     if tail:
         warnings.append(
-            f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash while it "
-            f"was written and is ignored; nothing before it is affected"
+            f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash (or a full "
+            f"disk) while it was written and is ignored; nothing before it is affected"
         )
     if not lines:
         raise SaveUnreadable(
@@ -357,10 +361,10 @@ def _check_chain(path: Path, parsed: list[dict[str, Any]], lines: list[bytes]) -
             later = {r["seq"] for r in parsed[index + 1 :]}
             earlier = {r["seq"] for r in parsed[:index]}
             if seq < expected_seq or expected_seq in later:
-                what = "a second copy of" if seq in earlier else "out of place:"
+                what = "a second copy of an earlier record" if seq in earlier else "out of place"
                 raise ReorderedRecords(
                     path,
-                    f"records are out of order: record {seq} is {what} it comes where record {expected_seq} belongs",
+                    f"records are out of order: record {seq} is {what}: it comes where record {expected_seq} belongs",
                     line=number,
                     seq=seq,
                 )

@@ -92,9 +92,11 @@ class Divergence:
     actual: dict[str, Any] | None
 
     def __str__(self) -> str:
-        return (
+        said = (
             f"turn {self.turn}: the record has {_describe(self.expected)}, but the replay gave {_describe(self.actual)}"
         )
+        differs = _differences(self.expected, self.actual)
+        return f"{said}; {differs}" if differs else said
 
 
 @dataclass
@@ -106,6 +108,9 @@ class ReplayResult:
     final_hash: str = ""
     expected_final_hash: str = ""
     interrupted: int | None = None
+    """The turn in flight where the save stops (a crash ended it there), if it does."""
+    went_on_after: list[int] = field(default_factory=list)
+    """Turns a crash interrupted that the save then went on after (a resume closed them)."""
 
     @property
     def faithful(self) -> bool:
@@ -246,6 +251,32 @@ def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
     return steps
 
 
+def _differences(expected: dict[str, Any] | None, actual: dict[str, Any] | None) -> str:
+    """What differs between two events of the same kind (`_describe` may read the same for both):
+    each differing field, with both values from where they part."""
+    if expected is None or actual is None or expected.get("event") != actual.get("event"):
+        return ""
+    parts = []
+    for name in sorted(set(expected) | set(actual)):
+        was, now = expected.get(name), actual.get(name)
+        if was != now:
+            was_text, now_text = _from_where_they_part(canonical_json(was), canonical_json(now))
+            parts.append(f"its {name} differs (the record: {was_text}; the replay: {now_text})")
+    return "; ".join(parts)
+
+
+def _from_where_they_part(first: str, second: str, width: int = 40) -> tuple[str, str]:
+    """Two texts shown from a little before their first difference, each cut to `width` characters."""
+    at = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), min(len(first), len(second)))
+    start = max(0, at - 10)
+
+    def cut(text: str) -> str:
+        shown = text[start : start + width]
+        return ("…" if start else "") + shown + ("…" if start + width < len(text) else "")
+
+    return cut(first), cut(second)
+
+
 def _describe(event: dict[str, Any] | None) -> str:
     if event is None:
         return "nothing more"
@@ -340,8 +371,10 @@ class Replayer:
             index += 1
         if self.result.divergence is None and index < len(step.expected) and not step.interrupted:
             self._compare(step, index, None)
-        if step.interrupted:
+        if step.interrupted and step is self.plan.steps[-1]:
             self.result.interrupted = step.turn
+        elif step.interrupted:
+            self.result.went_on_after.append(step.turn)
 
     def _compare(self, step: ReplayStep, index: int, event: Event | None) -> bool:
         expected = step.expected[index] if index < len(step.expected) else None

@@ -21,7 +21,7 @@ from storyloom.engine.packs import StoryPack
 from storyloom.saves.choices import SessionChoices
 from storyloom.saves.errors import SaveWriteError
 from storyloom.saves.format import Save, SaveHeader
-from storyloom.saves.locations import new_save_path, resolve_save
+from storyloom.saves.locations import new_save_path, rescue_of, resolve_save
 from storyloom.saves.verify import Rebuilt, open_pack, rebuild
 from storyloom.saves.writer import Journal
 
@@ -44,10 +44,12 @@ class Resumed:
     save: Save
     rebuilt: Rebuilt
     pack: StoryPack
+    notes: tuple[str, ...] = ()
+    """What the player should know beyond the save's own warnings (it goes on in its rescue)."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return self.save.warnings
+        return self.notes + self.save.warnings
 
 
 def restore_session(
@@ -127,8 +129,22 @@ def _reopen(
     budget: int | None = None,
     **session_options: Any,
 ) -> Resumed:
-    """Lock and read the save once, then build its narrator and session and note the resume in it."""
-    journal = Journal.open_for_append(resolve_save(ref))
+    """Lock and read the save once, then build its narrator and session and note the resume in it.
+
+    A save that a rescue supersedes (it stopped taking writes and was written whole elsewhere)
+    is continued in its rescue, which holds all of it and the turns after: playing on in the
+    old file would fork the story.
+    """
+    path = resolve_save(ref)
+    notes: tuple[str, ...] = ()
+    rescue = rescue_of(path)
+    if rescue is not None:
+        notes = (
+            f"{path} stopped taking writes and its story was rescued to {rescue}, which holds "
+            f"all of it and the turns played after; continuing there",
+        )
+        path = rescue
+    journal = Journal.open_for_append(path)
     try:
         save = journal.loaded
         assert save is not None
@@ -144,7 +160,7 @@ def _reopen(
     except BaseException:
         journal.close()
         raise
-    return Resumed(session, journal, save, built, pack)
+    return Resumed(session, journal, save, built, pack, notes)
 
 
 def header_for(

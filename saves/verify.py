@@ -15,9 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pydantic_core
+
 from storyloom.engine.events import (
     AlternativeChosen,
     AlternativeStarted,
+    AttemptFinished,
     TurnCancelled,
     TurnCommitted,
     TurnFailed,
@@ -27,10 +30,10 @@ from storyloom.engine.events import (
 from storyloom.engine.lifecycle import Alternative, PendingTurn, Versions
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
-from storyloom.engine.rules import judge_data
+from storyloom.engine.rules import judge_data, parse_output
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
-from storyloom.saves.format import Save, SaveHeader
+from storyloom.saves.format import Record, Save, SaveHeader
 from storyloom.saves.reader import gc_paused, load_save
 
 
@@ -102,20 +105,30 @@ def _find_pack(header: SaveHeader, path: Path) -> StoryPack:
 
 
 @gc_paused()
-def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
+def rebuild(save: Save, pack: StoryPack, *, against_answers: bool = False) -> Rebuilt:
     """Replay a save's commits and undos over the pack's initial state, re-judging each commit.
+
+    Args:
+        against_answers: also judge the model's recorded answer that each commit was made
+            from, and check the commit is what it gives (`storyloom verify`: a commit whose
+            prose was edited, the hash chain recomputed, passes every other check). Resume
+            leaves it out: it parses every accepted answer again, and the replay checks it too.
 
     Raises:
         InvalidCommit: the first commit that fails the rules, leads to another state
-            hash, or an undo with nothing to undo (the record is named).
+            hash, is not what its recorded answer gives, or an undo with nothing to undo
+            (the record is named).
     """
     built = Rebuilt(state=initial_state(pack))
     inputs: dict[int, TurnStarted] = {}
+    answers: dict[int, Record] = {}
     in_flight: TurnStarted | AlternativeStarted | None = None
     last_turn = 0
     for record in save.records:
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
             last_turn = max(last_turn, record.turn or 0)
+            if against_answers and record.turn is not None:
+                answers[record.turn] = record
             continue
         event = record.event
         if event is None:
@@ -130,9 +143,14 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
             in_flight = event
         elif isinstance(event, TurnCommitted) and isinstance(in_flight, AlternativeStarted):
             _commit_version(save, pack, built, record.seq, record.line, event)
+            if against_answers and event.turn in answers:  # a version is judged from the state before its turn
+                _check_answer(save, pack, built.undo_stack[-1][0], record, event, answers[event.turn])
             in_flight = None
         elif isinstance(event, TurnCommitted):
+            before = built.state
             _commit(save, pack, built, record.seq, record.line, event, inputs)
+            if against_answers and event.turn in answers:
+                _check_answer(save, pack, before, record, event, answers[event.turn])
             in_flight = None
         elif isinstance(event, AlternativeChosen):
             _choose(save, pack, built, record.seq, record.line, event)
@@ -286,6 +304,57 @@ def _choose(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, ev
     )
 
 
+_COMMITTED_FIELDS = ("narrative", "state_patch", "suggestions")
+
+
+def _check_answer(
+    save: Save, pack: StoryPack, before: WorldState, record: Record, event: TurnCommitted, answer: Record
+) -> None:
+    """The commit must be what the last answer recorded for its turn gives when judged: the
+    same narrative, patch and suggestions (a correction that leaves the narrative out keeps
+    the one on screen, which is the commit's)."""
+    finished = answer.event
+    raw = finished.raw if isinstance(finished, AttemptFinished) else None
+    if raw is not None and _as_committed(raw, event):
+        return
+    data = parse_output(raw)[0]
+    verdict = judge_data(data, before, pack, kept_narrative=event.narrative) if data is not None else None
+    turn = verdict.turn if verdict is not None else None
+    if turn is None:
+        differs = ["the answer does not give a turn"]
+    else:
+        given = {
+            "narrative": turn.narrative,
+            "state_patch": tuple(turn.patch_json()),
+            "suggestions": tuple(turn.suggestions),
+        }
+        committed = {"narrative": event.narrative, "state_patch": event.state_patch, "suggestions": event.suggestions}
+        differs = [f"its {name} differs" for name in _COMMITTED_FIELDS if given[name] != committed[name]]
+    if differs:
+        raise InvalidCommit(
+            save.path,
+            f"record {record.seq}: the commit of turn {event.turn} is not what the model's answer recorded "
+            f"for it (record {answer.seq}) gives: {'; '.join(differs)}; the file was edited",
+            line=record.line,
+            seq=record.seq,
+        )
+
+
+def _as_committed(raw: str, event: TurnCommitted) -> bool:
+    """Whether the answer holds the commit's narrative, patch and suggestions exactly as committed:
+    almost always, and far cheaper to see than judging the answer again (which names what differs)."""
+    try:
+        data = pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError:
+        return False
+    return (
+        isinstance(data, dict)
+        and data.get("narrative", event.narrative) == event.narrative
+        and data.get("state_patch") == list(event.state_patch)
+        and data.get("suggestions", []) == list(event.suggestions)
+    )
+
+
 def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
     if not built.undo_stack:
         raise InvalidCommit(
@@ -338,13 +407,14 @@ def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
     try:
         pack = open_pack(header, path, pack)
         lines.append("pack: digest matches")
-        built = rebuild(save, pack)
+        built = rebuild(save, pack, against_answers=True)
     except SaveError as exc:
         lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
         return Report(path, False, True, tuple(lines))
     lines.append(
         f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
-        f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches"
+        f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches, and every "
+        f"commit is what the model's recorded answer gives"
     )
     if built.alternatives or built.choices:
         lines.append(

@@ -9,7 +9,6 @@ until `rescue_save` writes the whole chain somewhere that takes it.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import time
@@ -30,6 +29,7 @@ from storyloom.engine.events import (
     TurnFailed,
     TurnStarted,
 )
+from storyloom.engine.files import open_regular, read_open
 from storyloom.engine.state import canonical_json
 from storyloom.saves.errors import SaveError, SaveExists, SaveLocked, SaveUnreadable, SaveWriteError
 from storyloom.saves.format import (
@@ -44,7 +44,7 @@ from storyloom.saves.format import (
     storyloom_version,
 )
 from storyloom.saves.locations import rescue_paths
-from storyloom.saves.reader import parse_save
+from storyloom.saves.reader import SAVE_MAX_BYTES, parse_save
 
 _DURABLE = {
     HEADER,
@@ -87,14 +87,6 @@ def _lock_owner(path: Path) -> int | None:
         return None
 
 
-def _read_whole(fd: int) -> bytes:
-    """Every byte of the open file `fd`, from its start (writes append whatever the offset)."""
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def _fsync_dir(folder: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
@@ -132,6 +124,8 @@ class Journal:
         self._partial: list[tuple[int, str]] = []
         self._cleared: list[tuple[int, str]] = []
         self._truncate_to: int | None = None
+        self._size = 0
+        """Bytes of the file as this journal wrote it: anything else there means someone else changed it."""
 
     @classmethod
     def create(cls, path: str | Path, header: SaveHeader) -> Journal:
@@ -177,12 +171,12 @@ class Journal:
         """
         path = Path(path)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            fd = open_regular(path, os.O_RDWR | os.O_APPEND)
         except OSError as exc:
             raise SaveUnreadable.from_os_error(path, exc, "cannot open the save for writing") from None
         _lock(fd, path)
         try:
-            blob = _read_whole(fd)
+            blob = read_open(fd, SAVE_MAX_BYTES, path)
             save = parse_save(path, blob)
         except OSError as exc:
             cls._release(fd, path)
@@ -192,6 +186,7 @@ class Journal:
             raise
         journal = cls(path, fd, save.last_hash, save.last_seq, save)
         journal._lines = blob[: save.good_size].splitlines(keepends=True)
+        journal._size = len(blob)
         if save.good_size < save.size:
             journal._truncate_to = save.good_size
         return journal
@@ -293,30 +288,69 @@ class Journal:
         if self._broken is not None:
             self.unsaved += 1
             return
+        start = self._size
         try:
+            if self._placed and (changed := self._changed_on_disk(tail=False)):
+                raise _Changed(changed)
             if self._truncate_to is not None:
                 os.ftruncate(self._fd, self._truncate_to)
                 os.fsync(self._fd)
+                self._size = start = self._truncate_to
                 self._truncate_to = None
             view = memoryview(line)
             while view:
                 written = os.write(self._fd, view)
                 view = view[written:]
+            self._size = start + len(line)
             if kind in _DURABLE:
                 os.fsync(self._fd)
-                if self._placed:
-                    self._check_still_there()
+                if self._placed and (changed := self._changed_on_disk(tail=True)):
+                    raise _Changed(changed)
+        except _Changed as exc:
+            self._stop_writing(str(exc))
         except OSError as exc:
-            self.unsaved += 1
-            self._broken = SaveWriteError(
-                self.path,
-                f"the save could not be written ({exc.strerror or exc}); the story goes on in memory, unsaved",
-            )
-            raise self._broken from None
+            self._cut_back(start)
+            self._stop_writing(f"the save could not be written ({exc.strerror or exc})")
 
-    def _check_still_there(self) -> None:
-        """A save deleted or replaced while the game runs still takes writes (into a file no one can
-        open): notice, so the player is told instead of losing every turn from here on."""
+    def _stop_writing(self, why: str) -> None:
+        """From now on the story is kept in memory only; raise the one `SaveWriteError` that says why."""
+        self.unsaved += 1
+        self._broken = SaveWriteError(self.path, f"{why}; the story goes on in memory, unsaved")
+        raise self._broken from None
+
+    def _cut_back(self, size: int) -> None:
+        """A write that failed part way (a full disk) leaves a torn line: cut it off, so the save
+        stays exactly the records that were written (shrinking a file needs no free space)."""
+        assert self._fd is not None
+        with contextlib.suppress(OSError):
+            if os.fstat(self._fd).st_size > size and not self._changed_on_disk(tail=False, size=False):
+                os.ftruncate(self._fd, size)
+        self._size = size
+
+    def check(self) -> SaveWriteError | None:
+        """Whether the save on disk is still every record this journal wrote (call before saying it is saved).
+
+        A save deleted, replaced, cut short or overwritten while the game ran takes no more of
+        the story; it is then `broken`, as after a failed write, and `save_as` can write it
+        whole elsewhere. Returns why it stopped being written, or None.
+        """
+        if self._broken is None and self._fd is not None and self._placed:
+            try:
+                changed = self._changed_on_disk(tail=True)
+            except OSError as exc:
+                changed = f"the save could not be checked ({exc.strerror or exc})"
+            if changed:
+                self._broken = SaveWriteError(self.path, f"{changed}; the story so far is only in memory")
+        return self._broken
+
+    def _changed_on_disk(self, *, tail: bool, size: bool = True) -> str | None:
+        """Why the file at `path` is no longer the save this journal wrote, or None.
+
+        A save deleted or replaced still takes writes (into a file no one can open), and one cut
+        short or overwritten in place takes them after whatever is there now: either way every
+        later turn would be lost from the file, so the player must be told. `tail` also reads
+        back the first and the last record (after each durable record and before saying "saved").
+        """
         assert self._fd is not None
         mine = os.fstat(self._fd)
         try:
@@ -324,7 +358,18 @@ class Journal:
         except FileNotFoundError:
             there = None
         if mine.st_nlink == 0 or there is None or (there.st_dev, there.st_ino) != (mine.st_dev, mine.st_ino):
-            raise OSError(errno.ENOENT, "the save file was deleted or replaced while the game was running")
+            return "the save file was deleted or replaced while the game was running"
+        cut = "the save file was cut short or overwritten while the game was running"
+        if size and mine.st_size != self._size:
+            return f"{cut} ({mine.st_size} bytes where the game had written {self._size})"
+        if tail and self._truncate_to is None and self._lines:
+            first, last = self._lines[0], self._lines[-1]
+            if (
+                os.pread(self._fd, len(first), 0) != first
+                or os.pread(self._fd, len(last), self._size - len(last)) != last
+            ):
+                return cut
+        return None
 
     @property
     def broken(self) -> SaveWriteError | None:
@@ -351,6 +396,7 @@ class Journal:
         fd = _place_new_save(path, write_chain, "a file is already there; choose another path")
         old_fd, old_path = self._fd, self.path
         self._fd, self.path, self._broken, self.unsaved, self._truncate_to = fd, path, None, 0, None
+        self._size = sum(len(line) for line in self._lines)
         with contextlib.suppress(OSError):
             _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
         if old_fd is not None:
@@ -371,6 +417,10 @@ class Journal:
         os.close(fd)
 
 
+class _Changed(Exception):
+    """The save on disk is no longer what this journal wrote (see `Journal._changed_on_disk`)."""
+
+
 def _place_new_save(path: Path, write: Callable[[int], None], exists: str) -> int:
     """Write a new save under a temporary name, locked, then link it into place; return its open fd.
 
@@ -383,7 +433,7 @@ def _place_new_save(path: Path, write: Callable[[int], None], exists: str) -> in
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
     except OSError as exc:
         raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
     try:

@@ -220,3 +220,160 @@ async def test_the_app_saves_elsewhere_when_the_disk_fills_and_says_where(tmp_pa
     assert journal.path.parent != tmp_path / "disk" and journal.broken is None
     assert commits(journal.path) == 3 and verify_save(journal.path).sound
     tally("disk faults: the app's save fills up")
+
+
+def no_usable_temp_folder(monkeypatch) -> None:
+    """What a full disk does to `tempfile.gettempdir`: no candidate takes its test file."""
+
+    def refuse() -> str:
+        raise FileNotFoundError(errno.ENOENT, "No usable temporary directory found in ['/tmp']")
+
+    monkeypatch.setattr(tempfile, "gettempdir", refuse)
+
+
+def test_headless_play_goes_on_in_memory_when_neither_the_disk_nor_a_temp_folder_takes_the_save(
+    tmp_path, monkeypatch, capsys
+):
+    commands = tmp_path / "c.txt"
+    commands.write_text("\n".join(COMMANDS) + "\n", encoding="utf-8")
+    fail_disk(monkeypatch, str(tmp_path / "nothing-matches"), errno.ENOSPC, after=8, everywhere=True)
+    no_usable_temp_folder(monkeypatch)
+    exit_code = main(["play", "--headless", "--commands", str(commands), "--save", str(tmp_path / "g.jsonl")])
+    captured = capsys.readouterr()
+    assert exit_code == 1
+    assert captured.out.count("\n> ") == len(COMMANDS)  # play went on to the end
+    assert "play goes on in memory" in captured.err
+    assert "could not be saved anywhere" in captured.err
+    assert "Traceback" not in captured.err and "[Errno" not in captured.err
+    tally("disk faults: no place takes the save (no temp folder either)")
+
+
+async def test_an_undo_that_no_place_saves_keeps_the_app_running_and_quitting_says_what_was_lost(tmp_path, monkeypatch):
+    from storyloom.tui.app import StoryloomApp
+    from storyloom.tui.cli.ui import AppSaveNotes
+    from storyloom.tui.testing.pilot import until
+
+    pack = load_pack("lighthouse")
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
+    err = io.StringIO()
+    play = PlaySession.around(session, journal, err=err)
+    app = StoryloomApp(session, on_event=play.record, blink=False)
+    play.notes = AppSaveNotes(app)
+    notes: list[tuple[str, str]] = []
+    original_notify = app.notify
+    monkeypatch.setattr(
+        app,
+        "notify",
+        lambda message, **kw: (notes.append((kw.get("title", ""), message)), original_notify(message, **kw)),
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press(*"look", "enter")
+        await until(pilot, lambda: not session.busy and len(session.history) == 1)
+        fail_disk(monkeypatch, str(tmp_path / "nothing-matches"), errno.ENOSPC, everywhere=True)
+        no_usable_temp_folder(monkeypatch)
+        await pilot.press("ctrl+z")  # the first write that fails is the undo's
+        await pilot.pause()
+        assert len(session.history) == 0  # the undo stands, in memory
+        await pilot.press(*"take rope", "enter")
+        await until(pilot, lambda: not session.busy and len(session.history) == 1)
+    assert app.return_code in (None, 0)
+    assert any(title == "Could not save" for title, _ in notes)
+    assert play.close() is False
+    assert "record(s) of this session could not be saved anywhere" in err.getvalue()
+    assert commits(tmp_path / "game.jsonl") == 1 and verify_save(tmp_path / "game.jsonl").sound
+
+
+async def _play_then(tmp_path, damage_at: int | None, damage, *, at_end=None) -> tuple[PlaySession, int, str]:
+    """Play COMMANDS headless into tmp_path/game.jsonl, damaging the file before command `damage_at`
+    (or after the last one, with `at_end`), then close the save as quitting does."""
+    pack = load_pack("lighthouse")
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
+    out, err = io.StringIO(), io.StringIO()
+    play = PlaySession.around(session, journal, err=err)
+
+    def lines():
+        for number, command in enumerate(COMMANDS):
+            if number == damage_at:
+                damage(tmp_path / "game.jsonl")
+            yield command
+
+    with journal:
+        code = await play_commands(session, lines(), on_event=recorder(play), out=out, err=err)
+        if at_end is not None:
+            at_end(tmp_path / "game.jsonl")
+        code = finish(play, code)
+    return play, code, err.getvalue()
+
+
+async def test_a_save_deleted_after_the_last_turn_is_noticed_at_quit_and_written_whole_elsewhere(tmp_path):
+    play, code, err = await _play_then(tmp_path, None, None, at_end=Path.unlink)
+    assert code == 0
+    assert "deleted or replaced while the game was running" in err
+    assert play.journal is not None and play.journal.path != tmp_path / "game.jsonl"
+    assert f"saved to {play.journal.path} instead" in err
+    assert commits(play.journal.path) == len(COMMANDS) and verify_save(play.journal.path).sound
+    tally("disk faults: save deleted after the last turn")
+
+
+def _truncate(path: Path) -> None:
+    os.truncate(path, path.stat().st_size // 2)
+
+
+def _overwrite_in_place(path: Path) -> None:
+    size = path.stat().st_size
+    with path.open("r+b") as f:  # same file, same size, other bytes
+        f.write(b"#" * size)
+
+
+@pytest.mark.parametrize("damage", [_truncate, _overwrite_in_place])
+async def test_a_save_cut_short_or_overwritten_in_place_mid_game_is_noticed_and_rescued(tmp_path, damage):
+    play, code, err = await _play_then(tmp_path, 3, damage)
+    assert code == 0
+    assert "cut short or overwritten while the game was running" in err
+    assert play.journal is not None and play.journal.path != tmp_path / "game.jsonl"
+    assert commits(play.journal.path) == len(COMMANDS) and verify_save(play.journal.path).sound
+    tally("disk faults: save cut short or overwritten in place mid-game")
+
+
+@pytest.mark.parametrize("damage", [_truncate, _overwrite_in_place])
+async def test_a_save_cut_short_or_overwritten_after_the_last_turn_is_noticed_before_saying_saved(tmp_path, damage):
+    play, code, err = await _play_then(tmp_path, None, None, at_end=damage)
+    assert code == 0
+    assert "cut short or overwritten while the game was running" in err
+    assert play.journal is not None and play.journal.path != tmp_path / "game.jsonl"
+    assert commits(play.journal.path) == len(COMMANDS) and verify_save(play.journal.path).sound
+    tally("disk faults: save cut short or overwritten in place before quitting")
+
+
+def test_a_rescue_in_the_temp_folder_is_listed_found_as_latest_and_continued_instead_of_its_original(
+    tmp_path, monkeypatch, capsys
+):
+    commands = tmp_path / "c.txt"
+    commands.write_text("\n".join(COMMANDS[:4]) + "\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as disk:
+        fail_disk(disk, str(saves_dir()), errno.ENOSPC, after=6)  # the saves folder fills up
+        assert main(["play", "--headless", "--commands", str(commands)]) == 0
+    original = next(p for p in saves_dir().iterdir() if p.name.endswith(".jsonl"))
+    rescue = next((tmp_path / "tmp").glob("*-rescued.jsonl"))
+    assert commits(rescue) == 4 and commits(original) < 4
+    os.utime(original)  # even when the stale original looks newer (touched, copied back)
+    capsys.readouterr()
+
+    assert main(["saves"]) == 0
+    listing = capsys.readouterr().out
+    assert str(rescue) in listing
+    assert f"superseded: it stopped taking writes and goes on in {rescue}" in listing
+
+    commands.write_text("west\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands), "--resume", "latest"]) == 0
+    assert f"resuming {rescue}" in capsys.readouterr().err
+    assert commits(rescue) == 5
+
+    before = original.read_bytes()
+    assert main(["play", "--headless", "--commands", str(commands), "--resume", str(original)]) == 0
+    err = capsys.readouterr().err
+    assert f"its story was rescued to {rescue}" in err and f"resuming {rescue}" in err
+    assert commits(rescue) == 6 and original.read_bytes() == before  # no fork
+    assert "cut off" not in err  # the failed write left no torn line behind
+    assert verify_save(original).sound and verify_save(rescue).sound
+    tally("disk faults: a rescue found by saves, latest and resume")

@@ -10,7 +10,9 @@ Default suite: a few hundred inputs per kind; `-m slow`: thousands.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -239,3 +241,69 @@ def test_thousands_of_damaged_saves(base, folder, request, capsys):
         tally("bad files: damaged saves")
 
     fuzz()
+
+
+@pytest.fixture
+def odd_files(tmp_path):
+    """A named pipe no one writes to (every read waits forever) and an endless device."""
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    return {"a named pipe (FIFO)": fifo, "a character device": Path("/dev/zero")}
+
+
+@contextlib.contextmanager
+def _within(seconds: int):
+    """A hang becomes a failure (SIGALRM interrupts a blocked open or read) instead of a stuck suite."""
+
+    def timed_out(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, timed_out)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_pipe_or_a_device_given_as_a_save_a_story_or_the_config_is_refused_at_once(
+    tmp_path, monkeypatch, capsys, odd_files
+):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    for kind, odd in odd_files.items():
+        for words in (
+            ["verify", str(odd)],
+            ["export", str(odd)],
+            ["export", str(odd), "--format", "json"],
+            ["replay", "--headless", str(odd)],
+            ["play", "--headless", "--commands", str(commands), "--resume", str(odd)],
+            ["check-story", str(odd)],
+            ["play", "--headless", "--commands", str(commands), "--story", str(odd)],
+        ):
+            with _within(10):
+                code = main(words)
+            captured = capsys.readouterr()
+            assert code == 2, (words, captured)
+            assert f"this is {kind}, not a regular file" in captured.out + captured.err, words
+            assert "Traceback" not in captured.err
+            tally("bad files: a pipe or a device as a save or a story")
+    config = tmp_path / "config" / "storyloom" / "config.toml"
+    config.parent.mkdir(parents=True)
+    os.mkfifo(config)
+    for words in (["config"], ["play", "--headless", "--commands", str(commands)]):
+        with _within(10):
+            assert main(words) == 2
+        captured = capsys.readouterr()
+        assert "this is a named pipe (FIFO), not a regular file" in captured.out + captured.err
+    tally("bad files: a pipe as the config file", 2)
+
+
+def test_a_story_pack_nested_too_deeply_is_a_problem_not_a_traceback(tmp_path, capsys):
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 3000 + "]" * 3000 + "\n", encoding="utf-8")
+    assert main(["check-story", str(deep)]) == 2
+    assert "nested too deeply" in capsys.readouterr().err

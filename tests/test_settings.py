@@ -231,5 +231,77 @@ def test_an_unknown_theme_in_the_settings_is_a_clear_error_before_any_frame(tmp_
     config_path().write_text('theme = "no-such-theme"\n', encoding="utf-8")
     assert main(["play"]) == 2
     err = capsys.readouterr().err
-    assert "theme 'no-such-theme'" in err and str(config_path()) in err and "nord" in err
+    assert "no-such-theme" in err and "nord" in err  # what is wrong, and what would do
     assert "Traceback" not in err
+
+
+DEEP = "deep = " + "[" * 3000 + "]" * 3000 + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('theme = "no-such-theme"\n', ["theme must be one of Textual's themes", "no-such-theme"]),
+        ("pace = inf\n", ["pace must be a number from 0 to 1", "inf"]),
+        ("pace = 1e300\n", ["pace must be a number from 0 to 1"]),
+        ("pace = nan\n", ["pace must be a number from 0 to 1"]),
+        (DEEP, ["nested too deeply"]),
+    ],
+)
+def test_a_value_that_would_crash_or_hang_the_game_is_refused_the_same_way_by_config_and_play(
+    tmp_path, monkeypatch, capsys, text, words
+):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text(text, encoding="utf-8")
+    with pytest.raises(SettingsError):
+        load_settings(None)  # the one check every command goes through, the app's start too
+    assert main(["config"]) == 2
+    reported = capsys.readouterr().out
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands)]) == 2
+    refused = capsys.readouterr()
+    for word in words:
+        assert word in reported and word in refused.err
+    assert "Traceback" not in refused.err and refused.out == ""
+
+
+def test_the_environment_and_flags_are_held_to_the_same_bounds(tmp_path, monkeypatch):
+    monkeypatch.setenv("STORYLOOM_PACE", "inf")
+    with pytest.raises(SettingsError, match="the environment: pace"):
+        load_settings(None, path=tmp_path / "none.toml")
+    monkeypatch.delenv("STORYLOOM_PACE")
+    monkeypatch.setenv("STORYLOOM_THEME", "nope")
+    with pytest.raises(SettingsError, match="theme"):
+        load_settings(None, path=tmp_path / "none.toml")
+    monkeypatch.delenv("STORYLOOM_THEME")
+    with pytest.raises(SettingsError, match="pace"):
+        load_settings(flags("--pace", "1e300"), path=tmp_path / "none.toml")
+
+
+def test_headless_play_ignores_the_config_files_pace_unless_pace_is_given_on_the_command_line(
+    tmp_path, monkeypatch, capsys
+):
+    from storyloom.engine.narrators import offline
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text("pace = 0.5\n", encoding="utf-8")
+    paces: list[float] = []
+    built = offline.OfflineNarrator.__init__
+
+    def spy(self, *args, **kwargs):
+        paces.append(kwargs.get("pace", 0.0))
+        kwargs["pace"] = 0.0  # whatever was asked, this test does not wait
+        built(self, *args, **kwargs)
+
+    monkeypatch.setattr(offline.OfflineNarrator, "__init__", spy)
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands)]) == 0
+    assert main(["play", "--headless", "--commands", str(commands), "--pace", "0.25"]) == 0
+    assert paces == [0.0, 0.25]
+    capsys.readouterr()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -55,6 +56,8 @@ class StoryloomApp(App[int]):
         list_saves: the saves the palette's "Open save" offers (absent: not offered).
         open_save: continues a save as a ready session (raises with a message the player can act on).
         remember_theme: keeps the theme the player picks in the palette for the next start (the settings file).
+        quit_on: signals that end the app as ctrl+q does (the real app: SIGTERM, SIGHUP), so the
+            terminal is restored and the save closed instead of the process dying mid-screen.
     """
 
     CSS_PATH = "app.tcss"
@@ -75,9 +78,11 @@ class StoryloomApp(App[int]):
         list_saves: Callable[[], list[Path]] | None = None,
         open_save: Callable[[Path], Session] | None = None,
         remember_theme: Callable[[str], None] | None = None,
+        quit_on: Iterable[int] = (),
     ) -> None:
         super().__init__()
         self._remember_theme = remember_theme
+        self._quit_on = tuple(quit_on)
         self._opening = session if isinstance(session, Opening) else None
         self.session: Session | None = None if isinstance(session, Opening) else session
         """The story being played; None until an `Opening` has loaded."""
@@ -120,6 +125,9 @@ class StoryloomApp(App[int]):
     def on_mount(self) -> None:
         if self._remember_theme is not None:
             self.theme_changed_signal.subscribe(self, self._theme_chosen)
+        loop = asyncio.get_running_loop()
+        for signum in self._quit_on:
+            loop.add_signal_handler(signum, self.exit)
         if self._opening is not None:
             self.call_after_refresh(self.run_worker, self._load_opening, thread=True, group="opening")
 

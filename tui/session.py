@@ -246,7 +246,9 @@ class PlaySession:
         journal = self.journal
         if journal is None:  # never opened (or quit before it loaded)
             return True
-        saved = journal.broken is None or self.rescue()
+        was_broken = journal.broken
+        found = journal.check()  # deleted, replaced or overwritten since the last record: not saved
+        saved = found is None or self.rescue(None if was_broken else found)
         if not saved:
             print(
                 f"storyloom: {journal.unsaved} record(s) of this session could not be saved anywhere "

@@ -10,8 +10,8 @@ narrator = "openai"            # offline | anthropic | openai
 model = "llama3.1"             # top-level model/base_url/output belong to the narrator named here
 base_url = "http://127.0.0.1:11434/v1"
 budget = 2                     # corrections per turn
-pace = 0.03                    # offline narrator: seconds per streamed chunk in the UI
-theme = "textual-dark"
+pace = 0.03                    # offline narrator: seconds per streamed chunk in the UI (0 to 1)
+theme = "textual-dark"         # one of Textual's built-in themes
 
 [anthropic]                    # used whenever the narrator is anthropic
 model = "claude-sonnet-5-5"
@@ -22,12 +22,17 @@ output = "json"                # tools | json
 
 API keys are never read from or written to the file: they come from
 `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` only, and are never shown.
+
+Every value, from any layer, is checked here (`_check`) before anything uses it, so a value
+that would crash or hang the game is refused with a message naming it and exit code 2, and
+`storyloom config` reports the same problems.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import tomllib
@@ -45,6 +50,11 @@ from storyloom.saves.choices import SessionChoices
 DEFAULT_STORY = "lighthouse"
 UI_PACE = 0.03
 """Seconds between streamed chunks of the offline narrator in the UI (a human reading pace)."""
+PACE_MAX = 1.0
+"""The slowest pace allowed: a second a chunk is already a turn of a minute or more."""
+DEFAULT_THEME = "textual-dark"
+CONFIG_MAX_BYTES = 1 << 20
+"""A config file is a few lines; anything larger is not one (and is not read whole)."""
 NARRATORS = ("offline", "anthropic", "openai")
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 BASE_URL_VARS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
@@ -63,7 +73,7 @@ class Settings:
     base_url: str | None = None
     budget: int = DEFAULT_BUDGET
     pace: float | None = None
-    theme: str = "textual-dark"
+    theme: str = DEFAULT_THEME
     output: str = "tools"
     max_tokens: int = 1024
     thinking: bool = False
@@ -174,12 +184,22 @@ def resolve_settings(
 
 
 def _read_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
+    from storyloom.engine.files import NotARegularFile, read_regular_file
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        blob = read_regular_file(path, CONFIG_MAX_BYTES)
+    except FileNotFoundError:
+        return {}
+    except (NotARegularFile, IsADirectoryError) as exc:
+        raise SettingsError(f"{path}: the config file must be a regular file: {exc.strerror}") from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read the config file: {exc}") from None
+    except RecursionError:
+        raise SettingsError(f"{path}: cannot read the config file: its values are nested too deeply") from None
     for table, keys in (("", data), *((name, data[name]) for name in KEY_VARS if name in data)):
         if not isinstance(keys, dict):
             raise SettingsError(f"{path}: [{table}] must be a table of settings")
@@ -242,8 +262,9 @@ def _check(key: str, value: Any, source: str) -> Any:
         return number
     if key in ("pace", "faults"):
         number = _parse(value, float)
-        if number is None or isinstance(number, bool) or number < 0:
-            raise bad("a number, 0 or more")
+        highest = PACE_MAX if key == "pace" else 1.0
+        if number is None or isinstance(number, bool) or not 0 <= number <= highest or not math.isfinite(number):
+            raise bad(f"a number from 0 to {highest:g}" + (" (seconds per streamed chunk)" if key == "pace" else ""))
         return float(number)
     if key == "thinking":
         if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
@@ -259,7 +280,16 @@ def _check(key: str, value: Any, source: str) -> Any:
         raise bad("tools or json")
     if key == "base_url" and urlsplit(value).scheme not in ("http", "https"):
         raise bad("an http:// or https:// address")
+    if key == "theme" and value != DEFAULT_THEME and value not in _themes():
+        raise bad(f"one of Textual's themes ({', '.join(sorted(_themes()))})")
     return value
+
+
+def _themes() -> set[str]:
+    """The themes the app can use (Textual is loaded only when a theme other than the default is set)."""
+    from textual.theme import BUILTIN_THEMES
+
+    return set(BUILTIN_THEMES)
 
 
 def _parse(value: Any, kind: type) -> Any:

@@ -18,8 +18,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import IO, TextIO
 
 from storyloom.engine.events import Event, StoryEnded, TurnFailed
@@ -34,6 +36,14 @@ from storyloom.tui.settings import SettingsError, load_settings
 
 EventHook = Callable[[Event], None]
 """Called with every event before it is shown (the events file, the save journal)."""
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: stop where play is, close the save (its lock goes) and say where it is."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated(signal.Signals(signum).name)
 
 
 class _Stop(Exception):
@@ -55,6 +65,8 @@ def run_headless(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"storyloom: {safe_text(str(exc))}", file=err)
         return EXIT_USAGE
+    if getattr(args, "pace", None) is None:  # the config file's pace is for reading in the UI: headless play is instant
+        settings = replace(settings, pace=None)
     commands = _open_commands(args.commands, err)
     if commands is None:
         return EXIT_USAGE
@@ -79,6 +91,7 @@ def run_headless(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     if play.journal.broken is not None:  # a resumed save that no longer takes writes
         play.rescue(play.journal.broken)
+    before = {signum: signal.signal(signum, _terminate) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         print_intro(play.pack, sys.stdout)
         hook = _both(recorder(play), _event_writer(events_file) if events_file else None)
@@ -89,7 +102,14 @@ def run_headless(args: argparse.Namespace) -> int:
     except (OSError, SaveError) as exc:
         print(f"storyloom: {safe_text(str(exc))}", file=err)
         return EXIT_FAILURE
+    except _Terminated as stopped:
+        saved = play.close()
+        where = f"the story so far is saved to {safe_text(str(play.journal.path))}" if saved else "see above"
+        print(f"storyloom: stopped by {stopped}; {where}", file=err)
+        return EXIT_FAILURE
     finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
         play.journal.close()
         if events_file is not None:
             events_file.close()

@@ -18,7 +18,7 @@ from storyloom.engine.events import AlternativeStarted, TurnCommitted, TurnStart
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveUnreadable
 from storyloom.saves.format import Save
-from storyloom.saves.locations import list_saves, resolve_save, saves_dir
+from storyloom.saves.locations import list_saves, rescue_of, resolve_save, saves_dir
 from storyloom.saves.reader import load_save
 from storyloom.saves.verify import open_pack, verify_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -47,19 +47,24 @@ def saves(args: argparse.Namespace) -> int:
     print(f"Saves in {folder} (newest first):")
     rows = [("SAVE", "STORY", "TURNS", "LAST PLAYED", "SIZE")]
     for path in found:
-        rows.append(_row(path))
+        rows.append(_row(path, folder, rescue_of(path, found)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)).rstrip())
     return EXIT_OK
 
 
-def _row(path: Path) -> tuple[str, str, str, str, str]:
+def _row(path: Path, folder: Path, rescue: Path | None) -> tuple[str, str, str, str, str]:
+    """One save's line; a save that a rescue continues says so (resuming it goes on in the rescue)."""
+    name = safe_text(path.name if path.parent == folder else str(path))
     size = _size(path.stat().st_size)
+    if rescue is not None:
+        where = rescue.name if rescue.parent == folder else str(rescue)
+        size += f"  superseded: it stopped taking writes and goes on in {safe_text(where)}"
     try:
         save = load_save(path)
     except SaveError as exc:
-        return (safe_text(path.name), "(damaged)", "-", "-", f"{size}  {safe_text(exc.reason)}")
+        return (name, "(damaged)", "-", "-", f"{size}  {safe_text(exc.reason)}")
     turns, another_version = 0, False
     for _, event in save.events:
         if isinstance(event, TurnStarted | AlternativeStarted):
@@ -69,7 +74,7 @@ def _row(path: Path) -> tuple[str, str, str, str, str]:
     when = save.last_time.replace("T", " ")[:16] + " UTC" if save.last_time else "-"
     title = safe_text(save.header.story_title)
     story = safe_text(save.header.story_id) + (f" ({title})" if title else "")
-    return (safe_text(path.name), story, str(turns), when, size)
+    return (name, story, str(turns), when, size)
 
 
 def _size(n: int) -> str:
@@ -130,6 +135,12 @@ def replay(args: argparse.Namespace) -> int:
     printer = EventPrinter(sys.stdout, sys.stderr, live=True)
     result = asyncio.run(Replayer(plan).run(printer))
     printer.end()
+    for turn in result.went_on_after:
+        print(
+            f"storyloom: note: turn {turn} was in flight when the game stopped (never committed); "
+            f"the save goes on after it",
+            file=sys.stderr,
+        )
     if result.interrupted is not None:
         print(
             f"storyloom: note: the save stops while turn {result.interrupted} was in flight (never committed)",

@@ -8,6 +8,7 @@ methods are the app's hooks.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from storyloom.engine.safety import safe_text
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.session import PlaySession, SaveNotes
-from storyloom.tui.settings import SettingsError, config_path, load_settings, save_theme
+from storyloom.tui.settings import SettingsError, load_settings, save_theme
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -54,17 +55,6 @@ class AppSaveNotes(SaveNotes):
             )
 
 
-def _check_theme(theme: str) -> None:
-    """A theme Textual does not have is the settings' mistake, said before any frame (not a traceback)."""
-    from textual.theme import BUILTIN_THEMES
-
-    if theme not in BUILTIN_THEMES:
-        raise SettingsError(
-            f"theme {theme!r} is not a theme storyloom has (set in {config_path()} or STORYLOOM_THEME); "
-            f"known: {', '.join(sorted(BUILTIN_THEMES))}"
-        )
-
-
 def run_app(args: argparse.Namespace) -> int:
     """`storyloom` / `storyloom play`: load the story, narrator and save, then run the UI.
 
@@ -85,7 +75,6 @@ def run_app(args: argparse.Namespace) -> int:
 
     try:
         settings = load_settings(args)
-        _check_theme(settings.theme)
     except SettingsError as exc:
         print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
@@ -123,21 +112,31 @@ def run_app(args: argparse.Namespace) -> int:
         list_saves=play.other_saves,
         open_save=play.switch_to,
         remember_theme=save_theme,
+        quit_on=(signal.SIGTERM, signal.SIGHUP),
     )
     play.notes = AppSaveNotes(app)
     try:
         result = app.run()
     finally:
+        play.notes = SaveNotes(sys.stderr)  # the screen is gone: what happens to the save now is printed
         saved = play.close()
     if app.failure:
-        print(f"storyloom: {safe_text(app.failure)}", file=sys.stderr)
+        _say(app.failure)
         return EXIT_USAGE
     if play.journal is None:  # quit before the story had loaded
         return EXIT_OK
     if not saved:
         return EXIT_FAILURE
-    print(f"storyloom: saved to {safe_text(str(play.journal.path))}", file=sys.stderr)
+    _say(f"saved to {play.journal.path}")
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _say(text: str) -> None:
+    """The last word on stderr; after a hangup there is no terminal to print to, and the save is closed anyway."""
+    try:
+        print(f"storyloom: {safe_text(text)}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
@@ -151,7 +150,6 @@ def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
 
     try:
         theme: str | None = load_settings(args).theme
-        _check_theme(theme or "")
     except SettingsError:
         theme = None  # the replay needs no narrator settings; a bad config only costs the theme
     app = ReplayApp(Replayer(plan), theme=theme)

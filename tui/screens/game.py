@@ -240,9 +240,13 @@ class GameScreen(StoryScreen):
         else:
             undone = self.session.undo()
             if undone is not None and self._on_event is not None:
-                result = self._on_event(undone)
-                if inspect.isawaitable(result):
-                    self.run_worker(result)  # type: ignore[arg-type]
+                try:
+                    result = self._on_event(undone)
+                except Exception as exc:  # the undo stands in memory; the player is told it is not saved
+                    self._hook_failed(exc)
+                else:
+                    if inspect.isawaitable(result):
+                        self.run_worker(result)  # type: ignore[arg-type]
         if undone is None:
             self.notify("There is no committed turn to undo.")
             return
