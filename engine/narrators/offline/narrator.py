@@ -24,7 +24,7 @@ from typing import Any
 
 from storyloom.engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
 from storyloom.engine.narrators.offline import prose as say
-from storyloom.engine.narrators.offline.world import write_turn
+from storyloom.engine.narrators.offline.world import RoomsSeen, write_turn
 from storyloom.engine.packs import PLAYER, StoryPack
 from storyloom.engine.rules import names
 
@@ -110,6 +110,7 @@ class OfflineNarrator:
         self.fault_kinds = tuple(fault_kinds) if fault_kinds else FAULT_KINDS
         self.stubborn = stubborn
         self._starts: dict[int, int] = {}
+        self._seen = RoomsSeen(pack)
 
     async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
         """Stream the answer to one request: JSON deltas (or plain text), then `Finish`."""
@@ -134,7 +135,10 @@ class OfflineNarrator:
         """The whole answer to a request, decided without any waiting."""
         retry = max(0, self._starts.get(request.turn, 1) - 1)
         key = f"{self.seed}|{request.turn}|{retry}|{request.player_input}"
-        clean = write_turn(request.pack, request.state, request.history, request.player_input, Random(f"turn|{key}"))
+        seen = self._seen if request.pack is self.pack else None
+        clean = write_turn(
+            request.pack, request.state, request.history, request.player_input, Random(f"turn|{key}"), seen
+        )
         plan = self._plan(request, clean, retry, Random(f"plan|{key}"))
         rng = Random(f"attempt|{key}|{request.attempt}")
         if not request.is_correction:
