@@ -19,6 +19,7 @@ from storyloom.engine.events import (
     TurnUndone,
 )
 from storyloom.engine.lifecycle import PendingTurn
+from storyloom.engine.limits import command_too_long
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import judge_data
@@ -110,6 +111,7 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
             continue
         last_turn = max(last_turn, event.turn)
         if isinstance(event, TurnStarted):
+            _check_command(save, record.seq, record.line, event)
             inputs[event.turn] = event
             in_flight = event
         elif isinstance(event, TurnCommitted):
@@ -133,6 +135,20 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
         built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
     built.next_turn = last_turn + 1
     return built
+
+
+def _check_command(save: Save, seq: int, line: int, event: TurnStarted) -> None:
+    """A command over today's limit (an older storyloom let headless play take any line) is refused
+    here, once, rather than sent with every later request of a resumed story."""
+    problem = command_too_long(event.player_input)
+    if problem is not None:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: the command of turn {event.turn} is too long ({problem}); an older storyloom "
+            f"let it through, this one does not read the save past it",
+            line=line,
+            seq=seq,
+        )
 
 
 def _commit(

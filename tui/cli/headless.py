@@ -7,9 +7,10 @@ goes to stdout, made safe for a terminal; corrections and failures are reported
 on stderr so stdout stays a clean transcript (`EventPrinter`). This module must
 not import Textual.
 
-Exit codes (`storyloom.tui.cli.exits`): 0 every turn committed (or the story ended), 3 a turn
-failed after its correction budget (play stops there; the committed state stays
-valid), 2 bad arguments or input files, 1 anything else.
+Exit codes (`storyloom.tui.cli.exits`): 0 every line played (or the story ended), 3 a turn
+failed after its correction budget (play stops there, unless `--on-fail skip` or `retry`
+says otherwise; the committed state stays valid), 2 bad arguments or input files, 1
+anything else.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import IO, TextIO
 
 from storyloom.engine.events import Event, StoryEnded, TurnFailed
 from storyloom.engine.lifecycle import Session
+from storyloom.engine.limits import command_too_long
 from storyloom.engine.packs import PackError
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveWriteError
@@ -82,7 +84,11 @@ def run_headless(args: argparse.Namespace) -> int:
     try:
         print_intro(play.pack, sys.stdout)
         hook = _both(recorder(play), _event_writer(events_file) if events_file else None)
-        code = asyncio.run(play_commands(play.session, commands, on_event=hook, out=sys.stdout, err=err))
+        code = asyncio.run(
+            play_commands(
+                play.session, commands, on_event=hook, out=sys.stdout, err=err, on_fail=getattr(args, "on_fail", "stop")
+            )
+        )
         return finish(play, code)
     except BrokenPipeError:
         raise  # the reader of stdout left (`| head`): the command line stops quietly
@@ -164,6 +170,12 @@ def _event_writer(handle: IO[str]) -> EventHook:
     return write
 
 
+ON_FAIL = ("stop", "skip", "retry")
+"""What headless play does with a turn that failed after its budget (`--on-fail`); `stop` is the default."""
+RETRIES = 3
+"""How many times `--on-fail retry` plays a failed turn again (each with a fresh budget) before it stops."""
+
+
 async def play_commands(
     session: Session,
     commands: Iterable[str],
@@ -171,12 +183,16 @@ async def play_commands(
     on_event: EventHook | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    on_fail: str = "stop",
 ) -> int:
     """Play each command line through the session; return the exit code.
 
     Blank lines and lines starting with `#` are skipped; a line starting with `/`
-    is a meta-command (see `META_COMMANDS`). Play stops at the first turn that
-    fails after its budget (exit 3) or when the story reaches an ending (exit 0).
+    is a meta-command (see `META_COMMANDS`); a line over the command limit is refused
+    with a note and play goes on. Play ends when the story reaches an ending (exit 0).
+    A turn that fails after its budget stops play (exit 3) unless `on_fail` says
+    `skip` (go on with the next line) or `retry` (play it again, up to `RETRIES` times,
+    then stop); skipped turns are counted on `err` at the end.
 
     Args:
         session: the story being played.
@@ -184,31 +200,65 @@ async def play_commands(
         on_event: called with every event, before it is printed.
         out: where prose goes.
         err: where corrections, failures and notes go.
+        on_fail: one of `ON_FAIL`.
     """
     printer = EventPrinter(out, err)
-    for line in commands:
-        command = line.strip()
-        if not command or command.startswith("#"):
-            continue
-        if command.startswith("/"):
-            try:
+    skipped: list[int] = []
+    try:
+        for number, line in enumerate(commands, 1):
+            command = line.strip()
+            if not command or command.startswith("#"):
+                continue
+            if command.startswith("/"):
                 _meta(session, command, on_event, printer)
-            except _Stop as stop:
-                return stop.code
-            continue
-        print(f"\n> {safe_text(command)}\n", file=out)
-        failed = ended = False
-        async for event in session.play(command):
-            if on_event is not None:
-                on_event(event)
-            printer(event)
-            failed = failed or isinstance(event, TurnFailed)
-            ended = ended or isinstance(event, StoryEnded)
-        if failed:
-            return EXIT_TURN_FAILED
-        if ended:
-            return EXIT_OK
+                continue
+            problem = command_too_long(command)
+            if problem is not None:
+                print(f"storyloom: line {number}: {problem}; it is not played, play goes on", file=err)
+                continue
+            print(f"\n> {safe_text(command)}\n", file=out)
+            failed, ended = await _play_turn(session.play(command), on_event, printer)
+            retries = 0
+            while failed and on_fail == "retry" and retries < RETRIES:
+                retries += 1
+                print(f"storyloom: retrying turn {failed} ({retries} of {RETRIES})", file=err)
+                failed, ended = await _play_turn(session.retry(), on_event, printer)
+            if failed and on_fail == "skip":
+                skipped.append(failed)
+                print(f"storyloom: turn {failed} failed; going on with the next command (--on-fail skip)", file=err)
+            elif failed:
+                if on_fail == "retry":
+                    print(f"storyloom: turn {failed} still failed after {RETRIES} retries; play stops", file=err)
+                return EXIT_TURN_FAILED
+            if ended:
+                return EXIT_OK
+    except _Stop as stop:
+        return stop.code
+    finally:
+        if skipped:
+            print(f"storyloom: {len(skipped)} turn(s) failed and were skipped: {_turns(skipped)}", file=err)
     return EXIT_OK
+
+
+async def _play_turn(
+    events: AsyncIterator[Event], on_event: EventHook | None, printer: EventPrinter
+) -> tuple[int | None, bool]:
+    """Play one turn's events through; return the turn number if it failed, and whether the story ended."""
+    failed: int | None = None
+    ended = False
+    async for event in events:
+        if on_event is not None:
+            on_event(event)
+        printer(event)
+        if isinstance(event, TurnFailed):
+            failed = event.turn
+        ended = ended or isinstance(event, StoryEnded)
+    return failed, ended
+
+
+def _turns(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:20])
+    return shown + (f" and {len(numbers) - 20} more" if len(numbers) > 20 else "")
 
 
 def _undo(session: Session, on_event: EventHook | None, printer: EventPrinter) -> None:
