@@ -32,7 +32,7 @@ from storyloom.saves.verify import open_pack, rebuild
 
 _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
 """Recorded events after which a cancel lands in the engine at the same point (not mid-stream)."""
-_IGNORED_FIELDS = {"state", "partial", "interrupted"}
+_IGNORED_FIELDS = {"state", "partial", "interrupted", "tally"}
 _TERMINAL = {"turn_committed", "turn_failed", "turn_cancelled", "story_ended"}
 
 

@@ -25,7 +25,7 @@ from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import judge_data
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
-from storyloom.saves.format import Save, SaveHeader
+from storyloom.saves.format import TALLIED, TALLY, Record, Save, SaveHeader, Tally
 from storyloom.saves.reader import gc_paused, load_save
 
 
@@ -102,7 +102,10 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     inputs: dict[int, TurnStarted] = {}
     in_flight: TurnStarted | None = None
     last_turn = 0
+    tallied: Record | None = None
     for record in save.records:
+        if record.kind in TALLIED:
+            tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
             last_turn = max(last_turn, record.turn or 0)
             continue
@@ -134,7 +137,24 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
         built.interrupted = in_flight.turn
         built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
     built.next_turn = last_turn + 1
+    if tallied is not None:
+        _check_tally(save, built, tallied)
     return built
+
+
+def _check_tally(save: Save, built: Rebuilt, record: Record) -> None:
+    """The last tally written (what `storyloom saves` shows) counts what the save holds."""
+    written = record.data.get(TALLY)
+    if written is None:
+        return  # a save from before tallies
+    counted = Tally(built.commits, built.undos)
+    if Tally.from_json(written) != counted:
+        raise InvalidCommit(
+            save.path,
+            f"record {record.seq} counts {written!r} turns, but the save holds {counted.to_json()!r}",
+            line=record.line,
+            seq=record.seq,
+        )
 
 
 def _check_command(save: Save, seq: int, line: int, event: TurnStarted) -> None:

@@ -35,9 +35,12 @@ from storyloom.saves.format import (
     GENESIS,
     HEADER,
     RESUMED,
+    TALLIED,
+    TALLY,
     VERSION,
     Save,
     SaveHeader,
+    Tally,
     compact_attempt,
     record_hash,
     storyloom_version,
@@ -122,6 +125,8 @@ class Journal:
         self._partial: list[tuple[int, str]] = []
         self._cleared: list[tuple[int, str]] = []
         self._truncate_to: int | None = None
+        self._tally = Tally.of(record.kind for record in loaded.records) if loaded is not None else Tally()
+        """The story's counts so far, written into each outcome record (`storyloom saves` reads the last)."""
 
     @classmethod
     def create(cls, path: str | Path, header: SaveHeader) -> Journal:
@@ -268,6 +273,9 @@ class Journal:
         """
         if self._fd is None:
             raise SaveWriteError(self.path, "the save is closed")
+        self._tally = self._tally.after(kind)
+        if kind in TALLIED:
+            data = {**data, TALLY: self._tally.to_json()}
         record: dict[str, Any] = {
             "seq": self._seq + 1,
             "time": _now(),

@@ -178,3 +178,82 @@ async def test_the_input_line_says_so_when_a_command_reaches_the_limit():
         await pilot.press("l", "o", "o", "k")
         await pilot.pause()
         assert line.value == "look" and not line.border_subtitle
+
+
+# `storyloom saves` reads a header and a tail ---------------------------------------------------
+
+
+def _saves_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "data" / "storyloom" / "saves"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _played(tmp_path: Path, capsys, name: str, commands: list[str]) -> Path:
+    save = _saves_folder(tmp_path) / name
+    assert main(["play", "--headless", "--commands", _script(tmp_path, commands), "--save", str(save)]) == 0
+    capsys.readouterr()
+    return save
+
+
+def _listed(capsys) -> str:
+    assert main(["saves"]) == 0
+    return capsys.readouterr().out
+
+
+def test_saves_lists_a_save_from_its_header_and_tail_even_when_its_middle_is_unreadable(tmp_path, capsys):
+    save = _played(tmp_path, capsys, "long.jsonl", [CYCLE[i % len(CYCLE)] for i in range(60)] + ["/undo", "look"])
+    before = _listed(capsys)
+    row = next(line for line in before.splitlines() if line.startswith("long.jsonl"))
+    assert " 60 " in row, "60 commits, 1 undone, 1 more: 60 turns in the story"
+    lines = save.read_bytes().splitlines(keepends=True)
+    middle = sum(len(line) for line in lines[1:-8])
+    garbage = bytes(range(256)) * (middle // 256) + b"\xff" * (middle % 256)
+    save.write_bytes(lines[0] + garbage + b"".join(lines[-8:]))  # same size, the body past the tail is noise
+    after = _listed(capsys)
+    assert after == before, "the listing read nothing between the header and the last records"
+    assert main(["verify", str(save)]) == 1, "verify still reads it all"
+
+
+def test_saves_reads_a_bounded_part_of_a_large_save(tmp_path, capsys, monkeypatch):
+    import os as os_module
+
+    save = _played(tmp_path, capsys, "big.jsonl", [CYCLE[i % len(CYCLE)] for i in range(300)])
+    read: list[int] = []
+    real_pread, real_read = os_module.pread, os_module.read
+
+    def counting_pread(fd, n, offset):
+        read.append(n)
+        return real_pread(fd, n, offset)
+
+    def counting_read(fd, n):
+        read.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(os_module, "pread", counting_pread)
+    monkeypatch.setattr(os_module, "read", counting_read)
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("the listing read a whole save"))
+    out = _listed(capsys)
+    assert " 300 " in next(line for line in out.splitlines() if line.startswith("big.jsonl"))
+    assert sum(read) < save.stat().st_size / 4, f"read {sum(read)} of {save.stat().st_size} bytes"
+
+
+def test_saves_counts_an_older_save_without_a_tally_line_by_line(tmp_path, capsys):
+    import json
+
+    save = _played(tmp_path, capsys, "old.jsonl", ["look", "take rope", "/undo", "north", "south"])
+    records = [json.loads(line) for line in save.read_bytes().splitlines()]
+    for record in records:
+        record["data"].pop("tally", None)  # as the journal wrote it before tallies
+    from storyloom.engine.state import canonical_json
+    from storyloom.saves.format import GENESIS, record_hash
+
+    previous = GENESIS
+    for record in records:
+        record["prev"] = previous
+        record["hash"] = previous = record_hash(record)
+    save.write_text("".join(canonical_json(r) + "\n" for r in records), encoding="utf-8")
+    assert b"tally" not in save.read_bytes()
+    out = _listed(capsys)
+    assert " 3 " in next(line for line in out.splitlines() if line.startswith("old.jsonl"))
+    assert main(["verify", str(save)]) == 0
