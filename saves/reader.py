@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, cast, get_args, get_type_hints
 
@@ -241,10 +241,7 @@ def parse_save(path: Path, blob: bytes) -> Save:
     tail = lines.pop()  # after the last newline: b"" when the last write was whole
     good_size = len(blob) - len(tail)
     if tail:
-        warnings.append(
-            f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash while it "
-            f"was written and is ignored; nothing before it is affected"
-        )
+        warnings.append(_torn(len(tail), len(lines) + 1))
     if not lines:
         raise SaveUnreadable(
             path, "the file is empty: it is not a storyloom save (or its first record was never completely written)"
@@ -312,45 +309,136 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
     the first fault, so the two always agree (tests/test_journal.py checks it).
     """
     try:
-        header_raw = _parse_line(path, lines[0], 1)
-        header_data = _check_header(path, header_raw)
-        if (
-            header_data["version"] != VERSION
-            or header_raw["prev"] != GENESIS
-            or not _hashed_as_written(lines[0], header_raw)
-        ):
-            return None
-        header = _header(path, header_data)
-    except SaveError:
+        reading = _AsWritten(path, lines[0])
+        records = tuple(reading.record(line) for line in lines[1:])
+    except _NotAsWritten:
         return None
-    readers = _data_readers()
-    records: list[Record] = []
-    previous, previous_text = header_raw["hash"].encode(), header_raw["hash"]
-    for number, line in enumerate(lines[1:], 2):
+    return reading.header_raw, reading.header, records
+
+
+class _NotAsWritten(Exception):
+    """A line the reading as written does not accept: the careful reading must judge the save."""
+
+
+class _AsWritten:
+    """The reading as written, a line at a time (see `_read_as_written`): the header line first,
+    then each record's line in order; `record` raises `_NotAsWritten` at the first line it does
+    not accept exactly."""
+
+    def __init__(self, path: Path, header_line: bytes):
+        try:
+            self.header_raw = _parse_line(path, header_line, 1)
+            header_data = _check_header(path, self.header_raw)
+            if (
+                header_data["version"] != VERSION
+                or self.header_raw["prev"] != GENESIS
+                or not _hashed_as_written(header_line, self.header_raw)
+            ):
+                raise _NotAsWritten
+            self.header = _header(path, header_data)
+        except SaveError:
+            raise _NotAsWritten from None
+        self._readers = _data_readers()
+        self._previous, self._previous_text = self.header_raw["hash"].encode(), self.header_raw["hash"]
+        self.number = 1
+        """The line number of the last line read."""
+
+    def record(self, line: bytes) -> Record:
+        number = self.number + 1
         at = line.rfind(b',"hash":"')
         tail = _TAIL.fullmatch(line, at) if at > 8 else None
         if tail is None or not line.startswith(b'{"data":{') or line.count(b'"hash":') != 1:
-            return None
+            raise _NotAsWritten
         digest, kind, prev, seq, written_at = tail.groups()
-        if prev != previous or int(seq) != number - 1:
-            return None
+        if prev != self._previous or int(seq) != number - 1:
+            raise _NotAsWritten
         view = memoryview(line)
         hashed = hashlib.sha256(view[:at])
         hashed.update(b",")
         hashed.update(view[at + _MEMBER :])
         digest_text = hashed.hexdigest()
         if digest_text.encode() != digest:
-            return None
+            raise _NotAsWritten
         kind_name = kind.decode()
-        record = _record_as_written(line[8:at], kind_name, readers.get(kind_name))
-        if record is None:
-            return None
-        written, checked = record
-        records.append(
-            Record(number - 1, written_at.decode(), kind_name, previous_text, digest_text, number, written, checked)
+        read = _record_as_written(line[8:at], kind_name, self._readers.get(kind_name))
+        if read is None:
+            raise _NotAsWritten
+        written, checked = read
+        record = Record(
+            number - 1, written_at.decode(), kind_name, self._previous_text, digest_text, number, written, checked
         )
-        previous, previous_text = digest, digest_text
-    return header_raw, header, tuple(records)
+        self._previous, self._previous_text, self.number = digest, digest_text, number
+        return record
+
+
+class StreamedSave:
+    """A sound current-format save read a record at a time, for `storyloom verify` on a save of any
+    size: only the line being read is in memory, never the whole file or every record.
+
+    `open_stream` reads the header; iterate `records()` once. Any line the reading as written does
+    not accept raises `NotStreamable`: the caller reads the save whole (`load_save`), which names
+    the fault. After the records: `warnings` (a torn last line), `last_seq`, `count`.
+    """
+
+    BLOCK = 1024 * 1024
+
+    def __init__(self, path: Path, handle: Any, reading: _AsWritten):
+        self.path, self._handle, self._reading = path, handle, reading
+        self.header = reading.header
+        self.warnings: list[str] = []
+        self.count = 0
+        """Records after the header read so far."""
+
+    def records(self) -> Generator[Record, None, None]:
+        pending = b""
+        try:
+            while block := self._handle.read(self.BLOCK):
+                lines = (pending + block).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    try:
+                        yield self._reading.record(line)
+                    except _NotAsWritten:
+                        raise NotStreamable from None
+                    self.count += 1
+        finally:
+            self._handle.close()
+        if pending:
+            self.warnings.append(_torn(len(pending), self._reading.number + 1))
+
+
+class NotStreamable(Exception):
+    """The save is not one the streamed reading accepts exactly: read it whole instead."""
+
+
+def open_stream(path: str | Path) -> StreamedSave:
+    """Open a save to read it a record at a time (see `StreamedSave`).
+
+    Raises:
+        SaveUnreadable: it cannot be opened.
+        NotStreamable: its header is not read as written (another version, damage): read it whole.
+    """
+    path = Path(path)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed when its records are read
+    except OSError as exc:
+        raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
+    try:
+        first = handle.readline(HEADER_MAX_BYTES)
+        if not first.endswith(b"\n"):
+            raise NotStreamable
+        reading = _AsWritten(path, first[:-1])
+    except (OSError, _NotAsWritten):
+        handle.close()
+        raise NotStreamable from None
+    return StreamedSave(path, handle, reading)
+
+
+def _torn(size: int, line: int) -> str:
+    return (
+        f"the last line ({size} bytes, line {line}) was cut off by a crash while it "
+        f"was written and is ignored; nothing before it is affected"
+    )
 
 
 def _record_as_written(

@@ -8,6 +8,7 @@ recorded one. A save that fails either check is refused, never patched up.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from storyloom.engine.rules import judge_data
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
 from storyloom.saves.format import TALLIED, TALLY, Record, Save, SaveHeader, Tally
-from storyloom.saves.reader import gc_paused, load_save
+from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_stream
 
 
 @dataclass
@@ -98,12 +99,26 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
         InvalidCommit: the first commit that fails the rules, leads to another state
             hash, or an undo with nothing to undo (the record is named).
     """
+    return rebuild_records(save.path, save.records, pack)
+
+
+def rebuild_records(path: Path, records: Iterable[Record], pack: StoryPack, *, keep_history: bool = True) -> Rebuilt:
+    """`rebuild` over records as they are read (`storyloom verify` streams them).
+
+    Args:
+        keep_history: False for a check only (verify): the committed exchanges, which resume
+            gives the model, are not kept, so memory holds the state and what re-judging needs.
+    """
     built = Rebuilt(state=initial_state(pack))
+    save = _Where(path)
+    states: dict[str, WorldState] = {}
+    """Each distinct committed state once: the undo stack holds one per commit, and a story often
+    comes back to a state it was in (a long save's undo stack would otherwise hold thousands of copies)."""
     inputs: dict[int, TurnStarted] = {}
     in_flight: TurnStarted | None = None
     last_turn = 0
     tallied: Record | None = None
-    for record in save.records:
+    for record in records:
         if record.kind in TALLIED:
             tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
@@ -118,7 +133,7 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
             inputs[event.turn] = event
             in_flight = event
         elif isinstance(event, TurnCommitted):
-            _commit(save, pack, built, record.seq, record.line, event, inputs)
+            _commit(save, pack, built, record.seq, record.line, event, inputs, states, keep_history)
             in_flight = None
         elif isinstance(event, TurnUndone):
             _undo(save, built, record.seq, record.line, event)
@@ -142,7 +157,14 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     return built
 
 
-def _check_tally(save: Save, built: Rebuilt, record: Record) -> None:
+@dataclass(frozen=True)
+class _Where:
+    """The save being rebuilt, as its errors name it."""
+
+    path: Path
+
+
+def _check_tally(save: _Where, built: Rebuilt, record: Record) -> None:
     """The last tally written (what `storyloom saves` shows) counts what the save holds."""
     written = record.data.get(TALLY)
     if written is None:
@@ -157,7 +179,7 @@ def _check_tally(save: Save, built: Rebuilt, record: Record) -> None:
         )
 
 
-def _check_command(save: Save, seq: int, line: int, event: TurnStarted) -> None:
+def _check_command(save: _Where, seq: int, line: int, event: TurnStarted) -> None:
     """A command over today's limit (an older storyloom let headless play take any line) is refused
     here, once, rather than sent with every later request of a resumed story."""
     problem = command_too_long(event.player_input)
@@ -172,13 +194,15 @@ def _check_command(save: Save, seq: int, line: int, event: TurnStarted) -> None:
 
 
 def _commit(
-    save: Save,
+    save: _Where,
     pack: StoryPack,
     built: Rebuilt,
     seq: int,
     line: int,
     event: TurnCommitted,
     inputs: dict[int, TurnStarted],
+    states: dict[str, WorldState],
+    keep_history: bool,
 ) -> None:
     started = inputs.get(event.turn)
     if started is None:
@@ -211,14 +235,15 @@ def _commit(
             seq=seq,
         )
     built.undo_stack.append((built.state, len(built.history)))
-    built.state = verdict.after
-    built.history.append(Exchange(started.player_input, verdict.turn))
+    built.state = states.setdefault(recomputed, verdict.after)
+    if keep_history:
+        built.history.append(Exchange(started.player_input, verdict.turn))
     built.pending = None
     built.commits += 1
     built.ending = None
 
 
-def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
+def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
     if not built.undo_stack:
         raise InvalidCommit(
             save.path, f"record {seq} undoes a turn, but there is no committed turn to undo", line=line, seq=seq
@@ -249,8 +274,31 @@ class Report:
 
 @gc_paused()  # the loaded save is dropped before the collector is back: nothing left for it to scan
 def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
-    """Check a save end to end: chain, version, pack digest, every commit and every state hash."""
+    """Check a save end to end: chain, version, pack digest, every commit and every state hash.
+
+    A sound save is read a record at a time (`open_stream`) and checked as it is read, so memory
+    holds the state and what re-judging needs whatever the save's size. Anything else (damage, an
+    older format, a changed story) is read again whole (`load_save`), which names the first fault.
+    """
     path = Path(path)
+    try:
+        return _verify_streamed(path, pack)
+    except (NotStreamable, SaveError):
+        return _verify_whole(path, pack)
+
+
+def _verify_streamed(path: Path, pack: StoryPack | None) -> Report:
+    stream = open_stream(path)
+    records = stream.records()
+    try:
+        pack = open_pack(stream.header, path, pack)
+        built = rebuild_records(path, records, pack, keep_history=False)
+    finally:
+        records.close()
+    return _sound(path, stream.header, stream.count, tuple(stream.warnings), built)
+
+
+def _verify_whole(path: Path, pack: StoryPack | None) -> Report:
     lines: list[str] = [f"save: {path}"]
     try:
         save = load_save(path)
@@ -258,21 +306,29 @@ def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
         readable = not isinstance(exc, SaveUnreadable)
         lines.append(f"{'NOT SOUND' if readable else 'UNREADABLE'}: {_where(exc)}{exc.reason}")
         return Report(path, False, readable, tuple(lines))
-    for warning in save.warnings:
-        lines.append(f"warning: {warning}")
-    header = save.header
+    lines += _read_lines(save.header, len(save.records), save.warnings)
+    try:
+        pack = open_pack(save.header, path, pack)
+        lines.append("pack: digest matches")
+        built = rebuild_records(path, save.records, pack, keep_history=False)
+    except SaveError as exc:
+        lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
+        return Report(path, False, True, tuple(lines))
+    return _sound(path, save.header, len(save.records), save.warnings, built)
+
+
+def _read_lines(header: SaveHeader, records: int, warnings: tuple[str, ...]) -> list[str]:
+    lines = [f"warning: {warning}" for warning in warnings]
     lines.append(
         f"story: {header.story_id} ({header.story_title}), narrator {header.narrator}"
         f"{' / ' + header.model if header.model else ''}, format version {header.version}"
     )
-    lines.append(f"records: {len(save.records) + 1}, hash chain intact")
-    try:
-        pack = open_pack(header, path, pack)
-        lines.append("pack: digest matches")
-        built = rebuild(save, pack)
-    except SaveError as exc:
-        lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
-        return Report(path, False, True, tuple(lines))
+    lines.append(f"records: {records + 1}, hash chain intact")
+    return lines
+
+
+def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ...], built: Rebuilt) -> Report:
+    lines = [f"save: {path}", *_read_lines(header, records, warnings), "pack: digest matches"]
     lines.append(
         f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
         f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches"

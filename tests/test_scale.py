@@ -257,3 +257,28 @@ def test_saves_counts_an_older_save_without_a_tally_line_by_line(tmp_path, capsy
     out = _listed(capsys)
     assert " 3 " in next(line for line in out.splitlines() if line.startswith("old.jsonl"))
     assert main(["verify", str(save)]) == 0
+
+
+# verify streams ------------------------------------------------------------------------------
+
+
+def test_verify_reads_a_sound_save_a_record_at_a_time(tmp_path, capsys, monkeypatch):
+    import storyloom.saves.verify as verify_module
+
+    save = _played(tmp_path, capsys, "sound.jsonl", [CYCLE[i % len(CYCLE)] for i in range(40)] + ["/undo"])
+    with monkeypatch.context() as whole:
+        whole.setattr(verify_module, "load_save", lambda path: pytest.fail("verify read the sound save whole"))
+        whole.setattr(Path, "read_bytes", lambda self: pytest.fail("verify read the sound save whole"))
+        report = _verify(save, capsys)
+    assert "turns: 40 committed and re-validated (1 undone" in report and report.rstrip().endswith("sound")
+
+
+def test_verify_of_a_damaged_save_still_names_the_first_bad_record(tmp_path, capsys):
+    save = _played(tmp_path, capsys, "damaged.jsonl", [CYCLE[i % len(CYCLE)] for i in range(20)])
+    lines = save.read_bytes().splitlines(keepends=True)
+    lines[30] = lines[30].replace(b'{"data":{', b'{"data": {', 1)  # spelled otherwise, still sound
+    lines[40] = lines[40].replace(b'{"data":{', b'{"data":{"x":1,', 1)
+    save.write_bytes(b"".join(lines))
+    assert main(["verify", str(save)]) == 1
+    out = capsys.readouterr().out
+    assert "NOT SOUND: first bad record is 40 (line 41)" in out
