@@ -18,6 +18,7 @@ FIGURES: dict[int, str] = {
     5: "memory",
     6: "replay",
     7: "validation",
+    8: "scale",
 }
 """Figure number -> module name under `benchmarks`."""
 

@@ -44,7 +44,7 @@ from storyloom.engine.events import (
     TurnUndone,
     ValidationFailed,
 )
-from storyloom.engine.limits import DEFAULT_BUDGET
+from storyloom.engine.limits import DEFAULT_BUDGET, command_too_long
 from storyloom.engine.narration import (
     Exchange,
     Finish,
@@ -73,6 +73,11 @@ would otherwise cost some 50,000 tokens, more than a small local model's whole c
 PROSE_STREAM_MAX_CHARS = 32_000
 """Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
 T = TypeVar("T")
+
+
+class CommandTooLong(ValueError):
+    """A player command over `storyloom.engine.limits.COMMAND_MAX_CHARS`: it is not played (no turn
+    number is spent, nothing is recorded). The front ends refuse such a command first, with the same words."""
 
 
 class _Cancelled(Exception):
@@ -208,7 +213,14 @@ class Session:
         return self._cancel is not None
 
     def play(self, player_input: str) -> AsyncIterator[Event]:
-        """Play one player command as a new turn."""
+        """Play one player command as a new turn.
+
+        Raises:
+            CommandTooLong: the command is over the limit (see `storyloom.engine.limits.command_too_long`).
+        """
+        problem = command_too_long(player_input)
+        if problem is not None:
+            raise CommandTooLong(problem)
         turn = self.next_turn
         self.next_turn += 1
         return self._run(turn, player_input, retry=0)

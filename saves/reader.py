@@ -25,8 +25,9 @@ import functools
 import gc
 import hashlib
 import json
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, cast, get_args, get_type_hints
 
@@ -52,10 +53,13 @@ from storyloom.saves.format import (
     HEADER,
     RESUMED,
     SAME_RECORDS_SINCE,
+    TALLIED,
+    TALLY,
     VERSION,
     Record,
     Save,
     SaveHeader,
+    Tally,
     expand_attempt,
     migrate,
     record_hash,
@@ -80,6 +84,141 @@ def load_save(path: str | Path) -> Save:
     except OSError as exc:
         raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
     return parse_save(path, blob)
+
+
+HEADER_MAX_BYTES = 64 * 1024
+"""A header line is a few hundred bytes; `summarize_save` reads no further for it."""
+TAIL_MAX_BYTES = 8 * 1024 * 1024
+"""How far back from the end `summarize_save` looks for the last outcome record before it counts
+the turns line by line instead (only a save from before tallies were written needs that)."""
+_BLOCK = 64 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class SaveSummary:
+    """What a listing shows of a save, read from its header and its last records only.
+
+    Attributes:
+        header: its first record.
+        tally: the story's counts at its last outcome (None if they could not be read).
+        last_time: when its last whole record was written (the header's time for a save with no turn).
+        size: the file's size in bytes.
+        torn: the file ends in a line cut off by a crash (it is dropped when the save is read).
+    """
+
+    path: Path
+    header: SaveHeader
+    tally: Tally | None
+    last_time: str
+    size: int
+    torn: bool = False
+
+
+def summarize_save(path: str | Path) -> SaveSummary:
+    """Read what a listing shows of a save in about the same time whatever its size: the header line,
+    then whole lines back from the end until the last outcome record, which carries the story's
+    `Tally`. A save written before tallies existed is counted line by line from each line's tail,
+    in bounded memory. Nothing but the header and the last record is checked: `load_save` and
+    `storyloom verify` check the rest.
+
+    Raises:
+        SaveUnreadable: missing, unreadable, not a storyloom save.
+        UnsupportedVersion, CorruptRecord, TamperedRecord: the header or the last record is damaged.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, min(size, HEADER_MAX_BYTES), 0)
+        end_of_header = head.find(b"\n")
+        if end_of_header < 0:
+            raise SaveUnreadable(path, "the file does not start with a whole storyloom save header")
+        header_raw = _parse_line(path, head[:end_of_header], 1)
+        header = _header(path, _check_header(path, header_raw))
+        tail = _last_lines(fd, size, end_of_header + 1)
+        last: dict[str, Any] | None = None
+        tally: Tally | None = None
+        torn = False
+        for number, line in enumerate(tail):
+            if number == 0 and not line.endswith(b"\n"):
+                torn = bool(line)
+                continue
+            line = line.rstrip(b"\n")
+            if last is None:
+                last = _parse_line(path, line, 2)
+                if not _hashed_as_written(line, last) and record_hash(last) != last["hash"]:
+                    raise TamperedRecord(
+                        path, f"record {last['seq']} (the last) does not match its hash", seq=last["seq"]
+                    )
+            if line.startswith(_TALLIED_KINDS, line.rfind(b',"kind":"') + 1):
+                written = _parse_line(path, line, 2)["data"].get(TALLY)
+                tally = Tally.from_json(written) if written is not None else _count_turns(fd, end_of_header + 1, size)
+                break
+        else:
+            tally = Tally() if tail.reached_header else _count_turns(fd, end_of_header + 1, size)
+    except OSError as exc:
+        raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
+    finally:
+        os.close(fd)
+    when = str(last["time"]) if last is not None else str(header_raw["time"])
+    return SaveSummary(path, header, tally, when, size, torn)
+
+
+class _Tail:
+    """Lines of a file from its end backwards (each with its newline; the first may be a torn
+    last line without one), read a block at a time, never before `start` nor more than
+    `TAIL_MAX_BYTES`. `reached_header` says whether every line after the header was seen."""
+
+    def __init__(self, fd: int, size: int, start: int):
+        self.fd, self.size, self.start = fd, size, start
+        self.reached_header = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        position, pending = self.size, b""
+        while position > self.start and self.size - position < TAIL_MAX_BYTES:
+            begin = max(self.start, position - _BLOCK)
+            pending = os.pread(self.fd, position - begin, begin) + pending
+            position = begin
+            if position > self.start:
+                cut = pending.find(b"\n")
+                if cut < 0:
+                    continue  # no line starts in what was read yet
+                whole, pending = pending[cut + 1 :], pending[: cut + 1]
+            else:
+                whole, pending = pending, b""
+            yield from reversed(whole.splitlines(keepends=True))
+        self.reached_header = position <= self.start
+
+
+def _last_lines(fd: int, size: int, start: int) -> _Tail:
+    return _Tail(fd, size, start)
+
+
+_TALLIED_KINDS = tuple(f'"kind":"{kind}"'.encode() for kind in sorted(TALLIED))
+
+
+def _count_turns(fd: int, start: int, size: int) -> Tally | None:
+    """The tally of a save written before tallies were (or whose last outcome is too far back), from
+    each line's `kind`, a block at a time: time linear in the save, memory bounded."""
+    committed = undone = 0
+    position, carry = start, b""
+    while position < size:
+        block = carry + os.pread(fd, min(_BLOCK * 16, size - position), position)
+        if not block:
+            break
+        position += len(block) - len(carry)
+        lines = block.split(b"\n")
+        carry = lines.pop()
+        for line in lines:
+            at = line.rfind(b'"kind":"')
+            if line.startswith(b'"kind":"turn_committed"', at):
+                committed += 1
+            elif line.startswith(b'"kind":"turn_undone"', at):
+                undone += 1
+    return Tally(committed, undone) if undone <= committed else None
 
 
 @contextlib.contextmanager
@@ -107,10 +246,7 @@ def parse_save(path: Path, blob: bytes) -> Save:
     tail = lines.pop()  # after the last newline: b"" when the last write was whole
     good_size = len(blob) - len(tail)
     if tail:
-        warnings.append(
-            f"the last line ({len(tail)} bytes, line {len(lines) + 1}) was cut off by a crash (or a full "
-            f"disk) while it was written and is ignored; nothing before it is affected"
-        )
+        warnings.append(_torn(len(tail), len(lines) + 1))
     if not lines:
         raise SaveUnreadable(
             path, "the file is empty: it is not a storyloom save (or its first record was never completely written)"
@@ -178,45 +314,136 @@ def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
     the first fault, so the two always agree (tests/test_journal.py checks it).
     """
     try:
-        header_raw = _parse_line(path, lines[0], 1)
-        header_data = _check_header(path, header_raw)
-        if (
-            not SAME_RECORDS_SINCE <= header_data["version"] <= VERSION
-            or header_raw["prev"] != GENESIS
-            or not _hashed_as_written(lines[0], header_raw)
-        ):
-            return None
-        header = _header(path, header_data)
-    except SaveError:
+        reading = _AsWritten(path, lines[0])
+        records = tuple(reading.record(line) for line in lines[1:])
+    except _NotAsWritten:
         return None
-    readers = _data_readers()
-    records: list[Record] = []
-    previous, previous_text = header_raw["hash"].encode(), header_raw["hash"]
-    for number, line in enumerate(lines[1:], 2):
+    return reading.header_raw, reading.header, records
+
+
+class _NotAsWritten(Exception):
+    """A line the reading as written does not accept: the careful reading must judge the save."""
+
+
+class _AsWritten:
+    """The reading as written, a line at a time (see `_read_as_written`): the header line first,
+    then each record's line in order; `record` raises `_NotAsWritten` at the first line it does
+    not accept exactly."""
+
+    def __init__(self, path: Path, header_line: bytes):
+        try:
+            self.header_raw = _parse_line(path, header_line, 1)
+            header_data = _check_header(path, self.header_raw)
+            if (
+                not SAME_RECORDS_SINCE <= header_data["version"] <= VERSION
+                or self.header_raw["prev"] != GENESIS
+                or not _hashed_as_written(header_line, self.header_raw)
+            ):
+                raise _NotAsWritten
+            self.header = _header(path, header_data)
+        except SaveError:
+            raise _NotAsWritten from None
+        self._readers = _data_readers()
+        self._previous, self._previous_text = self.header_raw["hash"].encode(), self.header_raw["hash"]
+        self.number = 1
+        """The line number of the last line read."""
+
+    def record(self, line: bytes) -> Record:
+        number = self.number + 1
         at = line.rfind(b',"hash":"')
         tail = _TAIL.fullmatch(line, at) if at > 8 else None
         if tail is None or not line.startswith(b'{"data":{') or line.count(b'"hash":') != 1:
-            return None
+            raise _NotAsWritten
         digest, kind, prev, seq, written_at = tail.groups()
-        if prev != previous or int(seq) != number - 1:
-            return None
+        if prev != self._previous or int(seq) != number - 1:
+            raise _NotAsWritten
         view = memoryview(line)
         hashed = hashlib.sha256(view[:at])
         hashed.update(b",")
         hashed.update(view[at + _MEMBER :])
         digest_text = hashed.hexdigest()
         if digest_text.encode() != digest:
-            return None
+            raise _NotAsWritten
         kind_name = kind.decode()
-        record = _record_as_written(line[8:at], kind_name, readers.get(kind_name))
-        if record is None:
-            return None
-        written, checked = record
-        records.append(
-            Record(number - 1, written_at.decode(), kind_name, previous_text, digest_text, number, written, checked)
+        read = _record_as_written(line[8:at], kind_name, self._readers.get(kind_name))
+        if read is None:
+            raise _NotAsWritten
+        written, checked = read
+        record = Record(
+            number - 1, written_at.decode(), kind_name, self._previous_text, digest_text, number, written, checked
         )
-        previous, previous_text = digest, digest_text
-    return header_raw, header, tuple(records)
+        self._previous, self._previous_text, self.number = digest, digest_text, number
+        return record
+
+
+class StreamedSave:
+    """A sound current-format save read a record at a time, for `storyloom verify` on a save of any
+    size: only the line being read is in memory, never the whole file or every record.
+
+    `open_stream` reads the header; iterate `records()` once. Any line the reading as written does
+    not accept raises `NotStreamable`: the caller reads the save whole (`load_save`), which names
+    the fault. After the records: `warnings` (a torn last line), `last_seq`, `count`.
+    """
+
+    BLOCK = 1024 * 1024
+
+    def __init__(self, path: Path, handle: Any, reading: _AsWritten):
+        self.path, self._handle, self._reading = path, handle, reading
+        self.header = reading.header
+        self.warnings: list[str] = []
+        self.count = 0
+        """Records after the header read so far."""
+
+    def records(self) -> Generator[Record, None, None]:
+        pending = b""
+        try:
+            while block := self._handle.read(self.BLOCK):
+                lines = (pending + block).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    try:
+                        yield self._reading.record(line)
+                    except _NotAsWritten:
+                        raise NotStreamable from None
+                    self.count += 1
+        finally:
+            self._handle.close()
+        if pending:
+            self.warnings.append(_torn(len(pending), self._reading.number + 1))
+
+
+class NotStreamable(Exception):
+    """The save is not one the streamed reading accepts exactly: read it whole instead."""
+
+
+def open_stream(path: str | Path) -> StreamedSave:
+    """Open a save to read it a record at a time (see `StreamedSave`).
+
+    Raises:
+        SaveUnreadable: it cannot be opened.
+        NotStreamable: its header is not read as written (another version, damage): read it whole.
+    """
+    path = Path(path)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed when its records are read
+    except OSError as exc:
+        raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
+    try:
+        first = handle.readline(HEADER_MAX_BYTES)
+        if not first.endswith(b"\n"):
+            raise NotStreamable
+        reading = _AsWritten(path, first[:-1])
+    except (OSError, _NotAsWritten):
+        handle.close()
+        raise NotStreamable from None
+    return StreamedSave(path, handle, reading)
+
+
+def _torn(size: int, line: int) -> str:
+    return (
+        f"the last line ({size} bytes, line {line}) was cut off by a crash (or a full disk) while it "
+        f"was written and is ignored; nothing before it is affected"
+    )
 
 
 def _record_as_written(

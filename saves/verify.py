@@ -12,6 +12,7 @@ must name a committed version and lead to its state hash.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,13 +29,14 @@ from storyloom.engine.events import (
     TurnUndone,
 )
 from storyloom.engine.lifecycle import Alternative, PendingTurn, Versions
+from storyloom.engine.limits import command_too_long
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import judge_data, parse_output
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
-from storyloom.saves.format import Record, Save, SaveHeader
-from storyloom.saves.reader import gc_paused, load_save
+from storyloom.saves.format import TALLIED, TALLY, Record, Save, SaveHeader, Tally
+from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_stream
 
 
 @dataclass
@@ -119,12 +121,38 @@ def rebuild(save: Save, pack: StoryPack, *, against_answers: bool = False) -> Re
             hash, is not what its recorded answer gives, or an undo with nothing to undo
             (the record is named).
     """
+    return rebuild_records(save.path, save.records, pack, against_answers=against_answers)
+
+
+def rebuild_records(
+    path: Path,
+    records: Iterable[Record],
+    pack: StoryPack,
+    *,
+    keep_history: bool = True,
+    against_answers: bool = False,
+) -> Rebuilt:
+    """`rebuild` over records as they are read (`storyloom verify` streams them).
+
+    Args:
+        keep_history: False for a check only (verify): the committed exchanges, which resume
+            gives the model, are not kept, so memory holds the state and what re-judging needs
+            (and the latest turn's versions, while it can change).
+        against_answers: see `rebuild`.
+    """
     built = Rebuilt(state=initial_state(pack))
+    save = _Where(path)
+    states: dict[str, WorldState] = {}
+    """Each distinct committed state once: the undo stack holds one per commit, and a story often
+    comes back to a state it was in (a long save's undo stack would otherwise hold thousands of copies)."""
     inputs: dict[int, TurnStarted] = {}
     answers: dict[int, Record] = {}
     in_flight: TurnStarted | AlternativeStarted | None = None
     last_turn = 0
-    for record in save.records:
+    tallied: Record | None = None
+    for record in records:
+        if record.kind in TALLIED:
+            tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
             last_turn = max(last_turn, record.turn or 0)
             if against_answers and record.turn is not None:
@@ -135,6 +163,7 @@ def rebuild(save: Save, pack: StoryPack, *, against_answers: bool = False) -> Re
             continue
         last_turn = max(last_turn, event.turn)
         if isinstance(event, TurnStarted):
+            _check_command(save, record.seq, record.line, event)
             inputs[event.turn] = event
             in_flight = event
             built.versions = None  # the next command fixes the latest turn
@@ -142,18 +171,18 @@ def rebuild(save: Save, pack: StoryPack, *, against_answers: bool = False) -> Re
             _open_versions(save, built, record.seq, record.line, event)
             in_flight = event
         elif isinstance(event, TurnCommitted) and isinstance(in_flight, AlternativeStarted):
-            _commit_version(save, pack, built, record.seq, record.line, event)
+            _commit_version(save, pack, built, record.seq, record.line, event, keep_history)
             if against_answers and event.turn in answers:  # a version is judged from the state before its turn
-                _check_answer(save, pack, built.undo_stack[-1][0], record, event, answers[event.turn])
+                _check_answer(save, pack, built.undo_stack[-1][0], record, event, answers.pop(event.turn))
             in_flight = None
         elif isinstance(event, TurnCommitted):
             before = built.state
-            _commit(save, pack, built, record.seq, record.line, event, inputs)
+            _commit(save, pack, built, record.seq, record.line, event, inputs, states, keep_history)
             if against_answers and event.turn in answers:
-                _check_answer(save, pack, before, record, event, answers[event.turn])
+                _check_answer(save, pack, before, record, event, answers.pop(event.turn))
             in_flight = None
         elif isinstance(event, AlternativeChosen):
-            _choose(save, pack, built, record.seq, record.line, event)
+            _choose(save, pack, built, record.seq, record.line, event, keep_history)
         elif isinstance(event, TurnUndone):
             _undo(save, built, record.seq, record.line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
@@ -162,6 +191,7 @@ def rebuild(save: Save, pack: StoryPack, *, against_answers: bool = False) -> Re
                 built.pending = PendingTurn(event.turn, started.player_input, started.retry)
             built.failures += isinstance(event, TurnFailed)
             built.cancels += isinstance(event, TurnCancelled)
+            answers.pop(event.turn, None)
             in_flight = None
         elif event.event == "correction_started":
             built.corrections += 1
@@ -172,17 +202,57 @@ def rebuild(save: Save, pack: StoryPack, *, against_answers: bool = False) -> Re
         if isinstance(in_flight, TurnStarted):  # an interrupted other version leaves the chosen one
             built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
     built.next_turn = last_turn + 1
+    if tallied is not None:
+        _check_tally(save, built, tallied)
     return built
 
 
+@dataclass(frozen=True)
+class _Where:
+    """The save being rebuilt, as its errors name it."""
+
+    path: Path
+
+
+def _check_tally(save: _Where, built: Rebuilt, record: Record) -> None:
+    """The last tally written (what `storyloom saves` shows) counts what the save holds."""
+    written = record.data.get(TALLY)
+    if written is None:
+        return  # a save from before tallies
+    counted = Tally(built.commits, built.undos)
+    if Tally.from_json(written) != counted:
+        raise InvalidCommit(
+            save.path,
+            f"record {record.seq} counts {written!r} turns, but the save holds {counted.to_json()!r}",
+            line=record.line,
+            seq=record.seq,
+        )
+
+
+def _check_command(save: _Where, seq: int, line: int, event: TurnStarted) -> None:
+    """A command over today's limit (an older storyloom let headless play take any line) is refused
+    here, once, rather than sent with every later request of a resumed story."""
+    problem = command_too_long(event.player_input)
+    if problem is not None:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: the command of turn {event.turn} is too long ({problem}); an older storyloom "
+            f"let it through, this one does not read the save past it",
+            line=line,
+            seq=seq,
+        )
+
+
 def _commit(
-    save: Save,
+    save: _Where,
     pack: StoryPack,
     built: Rebuilt,
     seq: int,
     line: int,
     event: TurnCommitted,
     inputs: dict[int, TurnStarted],
+    states: dict[str, WorldState],
+    keep_history: bool,
 ) -> None:
     started = inputs.get(event.turn)
     if started is None:
@@ -191,16 +261,17 @@ def _commit(
         )
     exchange, after = _rejudged(save, pack, built.state, seq, line, event, started.player_input)
     built.undo_stack.append((built.state, len(built.history)))
-    built.state = after
-    built.history.append(exchange)
+    built.state = states.setdefault(event.state_hash, after)
+    if keep_history:
+        built.history.append(exchange)
     built.pending = None
     built.commits += 1
     built.ending = None
-    built.versions = Versions(event.turn, (Alternative(exchange, after),), 1)
+    built.versions = Versions(event.turn, (Alternative(exchange, built.state),), 1)
 
 
 def _rejudged(
-    save: Save, pack: StoryPack, before: WorldState, seq: int, line: int, event: TurnCommitted, player_input: str
+    save: _Where, pack: StoryPack, before: WorldState, seq: int, line: int, event: TurnCommitted, player_input: str
 ) -> tuple[Exchange, WorldState]:
     """A recorded commit judged again against the state before its turn: its exchange and the state
     after it, which must have the recorded hash."""
@@ -232,7 +303,7 @@ def _rejudged(
     return Exchange(player_input, verdict.turn), verdict.after
 
 
-def _open_versions(save: Save, built: Rebuilt, seq: int, line: int, event: AlternativeStarted) -> Versions:
+def _open_versions(save: _Where, built: Rebuilt, seq: int, line: int, event: AlternativeStarted) -> Versions:
     """The versions another version of a turn is asked for: those of the latest turn, still open."""
     versions = built.versions
     if versions is None or versions.turn != event.turn:
@@ -254,7 +325,9 @@ def _open_versions(save: Save, built: Rebuilt, seq: int, line: int, event: Alter
     return versions
 
 
-def _commit_version(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: TurnCommitted) -> None:
+def _commit_version(
+    save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: TurnCommitted, keep_history: bool
+) -> None:
     """Another version committed: judged against the state before the turn, then the chosen one."""
     versions = built.versions
     assert versions is not None  # `_open_versions` let its start through
@@ -263,13 +336,16 @@ def _commit_version(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line:
     alternatives = (*versions.alternatives, Alternative(exchange, after))
     built.versions = Versions(versions.turn, alternatives, len(alternatives))
     built.state = after
-    del built.history[length:]
-    built.history.append(exchange)
+    if keep_history:
+        del built.history[length:]
+        built.history.append(exchange)
     built.alternatives += 1
     built.ending = None
 
 
-def _choose(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: AlternativeChosen) -> None:
+def _choose(
+    save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: AlternativeChosen, keep_history: bool
+) -> None:
     versions = built.versions
     if (
         versions is None
@@ -296,8 +372,9 @@ def _choose(save: Save, pack: StoryPack, built: Rebuilt, seq: int, line: int, ev
     before, length = built.undo_stack[-1]
     built.versions = Versions(versions.turn, versions.alternatives, event.alternative)
     built.state = chosen.state
-    del built.history[length:]
-    built.history.append(chosen.exchange)
+    if keep_history:
+        del built.history[length:]
+        built.history.append(chosen.exchange)
     built.choices += 1
     built.ending = next(
         (e.title for e in pack.endings.values() if e.when.holds(chosen.state) and not e.when.holds(before)), None
@@ -308,7 +385,7 @@ _COMMITTED_FIELDS = ("narrative", "state_patch", "suggestions")
 
 
 def _check_answer(
-    save: Save, pack: StoryPack, before: WorldState, record: Record, event: TurnCommitted, answer: Record
+    save: _Where, pack: StoryPack, before: WorldState, record: Record, event: TurnCommitted, answer: Record
 ) -> None:
     """The commit must be what the last answer recorded for its turn gives when judged: the
     same narrative, patch and suggestions (a correction that leaves the narrative out keeps
@@ -355,7 +432,7 @@ def _as_committed(raw: str, event: TurnCommitted) -> bool:
     )
 
 
-def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
+def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
     if not built.undo_stack:
         raise InvalidCommit(
             save.path, f"record {seq} undoes a turn, but there is no committed turn to undo", line=line, seq=seq
@@ -387,8 +464,31 @@ class Report:
 
 @gc_paused()  # the loaded save is dropped before the collector is back: nothing left for it to scan
 def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
-    """Check a save end to end: chain, version, pack digest, every commit and every state hash."""
+    """Check a save end to end: chain, version, pack digest, every commit and every state hash.
+
+    A sound save is read a record at a time (`open_stream`) and checked as it is read, so memory
+    holds the state and what re-judging needs whatever the save's size. Anything else (damage, an
+    older format, a changed story) is read again whole (`load_save`), which names the first fault.
+    """
     path = Path(path)
+    try:
+        return _verify_streamed(path, pack)
+    except (NotStreamable, SaveError):
+        return _verify_whole(path, pack)
+
+
+def _verify_streamed(path: Path, pack: StoryPack | None) -> Report:
+    stream = open_stream(path)
+    records = stream.records()
+    try:
+        pack = open_pack(stream.header, path, pack)
+        built = rebuild_records(path, records, pack, keep_history=False, against_answers=True)
+    finally:
+        records.close()
+    return _sound(path, stream.header, stream.count, tuple(stream.warnings), built)
+
+
+def _verify_whole(path: Path, pack: StoryPack | None) -> Report:
     lines: list[str] = [f"save: {path}"]
     try:
         save = load_save(path)
@@ -396,21 +496,29 @@ def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
         readable = not isinstance(exc, SaveUnreadable)
         lines.append(f"{'NOT SOUND' if readable else 'UNREADABLE'}: {_where(exc)}{exc.reason}")
         return Report(path, False, readable, tuple(lines))
-    for warning in save.warnings:
-        lines.append(f"warning: {warning}")
-    header = save.header
+    lines += _read_lines(save.header, len(save.records), save.warnings)
+    try:
+        pack = open_pack(save.header, path, pack)
+        lines.append("pack: digest matches")
+        built = rebuild_records(path, save.records, pack, keep_history=False, against_answers=True)
+    except SaveError as exc:
+        lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
+        return Report(path, False, True, tuple(lines))
+    return _sound(path, save.header, len(save.records), save.warnings, built)
+
+
+def _read_lines(header: SaveHeader, records: int, warnings: tuple[str, ...]) -> list[str]:
+    lines = [f"warning: {warning}" for warning in warnings]
     lines.append(
         f"story: {header.story_id} ({header.story_title}), narrator {header.narrator}"
         f"{' / ' + header.model if header.model else ''}, format version {header.version}"
     )
-    lines.append(f"records: {len(save.records) + 1}, hash chain intact")
-    try:
-        pack = open_pack(header, path, pack)
-        lines.append("pack: digest matches")
-        built = rebuild(save, pack, against_answers=True)
-    except SaveError as exc:
-        lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
-        return Report(path, False, True, tuple(lines))
+    lines.append(f"records: {records + 1}, hash chain intact")
+    return lines
+
+
+def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ...], built: Rebuilt) -> Report:
+    lines = [f"save: {path}", *_read_lines(header, records, warnings), "pack: digest matches"]
     lines.append(
         f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
         f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches, and every "

@@ -36,9 +36,12 @@ from storyloom.saves.format import (
     GENESIS,
     HEADER,
     RESUMED,
+    TALLIED,
+    TALLY,
     VERSION,
     Save,
     SaveHeader,
+    Tally,
     compact_attempt,
     record_hash,
     storyloom_version,
@@ -126,6 +129,8 @@ class Journal:
         self._truncate_to: int | None = None
         self._size = 0
         """Bytes of the file as this journal wrote it: anything else there means someone else changed it."""
+        self._tally = Tally.of(record.kind for record in loaded.records) if loaded is not None else Tally()
+        """The story's counts so far, written into each outcome record (`storyloom saves` reads the last)."""
 
     @classmethod
     def create(cls, path: str | Path, header: SaveHeader) -> Journal:
@@ -273,6 +278,9 @@ class Journal:
         """
         if self._fd is None:
             raise SaveWriteError(self.path, "the save is closed")
+        self._tally = self._tally.after(kind)
+        if kind in TALLIED:
+            data = {**data, TALLY: self._tally.to_json()}
         record: dict[str, Any] = {
             "seq": self._seq + 1,
             "time": _now(),

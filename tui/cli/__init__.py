@@ -122,6 +122,13 @@ def _add_play_arguments(play: argparse.ArgumentParser) -> None:
     play.add_argument("--commands", default=None, help="headless: a file of commands, one a line, or -")
     play.add_argument("--save", default=None, help="where to write the save journal")
     play.add_argument("--events", default=None, help="headless: write events as JSON Lines here")
+    play.add_argument(
+        "--on-fail",
+        choices=["stop", "skip", "retry"],
+        default="stop",
+        help="headless: after a turn fails its budget, stop (exit 3, the default), skip to the next "
+        "command, or retry it (up to 3 times, then stop)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

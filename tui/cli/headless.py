@@ -7,9 +7,10 @@ goes to stdout, made safe for a terminal; corrections and failures are reported
 on stderr so stdout stays a clean transcript (`EventPrinter`). This module must
 not import Textual.
 
-Exit codes (`storyloom.tui.cli.exits`): 0 every turn committed (or the story ended), 3 a turn
-failed after its correction budget (play stops there; the committed state stays
-valid), 2 bad arguments or input files, 1 anything else.
+Exit codes (`storyloom.tui.cli.exits`): 0 every line played (or the story ended), 3 a turn
+failed after its correction budget (play stops there, unless `--on-fail skip` or `retry`
+says otherwise; the committed state stays valid), 2 bad arguments or input files, 1
+anything else.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import IO, TextIO
 
 from storyloom.engine.events import Event, StoryEnded, TurnFailed
 from storyloom.engine.lifecycle import Session
+from storyloom.engine.limits import command_too_long
 from storyloom.engine.packs import PackError
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveWriteError
@@ -52,6 +54,14 @@ class _Stop(Exception):
     def __init__(self, code: int):
         super().__init__(code)
         self.code = code
+
+
+class _VersionFailed(Exception):
+    """Another version of a turn failed (`/regenerate`): play goes on or stops as `--on-fail` says."""
+
+    def __init__(self, turn: int):
+        super().__init__(turn)
+        self.turn = turn
 
 
 def run_headless(args: argparse.Namespace) -> int:
@@ -95,7 +105,11 @@ def run_headless(args: argparse.Namespace) -> int:
     try:
         print_intro(play.pack, sys.stdout)
         hook = _both(recorder(play), _event_writer(events_file) if events_file else None)
-        code = asyncio.run(play_commands(play.session, commands, on_event=hook, out=sys.stdout, err=err))
+        code = asyncio.run(
+            play_commands(
+                play.session, commands, on_event=hook, out=sys.stdout, err=err, on_fail=getattr(args, "on_fail", "stop")
+            )
+        )
         return finish(play, code)
     except BrokenPipeError:
         raise  # the reader of stdout left (`| head`): the command line stops quietly
@@ -184,6 +198,12 @@ def _event_writer(handle: IO[str]) -> EventHook:
     return write
 
 
+ON_FAIL = ("stop", "skip", "retry")
+"""What headless play does with a turn that failed after its budget (`--on-fail`); `stop` is the default."""
+RETRIES = 3
+"""How many times `--on-fail retry` plays a failed turn again (each with a fresh budget) before it stops."""
+
+
 async def play_commands(
     session: Session,
     commands: Iterable[str],
@@ -191,12 +211,16 @@ async def play_commands(
     on_event: EventHook | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    on_fail: str = "stop",
 ) -> int:
     """Play each command line through the session; return the exit code.
 
     Blank lines and lines starting with `#` are skipped; a line starting with `/`
-    is a meta-command (see `META_COMMANDS`). Play stops at the first turn that
-    fails after its budget (exit 3) or when the story reaches an ending (exit 0).
+    is a meta-command (see `META_COMMANDS`); a line over the command limit is refused
+    with a note and play goes on. Play ends when the story reaches an ending (exit 0).
+    A turn that fails after its budget stops play (exit 3) unless `on_fail` says
+    `skip` (go on with the next line) or `retry` (play it again, up to `RETRIES` times,
+    then stop); skipped turns are counted on `err` at the end.
 
     Args:
         session: the story being played.
@@ -204,36 +228,74 @@ async def play_commands(
         on_event: called with every event, before it is printed.
         out: where prose goes.
         err: where corrections, failures and notes go.
+        on_fail: one of `ON_FAIL`.
     """
     printer = EventPrinter(out, err)
-    for line in commands:
-        command = line.strip()
-        if not command or command.startswith("#"):
-            continue
-        try:
+    skipped: list[int] = []
+    try:
+        for number, line in enumerate(commands, 1):
+            command = line.strip()
+            if not command or command.startswith("#"):
+                continue
             if command.startswith("/"):
-                await _meta(session, command, on_event, printer)
+                try:
+                    await _meta(session, command, on_event, printer)
+                except _VersionFailed as lost:
+                    if on_fail == "stop":
+                        return EXIT_TURN_FAILED
+                    print(
+                        f"storyloom: another version of turn {lost.turn} failed; the chosen one stands, "
+                        f"play goes on (--on-fail {on_fail})",
+                        file=err,
+                    )
+                continue
+            problem = command_too_long(command)
+            if problem is not None:
+                print(f"storyloom: line {number}: {problem}; it is not played, play goes on", file=err)
                 continue
             print(f"\n> {safe_text(command)}\n", file=out)
-            await _turn(session.play(command), on_event, printer)
-        except _Stop as stop:
-            return stop.code
+            failed, ended = await _play_turn(session.play(command), on_event, printer)
+            retries = 0
+            while failed and on_fail == "retry" and retries < RETRIES:
+                retries += 1
+                print(f"storyloom: retrying turn {failed} ({retries} of {RETRIES})", file=err)
+                failed, ended = await _play_turn(session.retry(), on_event, printer)
+            if failed and on_fail == "skip":
+                skipped.append(failed)
+                print(f"storyloom: turn {failed} failed; going on with the next command (--on-fail skip)", file=err)
+            elif failed:
+                if on_fail == "retry":
+                    print(f"storyloom: turn {failed} still failed after {RETRIES} retries; play stops", file=err)
+                return EXIT_TURN_FAILED
+            if ended:
+                return EXIT_OK
+    except _Stop as stop:
+        return stop.code
+    finally:
+        if skipped:
+            print(f"storyloom: {len(skipped)} turn(s) failed and were skipped: {_turns(skipped)}", file=err)
     return EXIT_OK
 
 
-async def _turn(events: AsyncIterator[Event], on_event: EventHook | None, printer: EventPrinter) -> None:
-    """Play one turn (or another version of one) through; stop play when it fails or the story ends."""
-    failed = ended = False
+async def _play_turn(
+    events: AsyncIterator[Event], on_event: EventHook | None, printer: EventPrinter
+) -> tuple[int | None, bool]:
+    """Play one turn's events through; return the turn number if it failed, and whether the story ended."""
+    failed: int | None = None
+    ended = False
     async for event in events:
         if on_event is not None:
             on_event(event)
         printer(event)
-        failed = failed or isinstance(event, TurnFailed)
+        if isinstance(event, TurnFailed):
+            failed = event.turn
         ended = ended or isinstance(event, StoryEnded)
-    if failed:
-        raise _Stop(EXIT_TURN_FAILED)
-    if ended:
-        raise _Stop(EXIT_OK)
+    return failed, ended
+
+
+def _turns(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:20])
+    return shown + (f" and {len(numbers) - 20} more" if len(numbers) > 20 else "")
 
 
 async def _undo(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
@@ -247,8 +309,8 @@ async def _undo(session: Session, argument: str, on_event: EventHook | None, pri
 
 
 async def _regenerate(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
-    """Another version of the latest committed turn; a failed one stops play like a failed turn
-    (the version chosen before stays committed)."""
+    """Another version of the latest committed turn; a failed one is handled like a failed turn
+    (`--on-fail`), and the version chosen before stays committed."""
     if not session.can_regenerate:
         print(
             "storyloom: nothing to regenerate: only the latest committed turn can get another version, "
@@ -256,7 +318,11 @@ async def _regenerate(session: Session, argument: str, on_event: EventHook | Non
             file=printer.err,
         )
         return
-    await _turn(session.regenerate(), on_event, printer)
+    failed, ended = await _play_turn(session.regenerate(), on_event, printer)
+    if failed is not None:
+        raise _VersionFailed(failed)
+    if ended:
+        raise _Stop(EXIT_OK)
 
 
 async def _choose(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from textual import on
 from textual.widgets import Input
 
+from storyloom.engine.limits import COMMAND_MAX_CHARS
 from storyloom.engine.safety import safe_text
 
 
@@ -15,10 +17,13 @@ class CommandInput(Input):
     """
 
     DEFAULT_PLACEHOLDER = "What do you do?  (Enter sends · ctrl+p commands)"
+    FULL = f"a command is at most {COMMAND_MAX_CHARS} characters · this line is full"
 
     def __init__(self, *, blink: bool = True, id: str | None = None) -> None:
         # A command line keeps what you typed when it gets focus back; nothing is selected to be overwritten.
-        super().__init__(placeholder=self.DEFAULT_PLACEHOLDER, id=id, max_length=500, select_on_focus=False)
+        super().__init__(
+            placeholder=self.DEFAULT_PLACEHOLDER, id=id, max_length=COMMAND_MAX_CHARS, select_on_focus=False
+        )
         self.cursor_blink = blink
 
     def suggest(self, suggestions: tuple[str, ...]) -> None:
@@ -27,6 +32,18 @@ class CommandInput(Input):
             self.placeholder = safe_text("try: " + " · ".join(s.replace("\n", " ") for s in suggestions))
         else:
             self.placeholder = self.DEFAULT_PLACEHOLDER
+
+    def restricted(self) -> None:
+        """Typing or a paste would pass the command limit (the only restriction this line has): the
+        line keeps what fits and says why on its own border, where the player is looking."""
+        super().restricted()
+        self.border_subtitle = self.FULL
+
+    @on(Input.Changed)
+    def _room_again(self) -> None:
+        """Once the command is shorter than the limit again, the note about it goes."""
+        if self.border_subtitle == self.FULL and len(self.value) < COMMAND_MAX_CHARS:
+            self.border_subtitle = ""
 
     def say_busy(self, busy: bool = True) -> None:
         """Say on the line's own border that a turn is still being written (a toast would cover the prose)."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from storyloom.engine.narration import Chunk, Finish, NarrationRequest, StructuredDelta, TextDelta
 from storyloom.engine.narrators.offline import prose as say
-from storyloom.engine.narrators.offline.world import write_held_back, write_turn
+from storyloom.engine.narrators.offline.world import RoomsSeen, write_held_back, write_turn
 from storyloom.engine.packs import PLAYER, StoryPack
 from storyloom.engine.rules import names
 
@@ -119,6 +119,7 @@ class OfflineNarrator:
         self.stubborn = stubborn
         self._starts: dict[tuple[int, int], int] = {}
         """How many times each (turn, version) was started: a retry is seeded apart from the first try."""
+        self._seen = RoomsSeen(pack)
 
     async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
         """Stream the answer to one request: JSON deltas (or plain text), then `Finish`."""
@@ -146,7 +147,7 @@ class OfflineNarrator:
         key = f"{self.seed}|{request.turn}|{retry}|{request.player_input}"
         if request.is_regeneration:
             key += f"|version {request.alternative}"
-        clean = _meant(request, key)
+        clean = _meant(request, key, self._seen if request.pack is self.pack else None)
         plan = self._plan(request, clean, retry, Random(f"plan|{key}"))
         rng = Random(f"attempt|{key}|{request.attempt}")
         if not request.is_correction:
@@ -171,18 +172,18 @@ class OfflineNarrator:
         return FaultPlan(kind, repeats)
 
 
-def _meant(request: NarrationRequest, key: str) -> dict[str, Any]:
+def _meant(request: NarrationRequest, key: str, seen: RoomsSeen | None) -> dict[str, Any]:
     """The valid turn the narrator means to give; for another version, one worded unlike the earlier
     versions while the phrasebook has another wording left (a few replies have only three), and
     (seeded) sometimes with another outcome."""
     pack, state, history, command = request.pack, request.state, request.history, request.player_input
     if not request.is_regeneration:
-        return write_turn(pack, state, history, command, Random(f"turn|{key}"))
+        return write_turn(pack, state, history, command, Random(f"turn|{key}"), seen)
     otherwise = Random(f"outcome|{key}").random() < OTHER_OUTCOME_SHARE
     turn: dict[str, Any] = {}
     for wording in range(WORDINGS_TRIED):
         rng = Random(f"turn|{key}|{wording}")
-        turn = write_turn(pack, state, history, command, rng)
+        turn = write_turn(pack, state, history, command, rng, seen)
         if otherwise and turn["state_patch"]:
             turn = write_held_back(pack, state, rng)
         if turn["narrative"] not in request.earlier_versions:

@@ -42,10 +42,19 @@ class Draft:
 
 
 def write_turn(
-    pack: StoryPack, state: WorldState, history: tuple[Exchange, ...], player_input: str, rng: Random
+    pack: StoryPack,
+    state: WorldState,
+    history: tuple[Exchange, ...],
+    player_input: str,
+    rng: Random,
+    seen: RoomsSeen | None = None,
 ) -> dict[str, Any]:
-    """The turn the narrator means to give for this input: always valid under the rules."""
-    draft = _World(pack, state, history, rng).act(parse(player_input, pack))
+    """The turn the narrator means to give for this input: always valid under the rules.
+
+    Args:
+        seen: the narrator's running record of the rooms visited (a new one reads the whole history).
+    """
+    draft = _World(pack, state, history, rng, seen).act(parse(player_input, pack))
     turn = {"narrative": draft.narrative, "state_patch": draft.patch}
     after = _apply(state, draft.patch)
     turn["suggestions"] = suggestions(pack, after, rng)
@@ -72,21 +81,46 @@ def _apply(state: WorldState, patch: Patch) -> WorldState:
     return after
 
 
-def visited_rooms(pack: StoryPack, history: tuple[Exchange, ...]) -> set[str]:
-    """Rooms the player has stood in, read from the committed turns."""
-    seen = {pack.start}
-    for exchange in history:
-        seen.update(
-            op.value for op in exchange.turn.state_patch if op.path == "/location" and isinstance(op.value, str)
-        )
-    return seen
+class RoomsSeen:
+    """Rooms the player has stood in, read from the committed turns and kept up as they grow.
+
+    Reading the whole history on every move made a move's cost grow with the story (half
+    the time of a turn at 5,000 turns); the narrator keeps one of these, so each committed
+    turn is read once. A history that is not the one read before plus new turns (an undo,
+    another session) is read again from the start.
+    """
+
+    def __init__(self, pack: StoryPack):
+        self._start = pack.start
+        self._read: tuple[Exchange, ...] = ()
+        self._rooms = {pack.start}
+
+    def of(self, history: tuple[Exchange, ...]) -> set[str]:
+        """The rooms visited in `history`."""
+        known = len(self._read)
+        if len(history) < known or (known and history[known - 1] is not self._read[-1]):
+            known, self._rooms = 0, {self._start}
+        for exchange in history[known:]:
+            self._rooms.update(
+                op.value for op in exchange.turn.state_patch if op.path == "/location" and isinstance(op.value, str)
+            )
+        self._read = history
+        return self._rooms
 
 
 class _World:
     """One turn's view of the world: where things are and what the player can reach."""
 
-    def __init__(self, pack: StoryPack, state: WorldState, history: tuple[Exchange, ...], rng: Random):
+    def __init__(
+        self,
+        pack: StoryPack,
+        state: WorldState,
+        history: tuple[Exchange, ...],
+        rng: Random,
+        seen: RoomsSeen | None = None,
+    ):
         self.pack, self.state, self.history, self.rng = pack, state, history, rng
+        self.seen = seen if seen is not None else RoomsSeen(pack)
         self.here = state["location"]
         self.room = pack.rooms[self.here]
 
@@ -159,8 +193,8 @@ class _World:
         if not self._gate_open(direction):
             return Draft().say(say.gate_shut(direction, self.rng))
         target = self.room.exits[direction]
-        revisit = target in visited_rooms(self.pack, self.history)
-        there = _World(self.pack, {**self.state, "location": target}, self.history, self.rng)
+        revisit = target in self.seen.of(self.history)
+        there = _World(self.pack, {**self.state, "location": target}, self.history, self.rng, self.seen)
         text = say.move_lead(direction, self.rng) + "\n\n" + say.arrival(there.room, revisit, self.rng)
         return Draft([text, there.surroundings()], [_replace("/location", target)])
 

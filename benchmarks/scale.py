@@ -1,0 +1,190 @@
+"""Figure 8: scale: long games and big saves, each beside a small one or a naive reading in the same run.
+
+One 5,000-turn session of the lighthouse story is played on the offline narrator with faults
+0.3 into a save by the real journal (`play_session`; fsync off, since its disk time is figure
+3's), timing each turn; a 100-turn save is played the same way. Then:
+
+- per-turn cost: median ms per turn at turns 1-200 against turns 4,801-5,000 (flat is 1x);
+- `storyloom saves`: ms to read what the listing shows of one save (`summarize_save`), the large
+  save against the small one (constant is 1x), and against reading the large save whole
+  (`load_save`, what the listing did before);
+- `storyloom verify`: peak resident memory of a fresh interpreter verifying the large save
+  against the small one (bounded is about 1x), and against json-decoding every line of the
+  large save into a list (the least a whole reading holds);
+- `storyloom replay SAVE --headless --speed inf` and `storyloom play --headless --resume SAVE`
+  (one command) of the large save, as a player runs them, against json-decoding the save.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._common import Figure, Row, median, play_session, scratch_dir
+
+TURNS = 5000
+SMALL = 100
+WINDOW = 200
+FAULTS = 0.3
+
+PEAK_CHILD = """
+import json, sys
+from storyloom.saves.verify import verify_save  # both cases start from the same modules loaded
+def peak():
+    with open("/proc/self/status") as status:
+        return next(int(l.split()[1]) / 1024 for l in status if l.startswith("VmHWM:"))
+if sys.argv[1] == "verify":
+    report = verify_save(sys.argv[2])
+    assert report.sound, report.lines
+else:
+    with open(sys.argv[2], "rb") as save:
+        records = [json.loads(line) for line in save]
+print(json.dumps({"peak_mb": peak()}))
+"""
+
+
+def _peak_mb(what: str, save: Path) -> float:
+    """Peak resident memory (VmHWM) of a fresh interpreter doing `what` to the save."""
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_CHILD, what, str(save)], capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} of {save.name} failed:\n{done.stderr[-3000:]}")
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["peak_mb"])
+
+
+def _storyloom(*args: str, stdin: str | None = None) -> float:
+    """Seconds a `storyloom` command takes as a player runs it (a fresh process, output discarded)."""
+    home = tempfile.mkdtemp(prefix="storyloom-bench-home-")
+    env = {**os.environ, "XDG_DATA_HOME": f"{home}/data", "XDG_CONFIG_HOME": f"{home}/config"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "storyloom.tui.cli", *args],
+        input=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    took = time.perf_counter() - started
+    shutil.rmtree(home, ignore_errors=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"storyloom {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return took
+
+
+def _best_ms(action, repeats: int) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return min(times) * 1000
+
+
+def _json_decode_s(save: Path) -> float:
+    started = time.perf_counter()
+    with open(save, "rb") as handle:
+        records = [json.loads(line) for line in handle]
+    took = time.perf_counter() - started
+    del records
+    return took
+
+
+def run(quick: bool = False) -> Figure:
+    from storyloom.saves.reader import load_save, summarize_save
+
+    turns, small, window = (60, 10, 10) if quick else (TURNS, SMALL, WINDOW)
+    folder = scratch_dir("scale")
+    figure = Figure(8, "scale", "a small save, or the whole save read or json-decoded, in the same run")
+    try:
+        large_save, small_save = folder / "large.jsonl", folder / "small.jsonl"
+        ends: list[float] = []
+        started = time.perf_counter()
+        play_session(
+            turns, save_path=large_save, faults=FAULTS, fsync=False, on_turn=lambda _: ends.append(time.perf_counter())
+        )
+        played = time.perf_counter() - started
+        play_session(small, save_path=small_save, faults=FAULTS, fsync=False)
+        per_turn = [b - a for a, b in zip([started, *ends], ends, strict=False)]
+        early, late = median(per_turn[:window]) * 1000, median(per_turn[-window:]) * 1000
+        figure.add(
+            Row(
+                f"ms per turn at turns {turns - window + 1:,}-{turns:,} (vs turns 1-{window})",
+                late,
+                early,
+                target="flat (ratio <= 1.2)",
+                met=late <= 1.2 * early,
+            )
+        )
+
+        repeats = 20 if quick else 50
+        load_save(small_save)  # the readers' validators are built once per process, before any timing
+        listed_large = _best_ms(lambda: summarize_save(large_save), repeats)
+        listed_small = _best_ms(lambda: summarize_save(small_save), repeats)
+        loaded_large = _best_ms(lambda: load_save(large_save), 1 if quick else 3)
+        figure.add(
+            Row(
+                f"ms to list a {turns:,}-turn save (vs a {small}-turn one)",
+                listed_large,
+                listed_small,
+                target="constant (ratio <= 2)",
+                met=listed_large <= 2 * listed_small,
+            ),
+            Row(f"ms to list a {turns:,}-turn save (vs reading it whole)", listed_large, loaded_large),
+        )
+
+        verify_large, verify_small = _peak_mb("verify", large_save), _peak_mb("verify", small_save)
+        decoded_large = _peak_mb("decode", large_save)
+        figure.add(
+            Row(
+                f"MB peak, verify of a {turns:,}-turn save (vs a {small}-turn one)",
+                verify_large,
+                verify_small,
+                target="bounded (ratio <= 1.3)",
+                met=verify_large <= 1.3 * verify_small,
+            ),
+            Row(f"MB peak, verify of a {turns:,}-turn save (vs json-decoding it whole)", verify_large, decoded_large),
+        )
+
+        decode = min(_json_decode_s(large_save) for _ in range(3))
+        replayed = _storyloom("replay", str(large_save), "--headless", "--speed", "inf")
+        figure.add(
+            Row(
+                f"s for `storyloom replay --headless --speed inf`, {turns:,} turns (vs json-decoding the save)",
+                replayed,
+                decode,
+                target="< 5 s" if not quick else "",
+                met=replayed < 5 if not quick else None,
+            )
+        )
+        resumed_save = folder / "resumed.jsonl"
+        shutil.copyfile(large_save, resumed_save)
+        resumed = _storyloom("play", "--headless", "--commands", "-", "--resume", str(resumed_save), stdin="look\n")
+        figure.add(
+            Row(
+                f"s for `storyloom play --headless --resume`, {turns:,} turns + 1 (vs json-decoding the save)",
+                resumed,
+                decode,
+            )
+        )
+        figure.notes += [
+            f"large save: {large_save.stat().st_size / 1e6:.1f} MB, "
+            f"{sum(1 for _ in large_save.open('rb')):,} records; small: {small_save.stat().st_size / 1e3:.0f} kB",
+            f"{turns:,} turns played in {played:.1f} s with the journal (fsync off); "
+            f"the per-turn medians are over {window} turns at each end",
+            f"listing: the best of {repeats} reads each; the whole read is `load_save`, the best of "
+            f"{1 if quick else 3}",
+            "peak memory: VmHWM of a fresh interpreter (imports included, about 40 MB of every row)",
+            "replay and resume: a fresh `python -m storyloom.tui.cli` each, start-up included",
+        ]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return figure
