@@ -330,6 +330,26 @@ def cpu_seconds(pid: int) -> float:
     return total / 1e9
 
 
+PROFILE_ENV = "STORYLOOM_BENCH_PYSPY"
+"""Set to a folder to sample each case's streaming window with py-spy (collapsed stacks, `<case>.txt`);
+py-spy must be on PATH and allowed to attach (ptrace)."""
+
+
+def _profiler(pid: int, which: str, prior: int, count: int) -> Any:
+    folder = os.environ.get(PROFILE_ENV)
+    if not folder:
+        return None
+    import subprocess
+
+    out = os.path.join(folder, f"whole-{which}-{prior}.txt")
+    seconds = str(int(count / RATE))
+    return subprocess.Popen(
+        ["py-spy", "record", "--pid", str(pid), "-d", seconds, "-r", "200", "-t", "-f", "raw", "-o", out],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def _screen_text(raw: bytes | bytearray) -> str:
     return raw[-2000:].decode("utf-8", "replace").replace("\x1b", "^[")
 
@@ -428,6 +448,7 @@ def one_case(which: str, prior: int, saves: dict[int, Path], home: Path, count: 
             server.on_token = lambda index: (
                 samples.__setitem__(index, cpu_seconds(terminal.pid)) if index in edges else None
             )
+            spy = _profiler(terminal.pid, which, prior, count)
             terminal.type("look\r")
             deadline = time.perf_counter() + count / RATE + 60
             while terminal.found_at is None and time.perf_counter() < deadline:
@@ -437,6 +458,8 @@ def one_case(which: str, prior: int, saves: dict[int, Path], home: Path, count: 
                     f"{which} {prior}: the last token never reached the screen:\n{_screen_text(terminal.text)}"
                 )
             end_cpu = cpu_seconds(terminal.pid)
+            if spy is not None:
+                spy.wait()
             time.sleep(0.3)
             bytes_at_end = terminal.bytes
         finally:
