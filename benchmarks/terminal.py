@@ -414,21 +414,7 @@ def one_case(which: str, prior: int, saves: dict[int, Path], home: Path, count: 
     """Run one case: start the program in a pty, let it settle, send a command, stream the turn, measure."""
     pieces = prose_tokens(count)
     wire = "anthropic" if which == "anthropic" else "openai"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key in ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
-    }
-    env.update(
-        TERM="xterm-256color",
-        COLORTERM="truecolor",
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "data"),
-        ANTHROPIC_API_KEY="sk-ant-bench",
-        COLUMNS=str(COLUMNS),
-        LINES=str(LINES),
-    )
+    env = _env(home)
     with ModelServer(wire, pieces) as server:
         if which == "bare":
             argv = [sys.executable, "-c", BARE, server.url, str(prior), _old_prose()]
@@ -594,3 +580,120 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+BARE_START = r"""
+from textual.app import App
+from textual.widgets import Static
+
+
+class Bare(App):
+    BINDINGS = [("ctrl+q", "quit", "quit")]
+
+    def compose(self):
+        yield Static("Hello")
+
+
+Bare().run()
+"""
+
+
+def open_case(which: str, save: Path | None, home: Path) -> dict[str, float]:
+    """Start a program in the pty and time its first frame and the moment it settles (usable); its peak RSS."""
+    env = _env(home)
+    if which == "bare":
+        argv = [sys.executable, "-c", BARE_START]
+    else:
+        assert save is not None
+        copy = home / save.name
+        shutil.copyfile(save, copy)
+        argv = [_storyloom_bin(), "play", "--narrator", "offline", "--resume", str(copy)]
+    started = time.perf_counter()
+    terminal = Terminal(argv, env)
+    try:
+        settled = terminal.wait_settled(1.0, 300) - started
+        first = terminal.frames[0] - started
+        peak = _peak_rss_mb(terminal.pid)
+    finally:
+        terminal.close()
+    return {"first_frame_s": first, "usable_s": settled, "peak_rss_mb": peak}
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key in ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
+    }
+    env.update(
+        TERM="xterm-256color",
+        COLORTERM="truecolor",
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        ANTHROPIC_API_KEY="sk-ant-bench",
+        COLUMNS=str(COLUMNS),
+        LINES=str(LINES),
+    )
+    return env
+
+
+RESUME_RUNS = 3
+
+
+def resume_rows(figure: Figure, large: int = 5000, small: int = 10, runs: int = RESUME_RUNS) -> None:
+    """Resume-to-usable of a `large`-turn save played with corrections (offline narrator, faults 0.3)
+    beside a bare app's start-up, in the same pty; and peak RSS of a small and a large resumed save."""
+    folder = scratch_dir("resume")
+    try:
+        saves = {}
+        for turns in (small, large):
+            saves[turns] = folder / f"resume-{turns}.jsonl"
+            play_session(turns, save_path=saves[turns], faults=0.3, fsync=False)
+        found: dict[str, list[dict[str, float]]] = {"bare": [], "small": [], "large": []}
+        for _ in range(runs):
+            for which, save in (("bare", None), ("small", saves[small]), ("large", saves[large])):
+                home = folder / f"home-{which}"
+                shutil.rmtree(home, ignore_errors=True)
+                home.mkdir()
+                found[which].append(open_case("bare" if which == "bare" else "storyloom", save, home))
+        result = {k: {m: median(r[m] for r in v) for m in v[0]} for k, v in found.items()}
+        size_mb = saves[large].stat().st_size / 1e6
+        records = sum(1 for _ in saves[large].open("rb"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    usable, bare = result["large"]["usable_s"], result["bare"]["usable_s"]
+    figure.add(
+        Row(
+            f"s from start to a usable screen, {large:,}-turn save resumed (pty)",
+            usable,
+            bare,
+            target="ratio <= 1.5",
+            met=usable / bare <= 1.5,
+        ),
+        Row(
+            f"s to the first frame, {large:,}-turn save resumed (pty)",
+            result["large"]["first_frame_s"],
+            result["bare"]["first_frame_s"],
+        ),
+        Row(
+            f"MB peak resident, {large:,}-turn save resumed vs {small}-turn",
+            result["large"]["peak_rss_mb"],
+            result["small"]["peak_rss_mb"],
+            target="ratio <= 1.5 (bounded)",
+            met=result["large"]["peak_rss_mb"] / result["small"]["peak_rss_mb"] <= 1.5,
+        ),
+    )
+    figure.notes.append(
+        f"resume: the {large:,}-turn save is {size_mb:.1f} MB, {records:,} records (offline narrator, faults 0.3); "
+        f"median of {runs} runs in a pty; usable = painting settled (at most a cursor's blink for 1 s), bare app: "
+        f"{result['bare']['usable_s']:.2f} s; {small}-turn save usable after {result['small']['usable_s']:.2f} s"
+    )

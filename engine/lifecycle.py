@@ -496,7 +496,7 @@ class _ProseStream:
         return new
 
 
-HAND_OVER_INTERVAL = 1 / 60
+HAND_OVER_INTERVAL = 1 / 100
 """Seconds: the least time between two hand-overs of streamed chunks while a narrator is still writing.
 
 A model sends a token every few milliseconds; a screen shows a frame every 16. Chunks that
