@@ -31,6 +31,7 @@ import sys
 import time
 from typing import Any
 
+from benchmarks import terminal
 from benchmarks._common import Figure, Row, fill_transcript, storyloom_app
 
 RATE = 200.0
@@ -301,6 +302,7 @@ def run(quick: bool = False) -> Figure:
         for (which, prior), r in results.items()
         if which == "baseline"
     ]
+    terminal.rows(figure, [0, 5] if quick else [0, 1000], count=200 if quick else terminal.TOKENS)
     return figure
 
 

@@ -45,6 +45,7 @@ from storyloom.engine.narrators._shared import (
     connection_fault,
     context_window_error,
     error_fields,
+    frame_paced_transport,
     stall_fault,
     status_fault,
 )
@@ -73,6 +74,10 @@ _MANUAL_THINKING = re.compile(r"claude-(3-|(sonnet|opus|haiku)-4(-[0-5])?(-\d{8}
 """Models that only know manual thinking with a budget; later ones think adaptively."""
 _CACHE = {"type": "ephemeral"}
 _PROVIDER = "Anthropic"
+
+
+_HTTPX = anthropic.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0]
+"""The httpx package the SDK is built on (its own fork, httpx2, since 2.x; httpx before)."""
 
 
 class AnthropicNarrator:
@@ -110,6 +115,7 @@ class AnthropicNarrator:
             api_key=api_key,
             base_url=base_url,
             max_retries=0,
+            http_client=anthropic.DefaultAsyncHttpxClient(transport=frame_paced_transport(_HTTPX)),
             timeout=anthropic.Timeout(
                 connect=timeouts.connect, read=timeouts.read, write=timeouts.write, pool=timeouts.pool
             ),

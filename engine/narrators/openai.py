@@ -37,6 +37,7 @@ from storyloom.engine.narrators._shared import (
     Timeouts,
     connection_fault,
     error_fields,
+    frame_paced_transport,
     stall_fault,
     status_fault,
 )
@@ -96,7 +97,7 @@ class OpenAINarrator:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
             headers=headers,
-            transport=transport,
+            transport=transport or frame_paced_transport(),
             timeout=httpx.Timeout(
                 connect=timeouts.connect, read=timeouts.read, write=timeouts.write, pool=timeouts.pool
             ),
