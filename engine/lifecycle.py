@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -49,7 +49,7 @@ from storyloom.engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
-from storyloom.engine.packs import StoryPack
+from storyloom.engine.packs import Ending, StoryPack
 from storyloom.engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.engine.turns import Issue
@@ -95,6 +95,47 @@ class PendingTurn:
     turn: int
     player_input: str
     retries: int
+
+
+@dataclass(frozen=True)
+class StoryEnding:
+    """The ending the committed story stands at, and which standing commit reached it."""
+
+    commit: int
+    """Index in the history (and the undo stack) of the commit that reached it."""
+    ending: str
+    """The pack's id of the ending."""
+    title: str
+    text: str
+
+
+def ending_reached(pack: StoryPack, before: WorldState, after: WorldState) -> tuple[str, Ending] | None:
+    """The ending a commit from `before` to `after` reaches: the first of the pack's endings that holds
+    after it and did not before. The one judgement of an ending: live play, resume, replay and export
+    all come here."""
+    for ending_id, ending in pack.endings.items():
+        if ending.when.holds(after) and not ending.when.holds(before):
+            return ending_id, ending
+    return None
+
+
+def story_ending(
+    pack: StoryPack, undo_stack: Sequence[tuple[WorldState, int]], state: WorldState
+) -> StoryEnding | None:
+    """Where the committed story ends, derived from its standing commits: the first one that reached an
+    ending (the state before each commit is on the undo stack, the state after it is the next one's
+    before, or `state` for the last). None while the story goes on.
+
+    Nothing is committed after an ending (the front ends stop there), so this is the last commit;
+    a save played on past an ending (before storyloom stopped there) still ends where it ended.
+    """
+    for index, (before, _) in enumerate(undo_stack):
+        after = undo_stack[index + 1][0] if index + 1 < len(undo_stack) else state
+        reached = ending_reached(pack, before, after)
+        if reached is not None:
+            ending_id, ending = reached
+            return StoryEnding(index, ending_id, ending.title, ending.text)
+    return None
 
 
 @dataclass(frozen=True)
@@ -157,8 +198,24 @@ class Session:
         self._clock = clock
         self._sleep = sleep
         self.attempt_timeout = attempt_timeout
+        self._ending_of: tuple[int, WorldState | None] = (-1, None)
+        self._ending: StoryEnding | None = None
+        """`ending` as last derived, for the undo stack's length and the state it was derived from."""
         self._cancel: asyncio.Future[None] | None = None
         """Done once the player cancels the turn in flight (a future, so waiting on it needs no task)."""
+
+    @property
+    def ending(self) -> StoryEnding | None:
+        """The ending the committed story stands at (see `story_ending`), or None while it goes on.
+
+        Derived from the standing commits, so an undo, a resume and a replay all agree on it;
+        the front ends play no command while it is set (undo takes the ending turn back).
+        """
+        depth, state = self._ending_of
+        if depth != len(self._undo_stack) or state is not self.state:  # the state object itself: ids are reused
+            self._ending_of = (len(self._undo_stack), self.state)
+            self._ending = story_ending(self.pack, self._undo_stack, self.state)
+        return self._ending
 
     @property
     def busy(self) -> bool:
@@ -296,10 +353,10 @@ class Session:
             suggestions=tuple(accepted.suggestions),
             state=after,
         )
-        for ending_id, ending in self.pack.endings.items():
-            if ending.when.holds(after) and not ending.when.holds(before):
-                yield StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text)
-                break
+        reached = ending_reached(self.pack, before, after)
+        if reached is not None:
+            ending_id, ending = reached
+            yield StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text)
 
     async def _stream_attempt(
         self, request: NarrationRequest, cancel: asyncio.Future[None]

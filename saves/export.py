@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from storyloom.engine.events import StoryEnded, TurnCommitted, TurnStarted, TurnUndone
+from storyloom.engine.events import TurnCommitted, TurnStarted, TurnUndone
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
 from storyloom.saves.format import FORMAT, Save
-from storyloom.saves.verify import Rebuilt, rebuild
+from storyloom.saves.verify import rebuild
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,6 @@ def committed_turns(save: Save) -> list[CommittedTurn]:
     return turns
 
 
-def _ending(save: Save, built: Rebuilt) -> StoryEnded | None:
-    if built.ending is None:
-        return None
-    endings = [e for _, e in save.events if isinstance(e, StoryEnded)]
-    return endings[-1] if endings else None
-
-
 def export_markdown(save: Save, pack: StoryPack) -> str:
     """A transcript to read: the intro, then each standing turn's input and narrative."""
     built = rebuild(save, pack)
@@ -88,7 +81,7 @@ def export_markdown(save: Save, pack: StoryPack) -> str:
         f"last played {save.last_time}.*"
     )
     turns = committed_turns(save)
-    ending = _ending(save, built)
+    ending = built.ending
     return markdown_transcript(
         pack.title,
         pack.intro,
@@ -168,7 +161,8 @@ def _safe(value: Any) -> Any:
 
 
 def export_json(save: Save, pack: StoryPack) -> dict[str, Any]:
-    """Every committed turn (undone ones marked) with its patch, and the final state."""
+    """Every committed turn (undone ones marked) with its patch, the ending the story reached (null while
+    it goes on: the turn that reached it, the pack's ending id, title and text), and the final state."""
     built = rebuild(save, pack)
     header = save.header
     return {
@@ -190,6 +184,14 @@ def export_json(save: Save, pack: StoryPack) -> dict[str, Any]:
             }
             for t in committed_turns(save)
         ],
+        "ending": None
+        if built.ending is None
+        else {
+            "id": built.ending.ending,
+            "title": safe_text(built.ending.title),
+            "text": safe_text(built.ending.text),
+            "turn": built.ending_turn,
+        },
         "final_state": built.state,
         "final_state_hash": state_hash(built.state),
     }

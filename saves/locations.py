@@ -1,7 +1,7 @@
 """Where saves live: the saves folder, the saves in it, and the names new and rescued saves get.
 
-Nothing here reads or writes a save; it only names files (`storyloom.saves.reader` and
-`storyloom.saves.writer` open them).
+Nothing here parses or writes a save; it only names files (`storyloom.saves.reader` and
+`storyloom.saves.writer` open them); `latest` only looks past a save's first line, to pass over empty ones.
 """
 
 from __future__ import annotations
@@ -31,23 +31,36 @@ def list_saves(folder: Path | None = None) -> list[Path]:
 
 
 def resolve_save(ref: str | Path, folder: Path | None = None) -> Path:
-    """A save named by path, by file name in the saves folder, or `latest`.
+    """A save named by path, by file name in the saves folder, or `latest` (the newest save with a turn).
 
     Raises:
         SaveUnreadable: `latest` with no saves, or no such file.
     """
     folder = folder or saves_dir()
     if str(ref) == "latest":
-        saves = list_saves(folder)
-        if not saves:
+        played = next((path for path in list_saves(folder) if not _only_a_header(path)), None)
+        if played is None:
             raise SaveUnreadable(folder, "there are no saves yet: play a story first")
-        return saves[0]
+        return played
     path = Path(ref)
     if not path.exists() and path.parent == Path(".") and (folder / path.name).exists():
         return folder / path.name
     if not path.exists() and path.parent == Path(".") and (folder / (path.name + SUFFIX)).exists():
         return folder / (path.name + SUFFIX)
     return path
+
+
+def _only_a_header(path: Path) -> bool:
+    """True for a save holding nothing but its header: a game that was left (or killed) before its
+    first turn, or one open right now and not played yet. `latest` never means one of those.
+    Reads only as far as the header line."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.readline()
+            rest = handle.read(64)
+    except OSError:
+        return False  # `latest` names it, and resuming it says what is wrong
+    return header.endswith(b"\n") and not rest.strip()
 
 
 def new_save_path(story_id: str, folder: Path | None = None) -> Path:

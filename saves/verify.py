@@ -18,7 +18,7 @@ from storyloom.engine.events import (
     TurnStarted,
     TurnUndone,
 )
-from storyloom.engine.lifecycle import PendingTurn
+from storyloom.engine.lifecycle import PendingTurn, StoryEnding, story_ending
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import judge_data
@@ -40,6 +40,7 @@ class Rebuilt:
         pending: a failed, cancelled or interrupted last turn that can be retried.
         commits, undos, failures, cancels, corrections: counts, for reports and listings.
         interrupted: the turn that was in flight when the save stopped (a crash or a kill), if any.
+        turns: the turn number of each standing commit, in the history's order.
     """
 
     state: WorldState
@@ -53,7 +54,31 @@ class Rebuilt:
     cancels: int = 0
     corrections: int = 0
     interrupted: int | None = None
-    ending: str | None = None
+    turns: list[int] = field(default_factory=list)
+    pack: StoryPack | None = field(default=None, repr=False)
+
+    @property
+    def ending(self) -> StoryEnding | None:
+        """The ending the story stands at, derived from its standing commits as a live session does."""
+        assert self.pack is not None
+        return story_ending(self.pack, self.undo_stack, self.state)
+
+    @property
+    def ending_turn(self) -> int | None:
+        """The turn number of the commit that reached the ending, if the story ended."""
+        ending = self.ending
+        return None if ending is None else self.turns[ending.commit]
+
+    def turns_in_story(self) -> str:
+        """How many turns the story holds, and how that count comes about (see `story_turns`)."""
+        return story_turns(self.commits, self.undos)
+
+
+def story_turns(commits: int, undos: int) -> str:
+    """The count of a save's turns, said the same way everywhere (`storyloom saves` and `verify`): the
+    turns standing in the story, then how many were committed and how many of those were undone."""
+    standing = commits - undos
+    return f"{standing} turn{'' if standing == 1 else 's'} in the story ({commits} committed, {undos} undone)"
 
 
 def open_pack(header: SaveHeader, path: Path, pack: StoryPack | None = None) -> StoryPack:
@@ -97,7 +122,7 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
         InvalidCommit: the first commit that fails the rules, leads to another state
             hash, or an undo with nothing to undo (the record is named).
     """
-    built = Rebuilt(state=initial_state(pack))
+    built = Rebuilt(state=initial_state(pack), pack=pack)
     inputs: dict[int, TurnStarted] = {}
     in_flight: TurnStarted | None = None
     last_turn = 0
@@ -126,8 +151,6 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
             in_flight = None
         elif event.event == "correction_started":
             built.corrections += 1
-        elif event.event == "story_ended":
-            built.ending = getattr(event, "title", None)
     if in_flight is not None:
         built.interrupted = in_flight.turn
         built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
@@ -177,9 +200,9 @@ def _commit(
     built.undo_stack.append((built.state, len(built.history)))
     built.state = verdict.after
     built.history.append(Exchange(started.player_input, verdict.turn))
+    built.turns.append(event.turn)
     built.pending = None
     built.commits += 1
-    built.ending = None
 
 
 def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
@@ -197,7 +220,8 @@ def _undo(save: Save, built: Rebuilt, seq: int, line: int, event: TurnUndone) ->
             seq=seq,
         )
     del built.history[length:]
-    built.state, built.pending, built.ending = state, None, None
+    del built.turns[length:]
+    built.state, built.pending = state, None
     built.undos += 1
 
 
@@ -238,9 +262,11 @@ def verify_save(path: str | Path, pack: StoryPack | None = None) -> Report:
         lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
         return Report(path, False, True, tuple(lines))
     lines.append(
-        f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
+        f"turns: {built.turns_in_story()}; every commit re-validated ({built.failures} failed, "
         f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches"
     )
+    if built.ending is not None:
+        lines.append(f"ending: {built.ending.title} (reached at turn {built.ending_turn})")
     if built.interrupted is not None:
         lines.append(f"note: turn {built.interrupted} was in flight when the save stopped; it was never committed")
     lines.append(f"final state: {state_hash(built.state)}")

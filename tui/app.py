@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -17,6 +17,7 @@ from storyloom.tui.screens.opening import OpeningScreen
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
     from storyloom.engine.lifecycle import Session
     from storyloom.saves.replay import Replayer
+    from storyloom.saves.resume import PastTurn
     from storyloom.tui.screens.game import EventHook, GameScreen, UndoHook
     from storyloom.tui.screens.replay import ReplayScreen
     from storyloom.tui.screens.story import StoryScreen
@@ -52,6 +53,8 @@ class StoryloomApp(App[int]):
         tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`).
         list_saves: the saves the palette's "Open save" offers (absent: not offered).
         open_save: continues a save as a ready session (raises with a message the player can act on).
+        past: the turns of the story being played as they were played, when it continues a save
+            (asked again after "Open save" and "New game"); see `StoryScreen`.
     """
 
     CSS_PATH = "app.tcss"
@@ -71,6 +74,7 @@ class StoryloomApp(App[int]):
         tune_gc: bool = False,
         list_saves: Callable[[], list[Path]] | None = None,
         open_save: Callable[[Path], Session] | None = None,
+        past: Callable[[], Sequence[PastTurn]] | None = None,
     ) -> None:
         super().__init__()
         self._opening = session if isinstance(session, Opening) else None
@@ -85,6 +89,7 @@ class StoryloomApp(App[int]):
         self._tune_gc = tune_gc
         self._list_saves = list_saves
         self._open_save = open_save
+        self._past = past or tuple
         self.panel_override: bool | None = None
         """None: the side panel follows the terminal width; True/False: the player chose."""
         if theme:
@@ -107,7 +112,12 @@ class StoryloomApp(App[int]):
 
         assert self.session is not None
         return GameScreen(
-            self.session, on_event=self._on_event, on_undo=self._on_undo, blink=self._blink, tune_gc=self._tune_gc
+            self.session,
+            self._past(),
+            on_event=self._on_event,
+            on_undo=self._on_undo,
+            blink=self._blink,
+            tune_gc=self._tune_gc,
         )
 
     def on_mount(self) -> None:
@@ -173,7 +183,7 @@ class StoryloomApp(App[int]):
             return
         self.game.session.cancel()
         self.session = self._new_session()
-        self.run_worker(self.game.restart(self.session), exclusive=True, group="new-game")
+        self.run_worker(self.game.restart(self.session, self._past()), exclusive=True, group="new-game")
 
     def action_open_save(self) -> None:
         """Pick a save and continue it in place of the story being played."""
@@ -198,17 +208,24 @@ class StoryloomApp(App[int]):
             return
         self.game.session.cancel()
         self.session = session
-        self.run_worker(self.game.restart(session), exclusive=True, group="new-game")
+        self.run_worker(self.game.restart(session, self._past()), exclusive=True, group="new-game")
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown into the current directory."""
         from storyloom.saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
 
         pack = self.session.pack
+        ending = self.session.ending
         path = Path.cwd() / f"storyloom-{pack.id}.md"
         try:
             path.write_text(
-                markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges()), encoding="utf-8"
+                markdown_transcript(
+                    pack.title,
+                    pack.intro,
+                    self.game.committed_exchanges(),
+                    ending=(ending.title, ending.text) if ending is not None else None,
+                ),
+                encoding="utf-8",
             )
         except OSError as exc:
             self.notify(

@@ -7,6 +7,10 @@ goes to stdout, made safe for a terminal; corrections and failures are reported
 on stderr so stdout stays a clean transcript (`EventPrinter`). This module must
 not import Textual.
 
+Once the story reaches an ending it is over, as in the UI: no later command is played (play
+stops there, saying so), but `/undo` still takes the ending turn back and play goes on. A resumed
+story that had ended prints its ending after the intro.
+
 Exit codes (`storyloom.tui.cli.exits`): 0 every turn committed (or the story ended), 3 a turn
 failed after its correction budget (play stops there; the committed state stays
 valid), 2 bad arguments or input files, 1 anything else.
@@ -22,7 +26,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import IO, TextIO
 
-from storyloom.engine.events import Event, StoryEnded, TurnFailed
+from storyloom.engine.events import Event, TurnFailed
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.packs import PackError
 from storyloom.engine.safety import safe_text
@@ -31,6 +35,8 @@ from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXI
 from storyloom.tui.cli.printer import EventPrinter, print_intro, print_problems
 from storyloom.tui.session import PlaySession
 from storyloom.tui.settings import SettingsError, load_settings
+
+STORY_OVER = "the story is over (/undo takes back the ending turn, and play goes on)"
 
 EventHook = Callable[[Event], None]
 """Called with every event before it is shown (the events file, the save journal)."""
@@ -81,6 +87,10 @@ def run_headless(args: argparse.Namespace) -> int:
         play.rescue(play.journal.broken)
     try:
         print_intro(play.pack, sys.stdout)
+        ending = play.session.ending
+        if ending is not None:  # a resumed story that had ended: its ending is part of it
+            print(f"\n{safe_text(ending.title)}\n\n{safe_text(ending.text)}", file=sys.stdout)
+            print(f"storyloom: {STORY_OVER}", file=err)
         hook = _both(recorder(play), _event_writer(events_file) if events_file else None)
         code = asyncio.run(play_commands(play.session, commands, on_event=hook, out=sys.stdout, err=err))
         return finish(play, code)
@@ -128,7 +138,11 @@ def recorder(play: PlaySession) -> EventHook:
 
 def finish(play: PlaySession, code: int) -> int:
     """The exit code, once every record is on disk; 1 (loudly, see `PlaySession.close`) if some never could be."""
-    return code if play.close() else EXIT_FAILURE
+    if not play.close():
+        return EXIT_FAILURE
+    if not play.kept:
+        print("storyloom: no turn was played, so no save was kept", file=play.err)
+    return code
 
 
 def _both(first: EventHook, second: EventHook | None) -> EventHook:
@@ -176,7 +190,8 @@ async def play_commands(
 
     Blank lines and lines starting with `#` are skipped; a line starting with `/`
     is a meta-command (see `META_COMMANDS`). Play stops at the first turn that
-    fails after its budget (exit 3) or when the story reaches an ending (exit 0).
+    fails after its budget (exit 3), or at the first command after the story reached an
+    ending (exit 0; meta-commands still run, so `/undo` takes the ending back and play goes on).
 
     Args:
         session: the story being played.
@@ -196,18 +211,18 @@ async def play_commands(
             except _Stop as stop:
                 return stop.code
             continue
+        if session.ending is not None:  # the story is over: nothing more is played (as in the UI)
+            print(f"storyloom: {STORY_OVER}; {safe_text(command)!r} and what follows were not played", file=err)
+            return EXIT_OK
         print(f"\n> {safe_text(command)}\n", file=out)
-        failed = ended = False
+        failed = False
         async for event in session.play(command):
             if on_event is not None:
                 on_event(event)
             printer(event)
             failed = failed or isinstance(event, TurnFailed)
-            ended = ended or isinstance(event, StoryEnded)
         if failed:
             return EXIT_TURN_FAILED
-        if ended:
-            return EXIT_OK
     return EXIT_OK
 
 

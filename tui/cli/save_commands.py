@@ -19,7 +19,7 @@ from storyloom.saves.errors import SaveError, SaveUnreadable
 from storyloom.saves.format import Save
 from storyloom.saves.locations import list_saves, resolve_save, saves_dir
 from storyloom.saves.reader import load_save
-from storyloom.saves.verify import open_pack, verify_save
+from storyloom.saves.verify import open_pack, story_turns, verify_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter
 
@@ -59,14 +59,14 @@ def _row(path: Path) -> tuple[str, str, str, str, str]:
         save = load_save(path)
     except SaveError as exc:
         return (safe_text(path.name), "(damaged)", "-", "-", f"{size}  {safe_text(exc.reason)}")
-    turns = 0
+    commits = undos = 0
     for _, event in save.events:
-        turns += isinstance(event, TurnCommitted)
-        turns -= isinstance(event, TurnUndone)
+        commits += isinstance(event, TurnCommitted)
+        undos += isinstance(event, TurnUndone)
     when = save.last_time.replace("T", " ")[:16] + " UTC" if save.last_time else "-"
     title = safe_text(save.header.story_title)
     story = safe_text(save.header.story_id) + (f" ({title})" if title else "")
-    return (safe_text(path.name), story, str(turns), when, size)
+    return (safe_text(path.name), story, story_turns(commits, undos), when, size)
 
 
 def _size(n: int) -> str:

@@ -110,6 +110,7 @@ def run_app(args: argparse.Namespace) -> int:
         tune_gc=True,
         list_saves=play.other_saves,
         open_save=play.switch_to,
+        past=lambda: play.past,
     )
     play.notes = AppSaveNotes(app)
     try:
@@ -123,7 +124,10 @@ def run_app(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not saved:
         return EXIT_FAILURE
-    print(f"storyloom: saved to {safe_text(str(play.journal.path))}", file=sys.stderr)
+    if play.kept:
+        print(f"storyloom: saved to {safe_text(str(play.journal.path))}", file=sys.stderr)
+    else:
+        print("storyloom: no turn was played, so no save was kept", file=sys.stderr)
     return result if isinstance(result, int) else EXIT_OK
 
 

@@ -7,12 +7,15 @@ from typing import TYPE_CHECKING
 
 from storyloom.engine.events import Event, StoryEnded, TurnCommitted, TurnStarted, TurnUndone
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
-from storyloom.tui.widgets.story_text import StoryText
+from storyloom.tui.widgets.story_text import EndingText, StoryText
 from storyloom.tui.widgets.transcript import FollowHint, Transcript
-from storyloom.tui.widgets.turn_message import TurnMessage
+from storyloom.tui.widgets.turn_message import TurnMessage, details_events
 
 if TYPE_CHECKING:
+    from textual.widget import AwaitMount
+
     from storyloom.engine.narration import Exchange
+    from storyloom.saves.resume import PastTurn
 
 KEEP_LIVE = 12
 """Turns kept as live messages (focusable, with details); older ones are folded into blocks."""
@@ -37,6 +40,10 @@ class StoryView(Transcript):
         self._last_block: ArchivedTurns | None = None
         self._committed: list[int] = []
         """Turn numbers shown as committed, newest last (what an undo takes back)."""
+        self.ending_note = "The story is over."
+        """What the line under an ending says (the screen showing the story sets it)."""
+        self._ending: tuple[EndingText, int | None] | None = None
+        """The ending on screen, and the committed turn that reached it (an undo of that turn takes it back)."""
 
     # -- what is shown
 
@@ -68,16 +75,34 @@ class StoryView(Transcript):
         blocks = dict.fromkeys(self._archived.values())
         return sorted((r for block in blocks for r in block.records if r.details), key=lambda r: -r.turn)
 
+    def latest_folded(self) -> TurnRecord | None:
+        """The newest turn, when it is folded (a resumed story before its first new turn), else None."""
+        if self._messages or not self._archived:
+            return None
+        newest = max(self._archived)
+        return next(r for r in self._archived[newest].records if r.turn == newest)
+
     # -- rendering events
 
-    def show_history(self, history: Sequence[Exchange]) -> None:
-        """A resumed story shows its committed turns (folded into one block) under the intro."""
+    def show_history(self, history: Sequence[Exchange], past: Sequence[PastTurn] = ()) -> None:
+        """A resumed story shows its committed turns (folded into one block) under the intro.
+
+        `past` (from the save, in the history's order) gives each turn its number and, for a turn
+        that had issues, its details; without it, negative numbers keep the turns apart from new ones.
+        """
         if not history:
             return
         count = len(history)
-        # The save's turn numbers are not in the history; negative ids keep them apart from new turns.
+        known = len(past) == count
         records = [
-            TurnRecord(i - count, exchange.player_input, exchange.turn.narrative, "committed", "")
+            TurnRecord(
+                past[i].turn if known else i - count,
+                exchange.player_input,
+                exchange.turn.narrative,
+                "committed",
+                "",
+                details=details_events(past[i].events) if known and past[i].events else (),
+            )
             for i, exchange in enumerate(history)
         ]
         block = self._last_block = ArchivedTurns(records)
@@ -103,9 +128,7 @@ class StoryView(Transcript):
             self.show_undo()
             return
         if isinstance(event, StoryEnded):
-            ending = StoryText(f"The end: {event.title}", event.text, classes="-ending")
-            ending.styles.min_height = self.release_reserve()
-            await self.mount(ending)
+            await self.show_ending(event.title, event.text)
             return
         message = self.message(event.turn)
         if message is not None:
@@ -113,11 +136,22 @@ class StoryView(Transcript):
         if isinstance(event, TurnCommitted):
             self._committed.append(event.turn)
 
+    def show_ending(self, title: str, text: str) -> AwaitMount:
+        """The story reached an ending (just now, or in a resumed save): it follows the newest turn."""
+        ending = EndingText(title, text, self.ending_note)
+        self._ending = (ending, self._committed[-1] if self._committed else None)
+        ending.styles.min_height = self.release_reserve()  # no await before the mount: see `release_reserve`
+        return self.mount(ending)
+
     def show_undo(self) -> None:
-        """The newest committed turn was undone: it stays on screen, marked as no longer counting."""
+        """The newest committed turn was undone: it stays on screen, marked as no longer counting
+        (and so does an ending it reached)."""
         if not self._committed:
             return
         turn = self._committed.pop()
+        if self._ending is not None and self._ending[1] == turn:
+            self._ending[0].mark_undone()
+            self._ending = None
         message = self.message(turn)
         if message is not None:
             message.mark_undone()
@@ -179,13 +213,16 @@ class StoryView(Transcript):
             await self.remove_children(batch)
         return self._last_block is not None and len(self._last_block.records) == BLOCK_TURNS
 
-    async def start_again(self, title: str, intro: str, history: Sequence[Exchange] = ()) -> None:
+    async def start_again(
+        self, title: str, intro: str, history: Sequence[Exchange] = (), past: Sequence[PastTurn] = ()
+    ) -> None:
         """Show another story (or the same one anew) from its intro, with its committed history."""
         self._messages.clear()
         self._archived.clear()
         self._last_block = None
         self._committed.clear()
+        self._ending = None
         with self.app.batch_update():
             await self.remove_children([w for w in self.children if not isinstance(w, FollowHint)])
             await self.mount(StoryText(title, intro, id="intro"))
-            self.show_history(history)
+            self.show_history(history, past)

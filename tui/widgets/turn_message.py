@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from textual import events
@@ -189,7 +190,7 @@ class TurnMessage(Vertical, can_focus=True):
             self.prose.text,
             self.outcome,
             self.status.plain_text,
-            details=_for_details(self.events) if self.has_details else (),
+            details=details_events(self.events) if self.has_details else (),
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -222,7 +223,7 @@ class TurnMessage(Vertical, can_focus=True):
             self.post_message(self.TypedAway(self, event.character))
 
 
-def _for_details(events: list[Event]) -> tuple[Event, ...]:
+def details_events(events: Sequence[Event]) -> tuple[Event, ...]:
     """A folded turn's events as its details screen reads them: the streamed prose as one delta, no chunk timing.
 
     A turn streams one event per chunk and records every chunk's timing; kept for every folded
