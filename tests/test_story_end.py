@@ -279,6 +279,18 @@ async def test_the_ui_replay_shows_the_ending_in_words(tmp_path: Path) -> None:
         assert any(isinstance(e, StoryEnded) for e in app.replay.replayer.result.events)
 
 
+async def test_a_replayed_undo_of_the_ending_marks_that_turn_alone(tmp_path: Path) -> None:
+    replies = [structured(CLIMB, TO_THE_PATH), structured(TOWER, UP_THE_TOWER)]
+    path = await asyncio.to_thread(shore_save, tmp_path, replies, ["climb", "go up", "/undo"])
+    app = ReplayApp(Replayer(replay_plan(load_save(path), speed=float("inf"))), blink=False)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: app.replay.finished)
+        await pilot.pause()
+        outcomes = {m.turn: m.outcome for m in app.game.transcript.query(TurnMessage)}
+        assert outcomes == {1: "committed", 2: "undone"}  # the undo was once shown twice, taking turn 1 too
+        assert "undone · the story goes on" in painted(app)
+
+
 # -- counting turns, and empty saves
 
 

@@ -117,11 +117,12 @@ class StoryScreen(Screen[None]):
 
     async def render_event(self, event: Event) -> None:
         """Show one engine event: in the transcript, and a committed or restored state in the side panel."""
+        if isinstance(event, TurnUndone):  # once: `show_undo` marks the turn in the transcript
+            self.show_undo(event)
+            return
         await self.transcript.show(event)
         if isinstance(event, TurnCommitted):
             self.side_panel.show_state(event.state)
-        elif isinstance(event, TurnUndone):
-            self.show_undo(event)
 
     async def fold_old_turns(self) -> bool:
         """Fold old turns into blocks (`StoryView.fold_old_turns`), never past the session's pending turn."""

@@ -28,7 +28,7 @@ class CommandInput(Input):
         else:
             self.placeholder = self.DEFAULT_PLACEHOLDER
 
-    STORY_OVER = "The story is over · ctrl+z takes back the last turn · ctrl+p new game, open save, export"
+    STORY_OVER = "The story is over · ctrl+z undo · ctrl+p new game, save, export"
 
     def story_over(self) -> None:
         """The story reached an ending: the placeholder says what the player can do now, instead of suggestions."""
@@ -36,7 +36,7 @@ class CommandInput(Input):
 
     def say_over(self) -> None:
         """A command was sent after the ending: say on the line's border why it was not played (it stays typed)."""
-        self.border_subtitle = "the story is over · ctrl+z takes back the ending turn, then play goes on"
+        self.border_subtitle = "the story is over · ctrl+z takes the ending turn back"
 
     def say_busy(self, busy: bool = True) -> None:
         """Say on the line's own border that a turn is still being written (a toast would cover the prose)."""
