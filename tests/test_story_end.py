@@ -244,6 +244,23 @@ async def test_a_resumed_story_that_had_ended_shows_its_ending_and_undo_goes_on(
     assert playing.close()
 
 
+async def test_a_save_played_on_past_its_ending_is_over_until_the_ending_turn_is_undone(tmp_path: Path) -> None:
+    app, playing = await resumed_app(await asyncio.to_thread(ended_save, tmp_path, played_on=True))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        game = app.game
+        assert "The end: Light" in painted(app) and "The story is over" in game.command_input.placeholder
+        await pilot.press("ctrl+z")  # the turn played after the ending: the story is still over
+        await pilot.pause()
+        assert game.session.ending is not None and "undone · the story goes on" not in painted(app)
+        assert "The story is over" in game.command_input.placeholder
+        await pilot.press("ctrl+z")  # the turn that reached the ending
+        await pilot.pause()
+        assert game.session.ending is None and "undone · the story goes on" in painted(app)
+        assert game.command_input.placeholder == game.command_input.DEFAULT_PLACEHOLDER
+    assert playing.close()
+
+
 async def test_opening_an_ended_save_from_the_palette_shows_its_ending(tmp_path: Path) -> None:
     path = await asyncio.to_thread(ended_save, tmp_path)
     playing = PlaySession(Settings(), story=str(tmp_path / "shore.toml"), err=io.StringIO())

@@ -107,7 +107,7 @@ class StoryScreen(Screen[None]):
     def _show_standing_ending(self) -> AwaitMount | None:
         """A resumed story that had ended shows its ending under its turns, as when it was reached."""
         ending = self.session.ending
-        return None if ending is None else self.transcript.show_ending(ending.title, ending.text)
+        return None if ending is None else self.transcript.show_ending(ending.title, ending.text, ending.commit)
 
     def _name_the_story(self) -> None:
         self.title = safe_text(self.session.pack.title)

@@ -136,10 +136,15 @@ class StoryView(Transcript):
         if isinstance(event, TurnCommitted):
             self._committed.append(event.turn)
 
-    def show_ending(self, title: str, text: str) -> AwaitMount:
-        """The story reached an ending (just now, or in a resumed save): it follows the newest turn."""
+    def show_ending(self, title: str, text: str, commit: int = -1) -> AwaitMount:
+        """The story reached an ending (just now, or in a resumed save): it follows the newest turn.
+
+        `commit` is the index, among the turns shown as committed, of the one that reached it (the
+        newest, unless a save was played on past its ending before storyloom stopped there): its undo
+        takes the ending back.
+        """
         ending = EndingText(title, text, self.ending_note)
-        self._ending = (ending, self._committed[-1] if self._committed else None)
+        self._ending = (ending, self._committed[commit] if self._committed else None)
         ending.styles.min_height = self.release_reserve()  # no await before the mount: see `release_reserve`
         return self.mount(ending)
 
