@@ -337,3 +337,28 @@ def test_a_launch_with_no_turn_leaves_no_save_and_latest_passes_over_empty_ones(
     assert crashed.journal is not None
     crashed.journal.close()  # the lock goes with the process; the header stays
     assert crashed.journal.path.exists() and resolve_save("latest") == played
+
+
+async def test_undoing_the_ending_moves_nothing_on_screen(frame_recorder: Any) -> None:
+    from storyloom.tui.testing.frames import assert_no_shift
+
+    app = shore_app(GatedReply(turn_text(CLIMB, TO_THE_PATH)), GatedReply(turn_text(TOWER, UP_THE_TOWER)))
+    async with app.run_test(size=(80, 18)) as pilot:
+        await send(pilot, "climb")
+        await settled(pilot, app, 1)
+        await send(pilot, "go up")
+        await settled(pilot, app, 2)
+        await until(pilot, lambda: bool(app.game.transcript.query(EndingText)))
+        await pilot.pause(0.2)
+        assert app.game.transcript.max_scroll_y > 0  # anchored to the bottom, as in a long story
+        frames = frame_recorder(app, regions={"ending": "EndingText"}, screen=True)
+        app.screen.refresh()  # one frame of the ending as it stood, to compare the undo's frames with
+        await pilot.pause(0.1)
+        frames.mark("undo")
+        await pilot.press("ctrl+z")
+        await pilot.pause(0.3)
+        assert "undone · the story goes on" in painted(app)
+    window = frames.frames
+    assert window[0].row_of("The story is over.") is not None
+    assert window[-1].row_of("undone · the story goes on") is not None
+    assert_no_shift(window, ["› go up", "The end: Light", ENDING], settled=lambda frame: True, fixed=["ending"])
