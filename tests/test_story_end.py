@@ -189,6 +189,20 @@ async def test_after_the_ending_the_input_plays_nothing_and_says_what_to_do_unti
         assert game.latest_message().outcome == "committed"
 
 
+async def test_the_palette_export_of_an_ended_story_holds_its_ending(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = shore_app(GatedReply(turn_text(CLIMB, TO_THE_PATH)), GatedReply(turn_text(TOWER, UP_THE_TOWER)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "climb")
+        await settled(pilot, app, 1)
+        await send(pilot, "go up")
+        await settled(pilot, app, 2)
+        app.action_export()
+    (exported,) = tmp_path.rglob("*.md")  # wherever the export goes, it is under this test's folders
+    text = exported.read_text(encoding="utf-8")
+    assert text.index(TOWER) < text.index("## Light") < text.index(ENDING)
+
+
 def details_save(tmp_path: Path) -> Path:
     """Two turns: the first clean, the second corrected once (its details are worth showing)."""
     replies = [
