@@ -32,7 +32,7 @@ from storyloom.engine.packs import PackError
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveWriteError
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
-from storyloom.tui.cli.printer import EventPrinter, print_intro, print_problems
+from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro, print_problems
 from storyloom.tui.session import PlaySession
 from storyloom.tui.settings import SettingsError, load_settings
 
@@ -89,7 +89,7 @@ def run_headless(args: argparse.Namespace) -> int:
         print_intro(play.pack, sys.stdout)
         ending = play.session.ending
         if ending is not None:  # a resumed story that had ended: its ending is part of it
-            print(f"\n{safe_text(ending.title)}\n\n{safe_text(ending.text)}", file=sys.stdout)
+            print_ending(ending.title, ending.text, sys.stdout)
             print(f"storyloom: {STORY_OVER}", file=err)
         hook = _both(recorder(play), _event_writer(events_file) if events_file else None)
         code = asyncio.run(play_commands(play.session, commands, on_event=hook, out=sys.stdout, err=err))
