@@ -211,11 +211,18 @@ class Session:
         Derived from the standing commits, so an undo, a resume and a replay all agree on it;
         the front ends play no command while it is set (undo takes the ending turn back).
         """
-        depth, state = self._ending_of
-        if depth != len(self._undo_stack) or state is not self.state:  # the state object itself: ids are reused
-            self._ending_of = (len(self._undo_stack), self.state)
-            self._ending = story_ending(self.pack, self._undo_stack, self.state)
+        if not self._ending_known():
+            self._know_ending(story_ending(self.pack, self._undo_stack, self.state))
         return self._ending
+
+    def _ending_known(self) -> bool:
+        """Whether `_ending` was derived for the standing commits as they are (the state object
+        itself is compared: ids are reused)."""
+        depth, state = self._ending_of
+        return depth == len(self._undo_stack) and state is self.state
+
+    def _know_ending(self, ending: StoryEnding | None) -> None:
+        self._ending_of, self._ending = (len(self._undo_stack), self.state), ending
 
     @property
     def busy(self) -> bool:
@@ -248,9 +255,12 @@ class Session:
         """Restore the state before the last committed turn, or None if there is none."""
         if not self._undo_stack or self.busy:
             return None
+        known, ending = self._ending_known(), self._ending
         self.state, length = self._undo_stack.pop()
         self.history = self.history[:length]
         self.pending = None
+        if known:  # one commit fewer: the ending stands unless this undo took back the commit that reached it
+            self._know_ending(ending if ending is not None and ending.commit < len(self._undo_stack) else None)
         return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
 
     def restore(
@@ -341,10 +351,16 @@ class Session:
             changed = accepted.narrative != state.shown
             yield ProseReplaced(turn=turn, changed=changed, text=accepted.narrative if changed else "")
         before = self.state
+        known, ending = self._ending_known(), self._ending
+        reached = ending_reached(self.pack, before, after)
         self._undo_stack.append((before, len(self.history)))
         self.state = after
         self.history = (*self.history, Exchange(state.request.player_input, accepted))
         self.pending = None
+        if known:  # one commit more: `story_ending` over the standing commits, without going over them again
+            if ending is None and reached is not None:
+                ending = StoryEnding(len(self._undo_stack) - 1, reached[0], reached[1].title, reached[1].text)
+            self._know_ending(ending)
         yield TurnCommitted(
             turn=turn,
             state_hash=state_hash(after),
@@ -353,7 +369,6 @@ class Session:
             suggestions=tuple(accepted.suggestions),
             state=after,
         )
-        reached = ending_reached(self.pack, before, after)
         if reached is not None:
             ending_id, ending = reached
             yield StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text)

@@ -97,6 +97,27 @@ def test_the_session_knows_its_ending_from_its_commits_and_undo_takes_it_back(tm
     assert session.undo() is not None and session.ending is None
 
 
+async def test_the_ending_kept_up_commit_by_commit_is_the_one_derived_from_scratch(pack, script) -> None:
+    """`Session.ending` follows commits and undos without going over the story again; it must say
+    what `story_ending` says over the standing commits at every step."""
+    from storyloom.engine.lifecycle import story_ending
+
+    replies = [structured(CLIMB, TO_THE_PATH), structured(TOWER, UP_THE_TOWER), structured("You look out.", [])]
+    replies += [structured(TOWER, UP_THE_TOWER), structured("You wait.", []), structured("You wait.", [])]
+    session, _ = script(pack, *replies)
+    assert session.ending is None
+    seen = []
+    for move in ["climb", "go up", "look", "/undo", "/undo", "go up", "wait", "/undo", "/undo", "/undo", "wait"]:
+        if move == "/undo":
+            session.undo()
+        else:
+            async for _ in session.play(move):
+                pass
+        seen.append(session.ending.commit if session.ending is not None else None)
+        assert session.ending == story_ending(pack, session._undo_stack, session.state)
+    assert seen == [None, 1, 1, 1, None, 1, 1, 1, None, None, None]
+
+
 @pytest.mark.parametrize("played_on", [False, True])
 def test_both_exports_hold_the_ending(tmp_path: Path, capsys: pytest.CaptureFixture[str], played_on: bool) -> None:
     path = ended_save(tmp_path, played_on=played_on)
