@@ -370,8 +370,8 @@ class Session:
             state=after,
         )
         if reached is not None:
-            ending_id, ending = reached
-            yield StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text)
+            ending_id, closing = reached
+            yield StoryEnded(turn=turn, ending=ending_id, title=closing.title, text=closing.text)
 
     async def _stream_attempt(
         self, request: NarrationRequest, cancel: asyncio.Future[None]
