@@ -268,6 +268,7 @@ class Session:
     ) -> None:
         """Put a resumed story's committed state, history and undo stack (state, history length) in place."""
         self.state, self.history, self._undo_stack = state, history, undo_stack
+        self._ending_of = (-1, None)  # derived again from these commits when asked
 
     async def _run(self, turn: int, player_input: str, retry: int) -> AsyncIterator[Event]:
         """Play one turn to its end, in steps around a `_TurnState`: stream an attempt, judge it,
