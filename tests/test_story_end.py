@@ -30,7 +30,6 @@ from storyloom.tui.session import PlaySession
 from storyloom.tui.settings import Settings
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from storyloom.tui.testing.pilot import until
-from storyloom.tui.widgets.story_text import EndingText
 from storyloom.tui.widgets.turn_message import TurnMessage
 from tests.conftest import ScriptedNarrator, structured
 from tests.test_saves_kit import play, shore_pack_file
@@ -172,6 +171,10 @@ def shore_app(*replies: GatedReply) -> StoryloomApp:
     return StoryloomApp(Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator(list(replies))), blink=False)
 
 
+def ending_shown(app: StoryloomApp) -> bool:
+    return "The end: Light" in painted(app)
+
+
 async def settled(pilot: Any, app: StoryloomApp, turn: int) -> None:
     await until(pilot, lambda: (m := app.game.latest_message()) is not None and m.turn == turn and not app.game.running)
     await pilot.pause()
@@ -188,7 +191,7 @@ async def test_after_the_ending_the_input_plays_nothing_and_says_what_to_do_unti
         await settled(pilot, app, 1)
         await send(pilot, "go up")
         await settled(pilot, app, 2)
-        await until(pilot, lambda: bool(app.game.transcript.query(EndingText)))
+        await until(pilot, lambda: ending_shown(app))
         await pilot.pause()
         game = app.game
         field = game.command_input
@@ -310,7 +313,7 @@ async def test_opening_an_ended_save_from_the_palette_shows_its_ending(tmp_path:
     )
     async with app.run_test(size=(100, 30)) as pilot:
         app._continue_save(path)
-        await until(pilot, lambda: bool(app.game.transcript.query(EndingText)))
+        await until(pilot, lambda: ending_shown(app))
         await pilot.pause()
         assert ENDING in painted(app) and "The story is over" in app.game.command_input.placeholder
     assert playing.close()
@@ -383,7 +386,7 @@ async def test_undoing_the_ending_moves_nothing_on_screen(frame_recorder: Any) -
         await settled(pilot, app, 1)
         await send(pilot, "go up")
         await settled(pilot, app, 2)
-        await until(pilot, lambda: bool(app.game.transcript.query(EndingText)))
+        await until(pilot, lambda: ending_shown(app))
         await pilot.pause(0.2)
         assert app.game.transcript.max_scroll_y > 0  # anchored to the bottom, as in a long story
         frames = frame_recorder(app, regions={"ending": "EndingText"}, screen=True)
