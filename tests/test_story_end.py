@@ -227,6 +227,29 @@ async def test_the_palette_export_of_an_ended_story_holds_its_ending(tmp_path: P
     assert text.index(TOWER) < text.index("## Light") < text.index(ENDING)
 
 
+async def test_a_new_game_after_the_ending_plays_again() -> None:
+    from storyloom.engine.packs import parse_pack
+    from tests.conftest import SHORE_PACK
+
+    fresh = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([GatedReply(turn_text("You look around."))]))
+    app = shore_app(GatedReply(turn_text(CLIMB, TO_THE_PATH)), GatedReply(turn_text(TOWER, UP_THE_TOWER)))
+    app._new_session = lambda: fresh
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "climb")
+        await settled(pilot, app, 1)
+        await send(pilot, "go up")
+        await until(pilot, lambda: ending_shown(app))
+        await send(pilot, "look")  # refused: the story is over
+        await pilot.pause()
+        app.action_new_game()
+        await until(pilot, lambda: app.game.session is fresh and not ending_shown(app))
+        field = app.game.command_input
+        assert field.placeholder == field.DEFAULT_PLACEHOLDER and not field.border_subtitle
+        await pilot.press("enter")  # the command kept in the line plays in the new story
+        await settled(pilot, app, 1)
+        assert "You look around." in painted(app)
+
+
 def details_save(tmp_path: Path) -> Path:
     """Two turns: the first clean, the second corrected once (its details are worth showing)."""
     replies = [
