@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -57,7 +57,7 @@ from storyloom.engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
-from storyloom.engine.packs import StoryPack
+from storyloom.engine.packs import Ending, StoryPack
 from storyloom.engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.engine.turns import Issue
@@ -141,6 +141,47 @@ class Versions:
 
 
 @dataclass(frozen=True)
+class StoryEnding:
+    """The ending the committed story stands at, and which standing commit reached it."""
+
+    commit: int
+    """Index in the history (and the undo stack) of the commit that reached it."""
+    ending: str
+    """The pack's id of the ending."""
+    title: str
+    text: str
+
+
+def ending_reached(pack: StoryPack, before: WorldState, after: WorldState) -> tuple[str, Ending] | None:
+    """The ending a commit from `before` to `after` reaches: the first of the pack's endings that holds
+    after it and did not before. The one judgement of an ending: live play, resume, replay and export
+    all come here."""
+    for ending_id, ending in pack.endings.items():
+        if ending.when.holds(after) and not ending.when.holds(before):
+            return ending_id, ending
+    return None
+
+
+def story_ending(
+    pack: StoryPack, undo_stack: Sequence[tuple[WorldState, int]], state: WorldState
+) -> StoryEnding | None:
+    """Where the committed story ends, derived from its standing commits: the first one that reached an
+    ending (the state before each commit is on the undo stack, the state after it is the next one's
+    before, or `state` for the last). None while the story goes on.
+
+    Nothing is committed after an ending (the front ends stop there), so this is the last commit;
+    a save played on past an ending (before storyloom stopped there) still ends where it ended.
+    """
+    for index, (before, _) in enumerate(undo_stack):
+        after = undo_stack[index + 1][0] if index + 1 < len(undo_stack) else state
+        reached = ending_reached(pack, before, after)
+        if reached is not None:
+            ending_id, ending = reached
+            return StoryEnding(index, ending_id, ending.title, ending.text)
+    return None
+
+
+@dataclass(frozen=True)
 class _TurnState:
     """A turn in flight, between the steps of `Session._run`: what the narrator is asked now and
     what the player sees. Each step reads it and returns a new one; nothing else carries over."""
@@ -205,8 +246,31 @@ class Session:
         self._clock = clock
         self._sleep = sleep
         self.attempt_timeout = attempt_timeout
+        self._ending_of: tuple[int, WorldState | None] = (-1, None)
+        self._ending: StoryEnding | None = None
+        """`ending` as last derived, for the undo stack's length and the state it was derived from."""
         self._cancel: asyncio.Future[None] | None = None
         """Done once the player cancels the turn in flight (a future, so waiting on it needs no task)."""
+
+    @property
+    def ending(self) -> StoryEnding | None:
+        """The ending the committed story stands at (see `story_ending`), or None while it goes on.
+
+        Derived from the standing commits, so an undo, a resume and a replay all agree on it;
+        the front ends play no command while it is set (undo takes the ending turn back).
+        """
+        if not self._ending_known():
+            self._know_ending(story_ending(self.pack, self._undo_stack, self.state))
+        return self._ending
+
+    def _ending_known(self) -> bool:
+        """Whether `_ending` was derived for the standing commits as they are (the state object
+        itself is compared: ids are reused)."""
+        depth, state = self._ending_of
+        return depth == len(self._undo_stack) and state is self.state
+
+    def _know_ending(self, ending: StoryEnding | None) -> None:
+        self._ending_of, self._ending = (len(self._undo_stack), self.state), ending
 
     @property
     def busy(self) -> bool:
@@ -228,8 +292,9 @@ class Session:
 
     @property
     def can_regenerate(self) -> bool:
-        """True when the latest committed turn may get another version (idle, and it is not fixed)."""
-        return self.versions is not None and not self.busy
+        """True when the latest committed turn may get another version: idle, the turn not fixed, and
+        the story not over (an ending is undone first, like any turn after it would be)."""
+        return self.versions is not None and not self.busy and self.ending is None
 
     def regenerate(self) -> AsyncIterator[Event]:
         """Ask for another version of the latest committed turn: the same command, judged against
@@ -240,12 +305,14 @@ class Session:
         sets no pending turn: to try again, regenerate again.
 
         Raises:
-            RuntimeError: there is no turn that can change (none committed, or the next command
-                was played since), or a turn is in flight.
+            RuntimeError: there is no turn that can change (none committed, the next command
+                was played since, or the story is over), or a turn is in flight.
         """
         versions = self.versions
-        if versions is None:
-            raise RuntimeError("only the latest committed turn can get another version, before the next command")
+        if versions is None or self.ending is not None:
+            raise RuntimeError(
+                "only the latest committed turn can get another version, before the next command and the story's end"
+            )
         if self.busy:
             raise RuntimeError("a turn is already in flight")
         return self._run(versions.turn, versions.player_input, retry=0, alternative=len(versions.alternatives) + 1)
@@ -254,11 +321,16 @@ class Session:
         """Make one of the latest turn's committed versions (1-based) the one that counts: its state
         and its exchange in the history swap in together. The narrator is not asked.
 
-        Returns None (and changes nothing) when busy, when the turn is fixed, or when there is no
-        such version.
+        Returns None (and changes nothing) when busy, when the turn is fixed or the story is over,
+        or when there is no such version.
         """
         versions = self.versions
-        if versions is None or self.busy or not 1 <= alternative <= len(versions.alternatives):
+        if (
+            versions is None
+            or self.busy
+            or self.ending is not None
+            or not 1 <= alternative <= len(versions.alternatives)
+        ):
             return None
         chosen = versions.alternatives[alternative - 1]
         length = self._undo_stack[-1][1]
@@ -303,10 +375,13 @@ class Session:
         """Restore the state before the last committed turn, or None if there is none."""
         if not self._undo_stack or self.busy:
             return None
+        known, ending = self._ending_known(), self._ending
         self.state, length = self._undo_stack.pop()
         self.history = self.history[:length]
         self.pending = None
         self.versions = None  # the turn goes with all its versions; the one before it stays fixed
+        if known:  # one commit fewer: the ending stands unless this undo took back the commit that reached it
+            self._know_ending(ending if ending is not None and ending.commit < len(self._undo_stack) else None)
         return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
 
     def restore(
@@ -323,6 +398,7 @@ class Session:
         ):
             raise ValueError("the chosen version must be the committed state, over a turn on the undo stack")
         self.state, self.history, self._undo_stack, self.versions = state, history, undo_stack, versions
+        self._ending_of = (-1, None)  # derived again from these commits when asked
 
     def _start(self, turn: int, player_input: str, retry: int, alternative: int) -> tuple[NarrationRequest, Event]:
         """The first request of a turn (or of another version of one) and the event that announces it.
@@ -436,18 +512,26 @@ class Session:
         before = request.state
         exchange = Exchange(request.player_input, accepted)
         version = Alternative(exchange, after)
+        known, ending = self._ending_known(), self._ending
+        reached = ending_reached(self.pack, before, after)
         if request.is_regeneration:  # the new version is chosen: it takes the turn's place
             assert self.versions is not None
             length = self._undo_stack[-1][1]
             alternatives = (*self.versions.alternatives, version)
             self.versions = replace(self.versions, alternatives=alternatives, chosen=len(alternatives))
             self.history = (*self.history[:length], exchange)
+            if ending is not None and ending.commit >= len(self._undo_stack) - 1:
+                ending = None  # the version it came from is no longer the one that counts
         else:
             self._undo_stack.append((before, len(self.history)))
             self.history = (*self.history, exchange)
             self.versions = Versions(turn, (version,), 1)
         self.state = after
         self.pending = None
+        if known:  # one commit more: `story_ending` over the standing commits, without going over them again
+            if ending is None and reached is not None:
+                ending = StoryEnding(len(self._undo_stack) - 1, reached[0], reached[1].title, reached[1].text)
+            self._know_ending(ending)
         yield TurnCommitted(
             turn=turn,
             state_hash=state_hash(after),
@@ -456,10 +540,9 @@ class Session:
             suggestions=tuple(accepted.suggestions),
             state=after,
         )
-        for ending_id, ending in self.pack.endings.items():
-            if ending.when.holds(after) and not ending.when.holds(before):
-                yield StoryEnded(turn=turn, ending=ending_id, title=ending.title, text=ending.text)
-                break
+        if reached is not None:
+            ending_id, closing = reached
+            yield StoryEnded(turn=turn, ending=ending_id, title=closing.title, text=closing.text)
 
     async def _stream_attempt(
         self, request: NarrationRequest, cancel: asyncio.Future[None]

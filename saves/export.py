@@ -19,7 +19,6 @@ from typing import Any
 from storyloom.engine.events import (
     AlternativeChosen,
     AlternativeStarted,
-    StoryEnded,
     TurnCommitted,
     TurnStarted,
     TurnUndone,
@@ -28,7 +27,7 @@ from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
 from storyloom.saves.format import FORMAT, Save
-from storyloom.saves.verify import Rebuilt, rebuild
+from storyloom.saves.verify import rebuild
 
 
 @dataclass(frozen=True)
@@ -91,13 +90,6 @@ def committed_turns(save: Save) -> list[CommittedTurn]:
     return turns
 
 
-def _ending(save: Save, built: Rebuilt) -> StoryEnded | None:
-    if built.ending is None:
-        return None
-    endings = [e for _, e in save.events if isinstance(e, StoryEnded)]
-    return endings[-1] if endings else None
-
-
 def export_markdown(save: Save, pack: StoryPack) -> str:
     """A transcript to read: the intro, then each standing turn's input and narrative."""
     built = rebuild(save, pack)
@@ -108,7 +100,7 @@ def export_markdown(save: Save, pack: StoryPack) -> str:
         f"last played {save.last_time}.*"
     )
     turns = committed_turns(save)
-    ending = _ending(save, built)
+    ending = built.ending
     return markdown_transcript(
         pack.title,
         pack.intro,
@@ -188,8 +180,9 @@ def _safe(value: Any) -> Any:
 
 
 def export_json(save: Save, pack: StoryPack) -> dict[str, Any]:
-    """Every committed turn (undone ones marked) with its patch, and the final state. A turn with
-    other versions is the chosen one, with the others under `alternatives`."""
+    """Every committed turn (undone ones marked) with its patch, the ending the story reached (null while
+    it goes on: the turn that reached it, the pack's ending id, title and text), and the final state.
+    A turn with other versions is the chosen one, with the others under `alternatives`."""
     built = rebuild(save, pack)
     header = save.header
     turns = committed_turns(save)
@@ -216,6 +209,14 @@ def export_json(save: Save, pack: StoryPack) -> dict[str, Any]:
             for t in turns
             if t.chosen
         ],
+        "ending": None
+        if built.ending is None
+        else {
+            "id": built.ending.ending,
+            "title": safe_text(built.ending.title),
+            "text": safe_text(built.ending.text),
+            "turn": built.ending_turn,
+        },
         "final_state": built.state,
         "final_state_hash": state_hash(built.state),
     }

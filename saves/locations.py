@@ -1,7 +1,8 @@
 """Where saves live: the saves folder, the saves in it, and the names new and rescued saves get.
 
 Nothing here parses or writes a save (`storyloom.saves.reader` and `storyloom.saves.writer`
-do); to tell a rescued save from the save it continues, only the first line of each is read.
+do); to tell a rescued save from the save it continues, only the first line of each is read, and
+`latest` only looks past a save's first line to pass over empty ones.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def rescue_of(path: Path, saves: list[Path] | None = None) -> Path | None:
 
 
 def resolve_save(ref: str | Path, folder: Path | None = None) -> Path:
-    """A save named by path, by file name in the saves folder, or `latest`.
+    """A save named by path, by file name in the saves folder, or `latest` (the newest save with a turn).
 
     `latest` is the newest save that no rescue supersedes (see `rescue_of`).
 
@@ -120,16 +121,30 @@ def resolve_save(ref: str | Path, folder: Path | None = None) -> Path:
     """
     folder = folder or saves_dir()
     if str(ref) == "latest":
-        saves = list_saves(folder)
-        if not saves:
+        played = next((path for path in list_saves(folder) if not _only_a_header(path)), None)
+        if played is None:
             raise SaveUnreadable(folder, "there are no saves yet: play a story first")
-        return rescue_of(saves[0], saves) or saves[0]
+        saves = list_saves(folder)
+        return rescue_of(played, saves) or played
     path = Path(ref)
     if not path.exists() and path.parent == Path(".") and (folder / path.name).exists():
         return folder / path.name
     if not path.exists() and path.parent == Path(".") and (folder / (path.name + SUFFIX)).exists():
         return folder / (path.name + SUFFIX)
     return path
+
+
+def _only_a_header(path: Path) -> bool:
+    """True for a save holding nothing but its header: a game that was left (or killed) before its
+    first turn, or one open right now and not played yet. `latest` never means one of those.
+    Reads only as far as the header line."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.readline()
+            rest = handle.read(64)
+    except OSError:
+        return False  # `latest` names it, and resuming it says what is wrong
+    return header.endswith(b"\n") and not rest.strip()
 
 
 def new_save_path(story_id: str, folder: Path | None = None) -> Path:

@@ -15,15 +15,54 @@ from pathlib import Path
 from typing import Any
 
 from storyloom.engine.builtin import builtin_pack_ids
+from storyloom.engine.events import Event
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import Narrator
 from storyloom.engine.packs import StoryPack
 from storyloom.saves.choices import SessionChoices
 from storyloom.saves.errors import SaveWriteError
-from storyloom.saves.format import Save, SaveHeader
+from storyloom.saves.format import Record, Save, SaveHeader
 from storyloom.saves.locations import new_save_path, rescue_of, resolve_save
 from storyloom.saves.verify import Rebuilt, open_pack, rebuild
 from storyloom.saves.writer import Journal
+
+
+@dataclass(frozen=True)
+class PastTurn:
+    """A turn standing in a resumed story, as it was played: what the screen shows of it besides its
+    prose (which is in the session's history, in the same order).
+
+    Attributes:
+        turn: its number in the save.
+        events: the recorded events of the try that committed it, when it had issues (a rejected
+            attempt or a correction), for its details screen; empty for a clean turn.
+    """
+
+    turn: int
+    events: tuple[Event, ...] = ()
+
+
+_ISSUES = {"validation_failed", "turn_failed"}
+
+
+def past_turns(save: Save, built: Rebuilt) -> tuple[PastTurn, ...]:
+    """The standing turns of a save, each with the events of the try that committed it if it had
+    issues (the events live play showed in its details). Only those turns' records are made into
+    events: a clean turn's attempts are left as read."""
+    tries: dict[int, list[Record]] = {}
+    for record in save.records:
+        if record.kind == "turn_started":
+            tries[record.turn or 0] = [record]
+        elif record.turn is not None and record.turn in tries:
+            tries[record.turn].append(record)
+    past: list[PastTurn] = []
+    for turn in built.turns:
+        records = tries.get(turn, [])
+        if any(record.kind in _ISSUES for record in records):
+            past.append(PastTurn(turn, tuple(event for r in records if (event := r.event) is not None)))
+        else:
+            past.append(PastTurn(turn))
+    return tuple(past)
 
 
 @dataclass
@@ -37,6 +76,7 @@ class Resumed:
         journal: open for append and locked; feed it the session's events.
         save: the save as loaded (its warnings, e.g. a dropped torn line, are for the player).
         rebuilt: what the save held (counts, the interrupted turn if the save stopped mid-turn).
+        past: the standing turns as they were played (numbers, and the details of those with issues).
     """
 
     session: Session
@@ -46,6 +86,7 @@ class Resumed:
     pack: StoryPack
     notes: tuple[str, ...] = ()
     """What the player should know beyond the save's own warnings (it goes on in its rescue)."""
+    past: tuple[PastTurn, ...] = ()
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -160,7 +201,7 @@ def _reopen(
     except BaseException:
         journal.close()
         raise
-    return Resumed(session, journal, save, built, pack, notes)
+    return Resumed(session, journal, save, built, pack, notes, past_turns(save, built))
 
 
 def header_for(

@@ -28,7 +28,7 @@ from storyloom.engine.events import (
     TurnStarted,
     TurnUndone,
 )
-from storyloom.engine.lifecycle import Alternative, PendingTurn, Versions
+from storyloom.engine.lifecycle import Alternative, PendingTurn, StoryEnding, Versions, story_ending
 from storyloom.engine.limits import command_too_long
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
@@ -54,6 +54,7 @@ class Rebuilt:
         versions: the latest turn's committed versions and the chosen one, while it can still
             change (the next command was not played yet); None once it is fixed.
         alternatives, choices: other versions committed (each re-judged) and choices made among them.
+        turns: the turn number of each standing commit, in the history's order.
     """
 
     state: WorldState
@@ -67,10 +68,34 @@ class Rebuilt:
     cancels: int = 0
     corrections: int = 0
     interrupted: int | None = None
-    ending: str | None = None
     versions: Versions | None = None
     alternatives: int = 0
     choices: int = 0
+    turns: list[int] = field(default_factory=list)
+    pack: StoryPack | None = field(default=None, repr=False)
+
+    @property
+    def ending(self) -> StoryEnding | None:
+        """The ending the story stands at, derived from its standing commits as a live session does."""
+        assert self.pack is not None
+        return story_ending(self.pack, self.undo_stack, self.state)
+
+    @property
+    def ending_turn(self) -> int | None:
+        """The turn number of the commit that reached the ending, if the story ended."""
+        ending = self.ending
+        return None if ending is None else self.turns[ending.commit]
+
+    def turns_in_story(self) -> str:
+        """How many turns the story holds, and how that count comes about (see `story_turns`)."""
+        return story_turns(self.commits, self.undos)
+
+
+def story_turns(commits: int, undos: int) -> str:
+    """The count of a save's turns, said the same way everywhere (`storyloom saves` and `verify`): the
+    turns standing in the story, then how many were committed and how many of those were undone."""
+    standing = commits - undos
+    return f"{standing} turn{'' if standing == 1 else 's'} in the story ({commits} committed, {undos} undone)"
 
 
 def open_pack(header: SaveHeader, path: Path, pack: StoryPack | None = None) -> StoryPack:
@@ -140,7 +165,7 @@ def rebuild_records(
             (and the latest turn's versions, while it can change).
         against_answers: see `rebuild`.
     """
-    built = Rebuilt(state=initial_state(pack))
+    built = Rebuilt(state=initial_state(pack), pack=pack)
     save = _Where(path)
     states: dict[str, WorldState] = {}
     """Each distinct committed state once: the undo stack holds one per commit, and a story often
@@ -195,8 +220,6 @@ def rebuild_records(
             in_flight = None
         elif event.event == "correction_started":
             built.corrections += 1
-        elif event.event == "story_ended":
-            built.ending = getattr(event, "title", None)
     if in_flight is not None:
         built.interrupted = in_flight.turn
         if isinstance(in_flight, TurnStarted):  # an interrupted other version leaves the chosen one
@@ -264,9 +287,9 @@ def _commit(
     built.state = states.setdefault(event.state_hash, after)
     if keep_history:
         built.history.append(exchange)
+    built.turns.append(event.turn)
     built.pending = None
     built.commits += 1
-    built.ending = None
     built.versions = Versions(event.turn, (Alternative(exchange, built.state),), 1)
 
 
@@ -340,7 +363,6 @@ def _commit_version(
         del built.history[length:]
         built.history.append(exchange)
     built.alternatives += 1
-    built.ending = None
 
 
 def _choose(
@@ -369,16 +391,13 @@ def _choose(
             line=line,
             seq=seq,
         )
-    before, length = built.undo_stack[-1]
+    length = built.undo_stack[-1][1]
     built.versions = Versions(versions.turn, versions.alternatives, event.alternative)
     built.state = chosen.state
     if keep_history:
         del built.history[length:]
         built.history.append(chosen.exchange)
     built.choices += 1
-    built.ending = next(
-        (e.title for e in pack.endings.values() if e.when.holds(chosen.state) and not e.when.holds(before)), None
-    )
 
 
 _COMMITTED_FIELDS = ("narrative", "state_patch", "suggestions")
@@ -447,7 +466,8 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
             seq=seq,
         )
     del built.history[length:]
-    built.state, built.pending, built.ending = state, None, None
+    del built.turns[len(built.undo_stack) :]
+    built.state, built.pending = state, None
     built.undos += 1
     built.versions = None
 
@@ -520,7 +540,7 @@ def _read_lines(header: SaveHeader, records: int, warnings: tuple[str, ...]) -> 
 def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ...], built: Rebuilt) -> Report:
     lines = [f"save: {path}", *_read_lines(header, records, warnings), "pack: digest matches"]
     lines.append(
-        f"turns: {built.commits} committed and re-validated ({built.undos} undone, {built.failures} failed, "
+        f"turns: {built.turns_in_story()}; every commit re-validated ({built.failures} failed, "
         f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches, and every "
         f"commit is what the model's recorded answer gives"
     )
@@ -529,6 +549,8 @@ def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ..
             f"alternatives: {built.alternatives} other version(s) of turns re-validated against the state "
             f"before their turn, {built.choices} choice(s) among them; every state hash matches"
         )
+    if built.ending is not None:
+        lines.append(f"ending: {built.ending.title} (reached at turn {built.ending_turn})")
     if built.interrupted is not None:
         lines.append(f"note: turn {built.interrupted} was in flight when the save stopped; it was never committed")
     lines.append(f"final state: {state_hash(built.state)}")

@@ -43,7 +43,8 @@ async def test_a_new_game_starts_a_fresh_save_and_leaves_no_empty_one_behind():
     playing.restart()
     assert kept.exists() and commits(kept) == 1
     assert playing.pack.id == "glasshouse" and playing.close()
-    assert sorted(list_saves()) == sorted([kept, playing.journal.path])
+    assert list_saves() == [kept]  # the new game was left before its first turn: no empty save is kept either
+    assert not playing.journal.path.exists() and not playing.kept
 
 
 async def test_opening_another_save_continues_it_and_refuses_the_one_being_played():

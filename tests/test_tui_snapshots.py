@@ -259,3 +259,33 @@ def test_another_version_failed(snap_compare):
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_story_over_100x30(snap_compare):
+    """The story reached its ending: the ending says what now; a command sent after it stays unplayed."""
+    to_the_path = [
+        *TAKE_LAMP,
+        {"op": "replace", "path": "/flags/door_open", "value": True},
+        {"op": "replace", "path": "/location", "value": "path"},
+    ]
+
+    async def run_before(pilot: Any) -> None:
+        await send(pilot, "climb")
+        await settled(pilot)
+        await send(pilot, "go up")
+        await until(pilot, lambda: "The story is over" in pilot.app.game.command_input.placeholder)
+        await settled(pilot)
+        await send(pilot, "go down")
+        await pilot.pause()
+
+    app = scene(
+        GatedReply(turn_text("You take the brass lamp, open the way and climb to the Cliff Path.", to_the_path)),
+        GatedReply(
+            turn_text(
+                "You climb to the Lamp Room with the lamp, and light it.",
+                [{"op": "replace", "path": "/location", "value": "tower"}],
+                ["close hatch", "go down"],
+            )
+        ),
+    )
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the engine and the game screen load after the first frame (
 
     from storyloom.engine.lifecycle import Session
     from storyloom.saves.replay import Replayer
+    from storyloom.saves.resume import PastTurn
     from storyloom.tui.screens.game import EventHook, GameScreen, UndoHook
     from storyloom.tui.screens.replay import ReplayScreen
     from storyloom.tui.screens.story import StoryScreen
@@ -58,6 +59,8 @@ class StoryloomApp(App[int]):
         remember_theme: keeps the theme the player picks in the palette for the next start (the settings file).
         quit_on: signals that end the app as ctrl+q does (the real app: SIGTERM, SIGHUP), so the
             terminal is restored and the save closed instead of the process dying mid-screen.
+        past: the turns of the story being played as they were played, when it continues a save
+            (asked again after "Open save" and "New game"); see `StoryScreen`.
     """
 
     CSS_PATH = "app.tcss"
@@ -79,6 +82,7 @@ class StoryloomApp(App[int]):
         open_save: Callable[[Path], Session] | None = None,
         remember_theme: Callable[[str], None] | None = None,
         quit_on: Iterable[int] = (),
+        past: Callable[[], Sequence[PastTurn]] | None = None,
     ) -> None:
         super().__init__()
         self._remember_theme = remember_theme
@@ -95,6 +99,7 @@ class StoryloomApp(App[int]):
         self._tune_gc = tune_gc
         self._list_saves = list_saves
         self._open_save = open_save
+        self._past = past or tuple
         self.panel_override: bool | None = None
         """None: the side panel follows the terminal width; True/False: the player chose."""
         if theme:
@@ -119,7 +124,12 @@ class StoryloomApp(App[int]):
 
         assert self.session is not None
         return GameScreen(
-            self.session, on_event=self._on_event, on_undo=self._on_undo, blink=self._blink, tune_gc=self._tune_gc
+            self.session,
+            self._past(),
+            on_event=self._on_event,
+            on_undo=self._on_undo,
+            blink=self._blink,
+            tune_gc=self._tune_gc,
         )
 
     def on_mount(self) -> None:
@@ -207,7 +217,7 @@ class StoryloomApp(App[int]):
             return
         self.game.session.cancel()
         self.session = self._new_session()
-        self.run_worker(self.game.restart(self.session), exclusive=True, group="new-game")
+        self.run_worker(self.game.restart(self.session, self._past()), exclusive=True, group="new-game")
 
     def action_open_save(self) -> None:
         """Pick a save and continue it in place of the story being played."""
@@ -232,7 +242,7 @@ class StoryloomApp(App[int]):
             return
         self.game.session.cancel()
         self.session = session
-        self.run_worker(self.game.restart(session), exclusive=True, group="new-game")
+        self.run_worker(self.game.restart(session, self._past()), exclusive=True, group="new-game")
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown beside the saves, never over an existing file."""
@@ -240,7 +250,13 @@ class StoryloomApp(App[int]):
         from storyloom.saves.locations import new_export_path, saves_dir
 
         pack = self.session.pack
-        text = markdown_transcript(pack.title, pack.intro, self.game.committed_exchanges())
+        ending = self.session.ending
+        text = markdown_transcript(
+            pack.title,
+            pack.intro,
+            self.game.committed_exchanges(),
+            ending=(ending.title, ending.text) if ending is not None else None,
+        )
         folder = saves_dir()
         path = folder / f"storyloom-{pack.id}.md"
         try:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from storyloom.engine.packs import StoryPack
     from storyloom.saves.choices import SessionChoices
     from storyloom.saves.errors import SaveError
-    from storyloom.saves.resume import Resumed
+    from storyloom.saves.resume import PastTurn, Resumed
     from storyloom.saves.writer import Journal
 
 
@@ -150,6 +150,10 @@ class PlaySession:
         self.session: Session | None = None
         self.journal: Journal | None = None
         self.pack: StoryPack | None = None
+        self.kept = True
+        """False once `close` removed a save the game made and no turn was played in."""
+        self.past: tuple[PastTurn, ...] = ()
+        """The turns of the save being continued, as they were played (none for a new game)."""
         self._closed = threading.Event()
 
     @classmethod
@@ -193,6 +197,7 @@ class PlaySession:
         assert self.pack is not None and self.journal is not None
         close_journal(self.journal)
         self.session, self.journal = self._start(self.pack)
+        self.past, self.save_path = (), None
         return self.session
 
     def switch_to(self, path: Path) -> Session:
@@ -255,7 +260,10 @@ class PlaySession:
                 f"(the last save written is {safe_text(str(journal.path))})",
                 file=self.err,
             )
-        journal.close()
+        if self.save_path is None:  # not a file the player named: a new save is kept once a turn is played
+            self.kept = close_journal(journal)
+        else:
+            journal.close()
         return saved
 
     def _start(self, pack: StoryPack, *, path: str | Path | None = None) -> tuple[Session, Journal]:
@@ -275,18 +283,24 @@ class PlaySession:
     def _take(self, resumed: Resumed) -> Session:
         """Play the resumed save from now on; a new game of it starts the story it was made from."""
         self.pack, self.journal, self.session = resumed.pack, resumed.journal, resumed.session
+        self.past = resumed.past
         self.source = resumed.save.header.story_source or resumed.pack.id
         return resumed.session
 
 
-def close_journal(journal: Journal) -> None:
+def close_journal(journal: Journal) -> bool:
     """Close the save being left; a save started at launch that never got a turn is removed.
 
-    Every launch starts a new save, so a player who opens another save (or starts a
-    new game) right away would otherwise leave an empty save behind in the saves list.
-    Only a new save holding nothing but its header is removed; anything with a record
-    of a turn (even a cancelled one) stays.
+    Every launch starts a new save (so a crash in the first turn still leaves the turn's
+    record, and the save is locked from the start), so a player who quits, opens another
+    save or starts a new game right away would otherwise leave an empty save behind in the
+    saves list. Only a new save holding nothing but its header is removed, while still
+    locked; anything with a record of a turn (even a cancelled one) stays.
+
+    Returns:
+        False when the save was removed.
     """
+    kept = True
     path = journal.path
     if journal.loaded is None and not journal.closed and not journal.unsaved:
         try:
@@ -296,4 +310,6 @@ def close_journal(journal: Journal) -> None:
         if len(lines) == 1:
             with contextlib.suppress(OSError):
                 path.unlink()  # still locked by us: nobody else can have appended to it
+                kept = False
     journal.close()
+    return kept

@@ -7,6 +7,10 @@ goes to stdout, made safe for a terminal; corrections and failures are reported
 on stderr so stdout stays a clean transcript (`EventPrinter`). This module must
 not import Textual.
 
+Once the story reaches an ending it is over, as in the UI: no later command is played (play
+stops there, saying so), but `/undo` still takes the ending turn back and play goes on. A resumed
+story that had ended prints its ending after the intro.
+
 Exit codes (`storyloom.tui.cli.exits`): 0 every line played (or the story ended), 3 a turn
 failed after its correction budget (play stops there, unless `--on-fail skip` or `retry`
 says otherwise; the committed state stays valid), 2 bad arguments or input files, 1
@@ -32,9 +36,11 @@ from storyloom.engine.packs import PackError
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveWriteError
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
-from storyloom.tui.cli.printer import EventPrinter, print_intro, print_problems
+from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro, print_problems
 from storyloom.tui.session import PlaySession
 from storyloom.tui.settings import SettingsError, load_settings
+
+STORY_OVER = "the story is over (/undo takes back the ending turn, and play goes on)"
 
 EventHook = Callable[[Event], None]
 """Called with every event before it is shown (the events file, the save journal)."""
@@ -104,6 +110,10 @@ def run_headless(args: argparse.Namespace) -> int:
     before = {signum: signal.signal(signum, _terminate) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         print_intro(play.pack, sys.stdout)
+        ending = play.session.ending
+        if ending is not None:  # a resumed story that had ended: its ending is part of it
+            print_ending(ending.title, ending.text, sys.stdout)
+            print(f"storyloom: {STORY_OVER}", file=err)
         hook = _both(recorder(play), _event_writer(events_file) if events_file else None)
         code = asyncio.run(
             play_commands(
@@ -162,7 +172,11 @@ def recorder(play: PlaySession) -> EventHook:
 
 def finish(play: PlaySession, code: int) -> int:
     """The exit code, once every record is on disk; 1 (loudly, see `PlaySession.close`) if some never could be."""
-    return code if play.close() else EXIT_FAILURE
+    if not play.close():
+        return EXIT_FAILURE
+    if not play.kept:
+        print("storyloom: no turn was played, so no save was kept", file=play.err)
+    return code
 
 
 def _both(first: EventHook, second: EventHook | None) -> EventHook:
@@ -217,7 +231,8 @@ async def play_commands(
 
     Blank lines and lines starting with `#` are skipped; a line starting with `/`
     is a meta-command (see `META_COMMANDS`); a line over the command limit is refused
-    with a note and play goes on. Play ends when the story reaches an ending (exit 0).
+    with a note and play goes on. Play stops at the first command after the story reached
+    an ending (exit 0; meta-commands still run, so `/undo` takes the ending back and play goes on).
     A turn that fails after its budget stops play (exit 3) unless `on_fail` says
     `skip` (go on with the next line) or `retry` (play it again, up to `RETRIES` times,
     then stop); skipped turns are counted on `err` at the end.
@@ -253,6 +268,9 @@ async def play_commands(
             if problem is not None:
                 print(f"storyloom: line {number}: {problem}; it is not played, play goes on", file=err)
                 continue
+            if session.ending is not None:  # the story is over: nothing more is played (as in the UI)
+                print(f"storyloom: {STORY_OVER}; {safe_text(command)!r} and what follows were not played", file=err)
+                return EXIT_OK
             print(f"\n> {safe_text(command)}\n", file=out)
             failed, ended = await _play_turn(session.play(command), on_event, printer)
             retries = 0
@@ -267,8 +285,6 @@ async def play_commands(
                 if on_fail == "retry":
                     print(f"storyloom: turn {failed} still failed after {RETRIES} retries; play stops", file=err)
                 return EXIT_TURN_FAILED
-            if ended:
-                return EXIT_OK
     except _Stop as stop:
         return stop.code
     finally:
@@ -318,11 +334,9 @@ async def _regenerate(session: Session, argument: str, on_event: EventHook | Non
             file=printer.err,
         )
         return
-    failed, ended = await _play_turn(session.regenerate(), on_event, printer)
+    failed, _ = await _play_turn(session.regenerate(), on_event, printer)
     if failed is not None:
         raise _VersionFailed(failed)
-    if ended:
-        raise _Stop(EXIT_OK)
 
 
 async def _choose(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:

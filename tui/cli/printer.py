@@ -62,7 +62,7 @@ class EventPrinter:
         if isinstance(event, TurnCommitted):
             print(safe_text(event.narrative), file=self.out)
         elif isinstance(event, StoryEnded):
-            print(f"\n{safe_text(event.title)}\n\n{safe_text(event.text)}", file=self.out)
+            print_ending(event.title, event.text, self.out)
         elif isinstance(event, TurnUndone):
             print("\n(undone: the last committed turn is taken back)", file=self.out)
         elif isinstance(event, AlternativeStarted):
@@ -141,6 +141,11 @@ def print_intro(pack: StoryPack, out: TextIO) -> None:
     print(safe_text(pack.title), file=out)
     print(file=out)
     print(safe_text(pack.intro.strip()), file=out)
+
+
+def print_ending(title: str, text: str, out: TextIO) -> None:
+    """The ending the story reached, in the transcript (just reached, or a resumed story's)."""
+    print(f"\n{safe_text(title)}\n\n{safe_text(text)}", file=out)
 
 
 def print_problems(exc: PackError, err: TextIO) -> None:

@@ -20,7 +20,7 @@ from storyloom.saves.errors import SaveError, SaveUnreadable
 from storyloom.saves.format import Save
 from storyloom.saves.locations import list_saves, rescue_of, resolve_save, saves_dir
 from storyloom.saves.reader import load_save, summarize_save
-from storyloom.saves.verify import open_pack, verify_save
+from storyloom.saves.verify import open_pack, story_turns, verify_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter
 
@@ -67,7 +67,8 @@ def _row(path: Path, folder: Path, rescue: Path | None) -> tuple[str, str, str, 
         summary = summarize_save(path)
     except SaveError as exc:
         return (name, "(damaged)", "-", "-", f"{size}  {safe_text(exc.reason)}")
-    turns = str(summary.tally.in_story) if summary.tally is not None else "?"
+    tally = summary.tally
+    turns = story_turns(tally.committed, tally.undone) if tally is not None else "?"
     when = summary.last_time.replace("T", " ")[:16] + " UTC" if summary.last_time else "-"
     title = safe_text(summary.header.story_title)
     story = safe_text(summary.header.story_id) + (f" ({title})" if title else "")

@@ -113,6 +113,7 @@ def run_app(args: argparse.Namespace) -> int:
         open_save=play.switch_to,
         remember_theme=save_theme,
         quit_on=(signal.SIGTERM, signal.SIGHUP),
+        past=lambda: play.past,
     )
     play.notes = AppSaveNotes(app)
     try:
@@ -127,7 +128,10 @@ def run_app(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not saved:
         return EXIT_FAILURE
-    _say(f"saved to {play.journal.path}")
+    if play.kept:
+        _say(f"saved to {play.journal.path}")
+    else:
+        _say("no turn was played, so no save was kept")
     return result if isinstance(result, int) else EXIT_OK
 
 

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import gc
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
-from storyloom.engine.events import AlternativeChosen, Event, TurnCommitted, TurnUndone
+from storyloom.engine.events import AlternativeChosen, Event, StoryEnded, TurnCommitted, TurnUndone
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.safety import safe_text
 from storyloom.tui.screens.story import StoryScreen
 from storyloom.tui.widgets.command_input import CommandInput
 from storyloom.tui.widgets.turn_message import TurnMessage
+
+if TYPE_CHECKING:
+    from storyloom.saves.resume import PastTurn
 
 EventHook = Callable[[Event], Awaitable[None] | None]
 UndoHook = Callable[[], TurnUndone | None]
@@ -25,8 +29,13 @@ UndoHook = Callable[[], TurnUndone | None]
 class GameScreen(StoryScreen):
     """Plays a `Session`: sends commands, renders each event, never touches the state itself.
 
+    Once the story reaches an ending it is over: the input plays no command (it says so, and
+    what the player can do: undo the ending turn, or a new game, another save or an export
+    from the palette), and suggests nothing.
+
     Args:
         session: the story being played (ready, possibly resumed).
+        past: a resumed story's turns as they were played (see `StoryScreen`).
         on_event: called with every engine event before the screen renders it
             (the journal makes a commit durable there before it is shown).
         on_undo: performs an undo and returns its event (or None); without it the
@@ -48,16 +57,22 @@ class GameScreen(StoryScreen):
         Binding("end", "follow", "Follow", show=False, priority=True),
     ]
 
+    ENDING_NOTE = (
+        "The story is over. ctrl+z takes back the last turn and the story goes on from there; "
+        "ctrl+p starts a new game, opens another save or exports the story; ctrl+q quits."
+    )
+
     def __init__(
         self,
         session: Session,
+        past: Sequence[PastTurn] = (),
         *,
         on_event: EventHook | None = None,
         on_undo: UndoHook | None = None,
         blink: bool = True,
         tune_gc: bool = False,
     ) -> None:
-        super().__init__(session)
+        super().__init__(session, past)
         self._tune_gc = tune_gc
         self._on_event = on_event
         self._on_undo = on_undo
@@ -75,9 +90,7 @@ class GameScreen(StoryScreen):
     def on_mount(self) -> None:
         # StoryScreen.on_mount (run after this one) shows the history: offer what its messages can do after it
         self.call_later(self._update_retry_offer)
-        showing = self.session.showing()
-        if showing is not None:
-            self.command_input.suggest(showing.suggestions)
+        self._offer_next()
         self.command_input.focus()
         if self._tune_gc:
             self.call_after_refresh(_freeze_garbage_collector)
@@ -91,6 +104,9 @@ class GameScreen(StoryScreen):
             return
         if self.running:
             self.command_input.say_busy()
+            return
+        if self.session.ending is not None:
+            self.command_input.say_over()
             return
         event.input.clear()
         self._start(self.session.play(text))
@@ -157,8 +173,18 @@ class GameScreen(StoryScreen):
 
     async def render_event(self, event: Event) -> None:
         await super().render_event(event)
-        if isinstance(event, TurnCommitted | AlternativeChosen):
-            self.command_input.suggest(event.suggestions)
+        if isinstance(event, TurnCommitted | StoryEnded | AlternativeChosen):
+            self._offer_next()
+
+    def _offer_next(self) -> None:
+        """What the input line offers: the newest standing turn's suggestions, or, once the story has
+        ended, what the player can do now (never a suggestion of the turn that ended it)."""
+        field = self.command_input
+        if self.session.ending is not None:
+            field.story_over()
+        else:
+            history = self.session.history
+            field.suggest(tuple(history[-1].turn.suggestions) if history else ())
 
     def _update_retry_offer(self) -> None:
         """Only the session's pending turn offers a retry; older failures stop offering it. Only the
@@ -177,7 +203,7 @@ class GameScreen(StoryScreen):
         if action == "cancel":
             return self.running
         if action == "retry":
-            return not self.running and self.session.pending is not None
+            return not self.running and self.session.pending is not None and self.session.ending is None
         if action == "undo":
             return not self.running and self.transcript.has_committed
         if action == "regenerate":
@@ -190,7 +216,7 @@ class GameScreen(StoryScreen):
             self.session.cancel()
 
     def action_retry(self) -> None:
-        if self.running or self.session.pending is None:
+        if self.running or self.session.pending is None or self.session.ending is not None:
             return
         self._start(self.session.retry())
 
@@ -253,16 +279,17 @@ class GameScreen(StoryScreen):
         self.show_undo(undone)
 
     def show_undo(self, event: TurnUndone) -> None:
-        self.command_input.suggest(())  # the undone turn's suggestions no longer apply
+        self._offer_next()  # the undone turn's suggestions (or its ending) no longer apply: the turn before's do
+        self.command_input.say_busy(False)
         self._update_retry_offer()
         super().show_undo(event)
 
-    async def restart(self, session: Session) -> None:
-        """Play a fresh session in this screen: the transcript starts again from the intro."""
+    async def restart(self, session: Session, past: Sequence[PastTurn] = ()) -> None:
+        """Play a fresh session (or an opened save) in this screen: the transcript starts again from the intro."""
         self.workers.cancel_group(self, "turn")
-        await super().restart(session)
-        showing = session.showing()
-        self.command_input.suggest(showing.suggestions if showing is not None else ())
+        await super().restart(session, past)
+        self._offer_next()
+        self.command_input.say_busy(False)
         self._update_retry_offer()
         self.command_input.focus()
 

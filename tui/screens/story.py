@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
@@ -17,6 +20,11 @@ from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
 from storyloom.tui.widgets.side_panel import SidePanel
 from storyloom.tui.widgets.story_view import StoryView
 from storyloom.tui.widgets.turn_message import TurnMessage
+
+if TYPE_CHECKING:
+    from textual.widget import AwaitMount
+
+    from storyloom.saves.resume import PastTurn
 
 
 def narrator_label(narrator: object) -> str:
@@ -37,15 +45,22 @@ class StoryScreen(Screen[None]):
 
     Args:
         session: the story shown.
+        past: a resumed story's turns as they were played (their numbers and details), in the
+            order of the session's history.
     """
 
-    def __init__(self, session: Session) -> None:
+    ENDING_NOTE = "The story is over."
+    """The line under an ending, in words: what the player can do now (the game says more)."""
+
+    def __init__(self, session: Session, past: Sequence[PastTurn] = ()) -> None:
         super().__init__()
         crop_repaints_to_rows(self)
         self.session = session
+        self._past = past
         self.running = False
         """True while a turn's events are being shown (sent or replayed), until it ends."""
         self._story_view = StoryView(id="transcript")
+        self._story_view.ending_note = self.ENDING_NOTE
         self._keys_shown: tuple[tuple[str, str, bool], ...] | None = None
 
     def refresh_bindings(self) -> None:
@@ -110,7 +125,13 @@ class StoryScreen(Screen[None]):
     def on_mount(self) -> None:
         self.call_after_refresh(self._show_keys)
         self._name_the_story()
-        self.transcript.show_history(self.session.history, self.session.versions)
+        self.transcript.show_history(self.session.history, self._past, self.session.versions)
+        self._show_standing_ending()
+
+    def _show_standing_ending(self) -> AwaitMount | None:
+        """A resumed story that had ended shows its ending under its turns, as when it was reached."""
+        ending = self.session.ending
+        return None if ending is None else self.transcript.show_ending(ending.title, ending.text, ending.commit)
 
     def _name_the_story(self) -> None:
         self.title = safe_text(self.session.pack.title)
@@ -120,11 +141,12 @@ class StoryScreen(Screen[None]):
 
     async def render_event(self, event: Event) -> None:
         """Show one engine event: in the transcript, and a committed or restored state in the side panel."""
+        if isinstance(event, TurnUndone):  # once: `show_undo` marks the turn in the transcript
+            self.show_undo(event)
+            return
         await self.transcript.show(event)
         if isinstance(event, TurnCommitted | AlternativeChosen):
             self.side_panel.show_state(event.state)
-        elif isinstance(event, TurnUndone):
-            self.show_undo(event)
 
     async def fold_old_turns(self) -> bool:
         """Fold old turns into blocks (`StoryView.fold_old_turns`), never past the session's pending turn."""
@@ -138,11 +160,15 @@ class StoryScreen(Screen[None]):
         self.refresh_bindings()
         self.notify("The last turn was undone.", title="Undo")
 
-    async def restart(self, session: Session) -> None:
+    async def restart(self, session: Session, past: Sequence[PastTurn] = ()) -> None:
         """Show `session` in this screen: the transcript starts again from its intro."""
         self.session = session
         self.running = False
-        await self.transcript.start_again(session.pack.title, session.pack.intro, session.history, session.versions)
+        await self.transcript.start_again(
+            session.pack.title, session.pack.intro, session.history, past, session.versions
+        )
+        if (mounting := self._show_standing_ending()) is not None:
+            await mounting
         self.side_panel.show_story(session.pack, session.state)
         self._name_the_story()  # an opened save may be on another narrator
         self.refresh_bindings()
@@ -152,7 +178,10 @@ class StoryScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "details":
             latest = self.latest_message()
-            return latest is not None and latest.has_details
+            if latest is None:  # a resumed story: its newest turn is folded, with its details
+                folded = self.transcript.latest_folded()
+                return folded is not None and bool(folded.details)
+            return latest.has_details
         if action == "follow":  # otherwise End goes on to the input line (the end of what is typed)
             return not self.transcript.following
         return True
@@ -169,6 +198,8 @@ class StoryScreen(Screen[None]):
         latest = self.latest_message()
         if latest is not None and latest.has_details:
             self._open_details(latest)
+        elif latest is None and (folded := self.transcript.latest_folded()) is not None and folded.details:
+            self.show_details_of(folded)
 
     @on(TurnMessage.DetailsRequested)
     def _details_message(self, event: TurnMessage.DetailsRequested) -> None:

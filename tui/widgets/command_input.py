@@ -45,6 +45,16 @@ class CommandInput(Input):
         if self.border_subtitle == self.FULL and len(self.value) < COMMAND_MAX_CHARS:
             self.border_subtitle = ""
 
+    STORY_OVER = "The story is over · ctrl+z undo · ctrl+p new game, save, export"
+
+    def story_over(self) -> None:
+        """The story reached an ending: the placeholder says what the player can do now, instead of suggestions."""
+        self.placeholder = self.STORY_OVER
+
+    def say_over(self) -> None:
+        """A command was sent after the ending: say on the line's border why it was not played (it stays typed)."""
+        self.border_subtitle = "the story is over · ctrl+z takes the ending turn back"
+
     def say_busy(self, busy: bool = True) -> None:
         """Say on the line's own border that a turn is still being written (a toast would cover the prose)."""
         self.border_subtitle = (

@@ -30,3 +30,36 @@ class StoryText(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(plain(self._title), markup=False, classes="-title")
         yield Static(plain(self._text), markup=False, classes="-text")
+
+
+class EndingText(StoryText):
+    """The ending the story reached: its title and prose, and a line saying in words what now.
+
+    The line says the story is over and what the player can do (the screen chooses the words:
+    the game offers undo and the palette, a replay only says it ended). An undo of the turn
+    that reached the ending keeps the block where it is and says so on that line; the block never
+    gets shorter, so nothing above it moves down.
+    """
+
+    DEFAULT_CSS = """
+    EndingText {
+        & > .-note { color: $text-muted; margin-top: 1; }
+        &.-undone > Static { color: $text-muted; }
+    }
+    """
+
+    def __init__(self, title: str, text: str, note: str) -> None:
+        super().__init__(f"The end: {title}", text, classes="-ending")
+        self.note = Static(plain(note), markup=False, classes="-note")
+        self.undone = False
+
+    def compose(self) -> ComposeResult:
+        yield from super().compose()
+        yield self.note
+
+    def mark_undone(self) -> None:
+        """The turn that reached this ending was undone: the story goes on from the turn before."""
+        self.undone = True
+        self.styles.min_height = self.outer_size.height  # a shorter note never pulls the story down
+        self.add_class("-undone")
+        self.note.update(plain("undone · the story goes on from the turn before"))

@@ -14,13 +14,16 @@ from storyloom.engine.events import (
     TurnUndone,
 )
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
-from storyloom.tui.widgets.story_text import StoryText
+from storyloom.tui.widgets.story_text import EndingText, StoryText
 from storyloom.tui.widgets.transcript import FollowHint, Transcript
-from storyloom.tui.widgets.turn_message import TurnMessage
+from storyloom.tui.widgets.turn_message import TurnMessage, details_events
 
 if TYPE_CHECKING:
+    from textual.widget import AwaitMount
+
     from storyloom.engine.lifecycle import Versions
     from storyloom.engine.narration import Exchange
+    from storyloom.saves.resume import PastTurn
 
 KEEP_LIVE = 12
 """Turns kept as live messages (focusable, with details); older ones are folded into blocks."""
@@ -45,6 +48,10 @@ class StoryView(Transcript):
         self._last_block: ArchivedTurns | None = None
         self._committed: list[int] = []
         """Turn numbers shown as committed, newest last (what an undo takes back)."""
+        self.ending_note = "The story is over."
+        """What the line under an ending says (the screen showing the story sets it)."""
+        self._ending: tuple[EndingText, int | None] | None = None
+        """The ending on screen, and the committed turn that reached it (an undo of that turn takes it back)."""
 
     # -- what is shown
 
@@ -80,30 +87,41 @@ class StoryView(Transcript):
         blocks = dict.fromkeys(self._archived.values())
         return sorted((r for block in blocks for r in block.records if r.details), key=lambda r: -r.turn)
 
+    def latest_folded(self) -> TurnRecord | None:
+        """The newest turn, when it is folded (a resumed story before its first new turn), else None."""
+        if self._messages or not self._archived:
+            return None
+        newest = max(self._archived)
+        return next(r for r in self._archived[newest].records if r.turn == newest)
+
     # -- rendering events
 
-    def show_history(self, history: Sequence[Exchange], versions: Versions | None = None) -> None:
+    def show_history(
+        self, history: Sequence[Exchange], past: Sequence[PastTurn] = (), versions: Versions | None = None
+    ) -> None:
         """A resumed story shows its committed turns (folded into one block) under the intro.
 
+        `past` (from the save, in the history's order) gives each turn its number and, for a turn
+        that had issues, its details; without it, negative numbers keep the turns apart from new ones.
         The latest turn, while its versions may still change, is a live message instead: the
         player browses them or asks for another, as before the story was closed.
         """
-        if versions is not None and history:
-            history = history[:-1]
+        if not history:
+            return
         count = len(history)
-        # The save's turn numbers are not in the history; negative ids keep them apart from new turns.
+        known = len(past) == count
+        folded = count - 1 if versions is not None else count
         records = [
-            TurnRecord(i - count, exchange.player_input, exchange.turn.narrative, "committed", "")
-            for i, exchange in enumerate(history)
-        ]
-        if versions is not None:
-            message = TurnMessage.restored(
-                versions.turn,
-                versions.player_input,
-                [version.exchange.turn.narrative for version in versions.alternatives],
-                versions.chosen,
+            TurnRecord(
+                past[i].turn if known else i - count,
+                exchange.player_input,
+                exchange.turn.narrative,
+                "committed",
+                "",
+                details=details_events(past[i].events) if known and past[i].events else (),
             )
-            self._messages[versions.turn] = message
+            for i, exchange in enumerate(history[:folded])
+        ]
         if records:
             block = self._last_block = ArchivedTurns(records)
             self.mount(block)
@@ -111,6 +129,14 @@ class StoryView(Transcript):
                 self._archived[record.turn] = block
                 self._committed.append(record.turn)
         if versions is not None:
+            message = TurnMessage.restored(
+                versions.turn,
+                versions.player_input,
+                [version.exchange.turn.narrative for version in versions.alternatives],
+                versions.chosen,
+                events=past[-1].events if known else (),
+            )
+            self._messages[versions.turn] = message
             self.mount(message)
             self._committed.append(versions.turn)
 
@@ -134,9 +160,10 @@ class StoryView(Transcript):
             self.show_undo()
             return
         if isinstance(event, StoryEnded):
-            ending = StoryText(f"The end: {event.title}", event.text, classes="-ending")
-            ending.styles.min_height = self.release_reserve()
-            await self.mount(ending)
+            latest = self.latest_message()
+            if latest is not None:
+                latest.fix_version()  # the story is over: the version that reached the end counts
+            await self.show_ending(event.title, event.text)
             return
         message = self.message(event.turn)
         if message is not None:
@@ -154,11 +181,27 @@ class StoryView(Transcript):
         if top < self.scroll_y:
             self.scroll_to(y=top, animate=False, immediate=True)
 
+    def show_ending(self, title: str, text: str, commit: int = -1) -> AwaitMount:
+        """The story reached an ending (just now, or in a resumed save): it follows the newest turn.
+
+        `commit` is the index, among the turns shown as committed, of the one that reached it (the
+        newest, unless a save was played on past its ending before storyloom stopped there): its undo
+        takes the ending back.
+        """
+        ending = EndingText(title, text, self.ending_note)
+        self._ending = (ending, self._committed[commit] if self._committed else None)
+        ending.styles.min_height = self.release_reserve()  # no await before the mount: see `release_reserve`
+        return self.mount(ending)
+
     def show_undo(self) -> None:
-        """The newest committed turn was undone: it stays on screen, marked as no longer counting."""
+        """The newest committed turn was undone: it stays on screen, marked as no longer counting
+        (and so does an ending it reached)."""
         if not self._committed:
             return
         turn = self._committed.pop()
+        if self._ending is not None and self._ending[1] == turn:
+            self._ending[0].mark_undone()
+            self._ending = None
         message = self.message(turn)
         if message is not None:
             message.mark_undone()
@@ -221,14 +264,20 @@ class StoryView(Transcript):
         return self._last_block is not None and len(self._last_block.records) == BLOCK_TURNS
 
     async def start_again(
-        self, title: str, intro: str, history: Sequence[Exchange] = (), versions: Versions | None = None
+        self,
+        title: str,
+        intro: str,
+        history: Sequence[Exchange] = (),
+        past: Sequence[PastTurn] = (),
+        versions: Versions | None = None,
     ) -> None:
         """Show another story (or the same one anew) from its intro, with its committed history."""
         self._messages.clear()
         self._archived.clear()
         self._last_block = None
         self._committed.clear()
+        self._ending = None
         with self.app.batch_update():
             await self.remove_children([w for w in self.children if not isinstance(w, FollowHint)])
             await self.mount(StoryText(title, intro, id="intro"))
-            self.show_history(history, versions)
+            self.show_history(history, past, versions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from textual import events
@@ -150,11 +151,14 @@ class TurnMessage(Vertical, can_focus=True):
         self.styles.min_height = reserve + 2  # the command and status rows: one each
 
     @classmethod
-    def restored(cls, turn: int, player_input: str, versions: list[str], chosen: int) -> TurnMessage:
-        """The latest turn of a resumed story, committed, with its versions to browse (their prose)."""
+    def restored(
+        cls, turn: int, player_input: str, versions: list[str], chosen: int, events: Sequence[Event] = ()
+    ) -> TurnMessage:
+        """The latest turn of a resumed story, committed, with its versions to browse (their prose)
+        and the recorded events of its tries, for its details."""
         message = cls(turn, player_input)
         message.outcome = "committed"
-        message.versions = [(prose, ()) for prose in versions]
+        message.versions = [(prose, tuple(events)) for prose in versions]
         message.prose.set_text(versions[chosen - 1])
         message._choose(chosen, len(versions))
         return message
@@ -295,7 +299,7 @@ class TurnMessage(Vertical, can_focus=True):
             self.prose.text,
             self.outcome,
             self.status.plain_text,
-            details=_for_details(self.events) if self.has_details else (),
+            details=details_events(self.events) if self.has_details else (),
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -346,7 +350,7 @@ class TurnMessage(Vertical, can_focus=True):
             self.post_message(self.TypedAway(self, event.character))
 
 
-def _for_details(events: list[Event]) -> tuple[Event, ...]:
+def details_events(events: Sequence[Event]) -> tuple[Event, ...]:
     """A folded turn's events as its details screen reads them: the streamed prose as one delta, no chunk timing.
 
     A turn streams one event per chunk and records every chunk's timing; kept for every folded
