@@ -77,13 +77,19 @@ def _first_line(path: Path, limit: int = 1 << 16) -> bytes:
         fd = open_regular(path)  # never waits on a pipe
     except OSError:
         return b""
+    read = b""
     try:
-        line = os.pread(fd, limit, 0).split(b"\n", 1)[0] + b"\n"
+        while b"\n" not in read and len(read) < limit:  # a header is a few hundred bytes: read little
+            block = os.pread(fd, 4096, len(read))
+            if not block:
+                break
+            read += block
     except OSError:
         return b""
     finally:
         os.close(fd)
-    return line if line.endswith(b"\n") else b""
+    line, newline, _ = read[:limit].partition(b"\n")
+    return line + newline if newline else b""
 
 
 def rescue_of(path: Path, saves: list[Path] | None = None) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,16 @@ title = "Light"
 text = "The lamp burns over the sea."
 when = { location = "tower", items = { lamp = "player" } }
 """
+
+
+@pytest.fixture(autouse=True)
+def _own_temp_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test has its own temp folder: a save that stops taking writes is rescued there, and
+    `storyloom saves` lists the rescues it finds there, so no test sees another's rescues (nor leaves
+    any in the machine's /tmp)."""
+    folder = tmp_path_factory.mktemp("tmp")
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setenv("TMPDIR", str(folder))
 
 
 @pytest.fixture

@@ -270,7 +270,7 @@ def test_verify_reads_a_sound_save_a_record_at_a_time(tmp_path, capsys, monkeypa
         whole.setattr(verify_module, "load_save", lambda path: pytest.fail("verify read the sound save whole"))
         whole.setattr(Path, "read_bytes", lambda self: pytest.fail("verify read the sound save whole"))
         report = _verify(save, capsys)
-    assert "turns: 40 committed and re-validated (1 undone" in report and report.rstrip().endswith("sound")
+    assert "turns: 39 turns in the story (40 committed, 1 undone)" in report and report.rstrip().endswith("sound")
 
 
 def test_verify_of_a_damaged_save_still_names_the_first_bad_record(tmp_path, capsys):
