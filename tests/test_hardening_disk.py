@@ -397,3 +397,20 @@ def test_the_app_quit_after_its_save_was_deleted_rescues_it_and_names_the_rescue
     assert "deleted or replaced while the game was running" in err
     assert f"saved to {rescued}" in err and f"saved to {save}\n" not in err
     assert verify_save(rescued).sound
+
+
+def test_rescues_of_other_saves_in_the_temp_folder_are_not_read_by_the_listing(tmp_path, monkeypatch, capsys):
+    from storyloom.saves import locations
+
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands)]) == 0
+    for n in range(20):  # another program's (or another test's) leftovers
+        (tmp_path / "tmp" / f"run{n}-rescued-rescued.jsonl").write_text('{"data":{}}\n', encoding="utf-8")
+    opened: list[Path] = []
+    first_line = locations._first_line
+    monkeypatch.setattr(locations, "_first_line", lambda path, *a: (opened.append(path), first_line(path, *a))[1])
+    capsys.readouterr()
+    assert main(["saves"]) == 0
+    assert "run0" not in capsys.readouterr().out
+    assert opened == []  # told apart by name: nothing was read
