@@ -210,7 +210,10 @@ async def test_transient_faults_show_a_status_in_words_and_retry_commits():
 
 
 async def test_the_palette_export_writes_no_control_sequence(tmp_path, monkeypatch):
+    from storyloom.saves.locations import saves_dir
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the export goes beside the saves
     hostile = " ".join(ALL.values())
     app = make_app(GatedReply(turn_text(f"You look. {hostile}")))
     async with app.run_test(size=(100, 30)) as pilot:
@@ -218,7 +221,7 @@ async def test_the_palette_export_writes_no_control_sequence(tmp_path, monkeypat
         await settled(pilot, app)
         app.action_export()
         await pilot.pause()
-    assert_inert((tmp_path / "storyloom-shore.md").read_text(encoding="utf-8"), "the palette's exported transcript")
+    assert_inert((saves_dir() / "storyloom-shore.md").read_text(encoding="utf-8"), "the palette's exported transcript")
 
 
 def test_the_hostile_pack_is_the_one_the_ui_test_reads():
