@@ -34,14 +34,18 @@ def list_saves(folder: Path | None = None) -> list[Path]:
     folder = folder or saves_dir()
     found = _saves_in(folder)
     if folder == saves_dir() and found:
-        headers = {_first_line(p) for p in found} - {b""}
+        rescues: list[Path] = []
         for other in rescue_folders()[1:]:
             try:
-                if other.resolve() == folder.resolve():
-                    continue
+                if other.resolve() != folder.resolve():
+                    rescues += _saves_in(other, RESCUED)
             except OSError:
                 continue
-            found += [p for p in _saves_in(other, RESCUED) if _first_line(p) in headers]
+        stems = {_origin(p) for p in found}
+        rescues = [p for p in rescues if _origin(p) in stems]  # by name first: most listings read no save
+        if rescues:
+            headers = {_first_line(p) for p in found if _origin(p) in {_origin(r) for r in rescues}} - {b""}
+            found += [p for p in rescues if _first_line(p) in headers]
     return sorted(found, key=_newest_first, reverse=True)
 
 
@@ -58,6 +62,20 @@ def _saves_in(folder: Path, kind: str = SUFFIX) -> list[Path]:
         return []
 
 
+def _origin(path: Path) -> str:
+    """The name of the save a save was first written as: `game` for `game.jsonl`, `game-rescued.jsonl`,
+    `game-rescued-2.jsonl` and `game-rescued-rescued.jsonl` alike."""
+    stem = path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.name
+    while True:
+        base, _, number = stem.rpartition("-")
+        if number.isdigit() and base.endswith("-rescued"):
+            stem = base
+        elif stem.endswith("-rescued"):
+            stem = stem[: -len("-rescued")]
+        else:
+            return stem
+
+
 def _is_rescue(path: Path) -> bool:
     stem = path.name[: -len(SUFFIX)]
     base, _, number = stem.rpartition("-")
@@ -72,24 +90,28 @@ def _newest_first(path: Path) -> tuple[int, str]:
 
 
 def _first_line(path: Path, limit: int = 1 << 16) -> bytes:
-    """A save's header line (the same in a save and in every rescue of it), or b"" if unreadable."""
+    """A save's header line (the same in a save and in every rescue of it), or b"" if unreadable.
+
+    Read a kB at a time (a header is a few hundred bytes), never past `limit`."""
     try:
         fd = open_regular(path)  # never waits on a pipe
     except OSError:
         return b""
-    read = b""
+    line = b""
     try:
-        while b"\n" not in read and len(read) < limit:  # a header is a few hundred bytes: read little
-            block = os.pread(fd, 4096, len(read))
-            if not block:
-                break
-            read += block
+        while len(line) < limit:
+            chunk = os.pread(fd, 1024, len(line))
+            if not chunk:
+                return b""
+            end = chunk.find(b"\n")
+            if end >= 0:
+                return line + chunk[: end + 1]
+            line += chunk
     except OSError:
-        return b""
+        pass
     finally:
         os.close(fd)
-    line, newline, _ = read[:limit].partition(b"\n")
-    return line + newline if newline else b""
+    return b""
 
 
 def rescue_of(path: Path, saves: list[Path] | None = None) -> Path | None:
@@ -99,6 +121,13 @@ def rescue_of(path: Path, saves: list[Path] | None = None) -> Path | None:
     so a save with a rescue is superseded: continuing it would fork the story. Among several, the
     longest rescue goes furthest.
     """
+    rescues = [
+        other
+        for other in (list_saves() if saves is None else saves)
+        if _is_rescue(other) and _origin(other) == _origin(path)
+    ]
+    if not rescues:
+        return None  # nothing to read: almost always
     header = _first_line(path)
     if not header:
         return None
@@ -107,9 +136,9 @@ def rescue_of(path: Path, saves: list[Path] | None = None) -> Path | None:
     except OSError:
         return None
     later: list[tuple[int, Path]] = []
-    for other in list_saves() if saves is None else saves:
+    for other in rescues:
         try:
-            if _is_rescue(other) and other.resolve() != path.resolve() and _first_line(other) == header:
+            if other.resolve() != path.resolve() and _first_line(other) == header:
                 if (other_size := other.stat().st_size) > size:
                     later.append((other_size, other))
         except OSError:

@@ -377,3 +377,40 @@ def test_a_rescue_in_the_temp_folder_is_listed_found_as_latest_and_continued_ins
     assert "cut off" not in err  # the failed write left no torn line behind
     assert verify_save(original).sound and verify_save(rescue).sound
     tally("disk faults: a rescue found by saves, latest and resume")
+
+
+def test_the_app_quit_after_its_save_was_deleted_rescues_it_and_names_the_rescue(tmp_path, monkeypatch, capsys):
+    from storyloom.tui.app import StoryloomApp
+
+    save = tmp_path / "mine" / "game.jsonl"
+
+    def play_then_lose_the_save(app, *args, **kwargs):  # the player quits after the file is gone
+        save.unlink()
+        return 0
+
+    monkeypatch.setattr(StoryloomApp, "run", play_then_lose_the_save)
+    pack = Path(__file__).parent / "packs" / "example.toml"
+    code = main(["play", "--story", str(pack), "--save", str(save)])
+    err = capsys.readouterr().err
+    rescued = next(saves_dir().glob("*-rescued.jsonl"))
+    assert code == 0
+    assert "deleted or replaced while the game was running" in err
+    assert f"saved to {rescued}" in err and f"saved to {save}\n" not in err
+    assert verify_save(rescued).sound
+
+
+def test_rescues_of_other_saves_in_the_temp_folder_are_not_read_by_the_listing(tmp_path, monkeypatch, capsys):
+    from storyloom.saves import locations
+
+    commands = tmp_path / "c.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands)]) == 0
+    for n in range(20):  # another program's (or another test's) leftovers
+        (tmp_path / "tmp" / f"run{n}-rescued-rescued.jsonl").write_text('{"data":{}}\n', encoding="utf-8")
+    opened: list[Path] = []
+    first_line = locations._first_line
+    monkeypatch.setattr(locations, "_first_line", lambda path, *a: (opened.append(path), first_line(path, *a))[1])
+    capsys.readouterr()
+    assert main(["saves"]) == 0
+    assert "run0" not in capsys.readouterr().out
+    assert opened == []  # told apart by name: nothing was read

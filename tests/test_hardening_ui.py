@@ -210,6 +210,8 @@ async def test_transient_faults_show_a_status_in_words_and_retry_commits():
 
 
 async def test_the_palette_export_writes_no_control_sequence(tmp_path, monkeypatch):
+    from storyloom.saves.locations import saves_dir
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the export goes beside the saves
     hostile = " ".join(ALL.values())
@@ -219,8 +221,7 @@ async def test_the_palette_export_writes_no_control_sequence(tmp_path, monkeypat
         await settled(pilot, app)
         app.action_export()
         await pilot.pause()
-    exported = tmp_path / "data" / "storyloom" / "saves" / "storyloom-shore.md"
-    assert_inert(exported.read_text(encoding="utf-8"), "the palette's exported transcript")
+    assert_inert((saves_dir() / "storyloom-shore.md").read_text(encoding="utf-8"), "the palette's exported transcript")
 
 
 def test_the_hostile_pack_is_the_one_the_ui_test_reads():
