@@ -559,7 +559,7 @@ class Session:
             deltas: list[tuple[int, str, str]] = []
             finish = Finish()
             prose = _ProseStream()
-            reader = _ReadAhead(self.narrator.narrate(request))
+            reader = _ReadAhead(self.narrator.narrate(request), limit=OUTPUT_MAX_CHARS)
             size = 0
             deadline = asyncio.get_running_loop().time() + self.attempt_timeout
             try:
@@ -755,8 +755,10 @@ class _ReadAhead:
     turn after the chunks that came before it, as it did when each chunk was awaited.
     """
 
-    def __init__(self, stream: AsyncIterator[Chunk]):
+    def __init__(self, stream: AsyncIterator[Chunk], *, limit: int):
         self._stream = stream
+        self._limit = limit
+        """Characters past which reading stops: an endless answer is never read far ahead of its cut."""
         self._ready: list[Chunk] = []
         self._end: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -764,10 +766,14 @@ class _ReadAhead:
         self._task = asyncio.ensure_future(self._read())
 
     async def _read(self) -> None:
+        size = 0
         try:
             async for chunk in self._stream:
                 self._ready.append(chunk)
                 self._wake()
+                size += len(getattr(chunk, "text", ""))
+                if size > self._limit:
+                    break
             self._end = StopAsyncIteration()
         except Exception as exc:
             self._end = exc
