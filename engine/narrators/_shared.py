@@ -231,7 +231,7 @@ def frame_paced_transport(package: str = "httpx") -> Any:
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if backend is not None:
-        pool._network_backend = _PacedBackend(backend)
+        setattr(pool, "_network_backend", _PacedBackend(backend))  # noqa: B010 (a private attribute of httpcore)
     return transport
 
 
@@ -261,7 +261,7 @@ class _PacedStream:
         wait = self._last + READ_INTERVAL - time.monotonic()
         if wait > 0:
             await self._backend.sleep(wait)
-        data = await self._inner.read(max_bytes, timeout)
+        data: bytes = await self._inner.read(max_bytes, timeout)
         self._last = time.monotonic()
         return data
 
