@@ -208,7 +208,7 @@ async def test_a_format_1_save_opens_verifies_replays_and_resumes(tmp_path: Path
     report = verify_save(path)
     assert report.sound, report.lines
     assert "format version 1" in report.lines[1]
-    assert "turns: 5 committed" in report.lines[4]
+    assert "turns: 4 turns in the story (5 committed, 1 undone)" in report.lines[4]
     replayed = await Replayer(replay_plan(save)).run()
     assert replayed.faithful, str(replayed.divergence)
     resumed = resume(path, _narrator(seed=3, faults=0.0))

@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from storyloom.engine.events import AlternativeChosen, Event, TurnCommitted, TurnUndone
-from storyloom.engine.lifecycle import Session
+from storyloom.engine.lifecycle import Session, Versions
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
 from storyloom.tui.screens.issue_details import IssueDetailsScreen
@@ -125,7 +125,7 @@ class StoryScreen(Screen[None]):
     def on_mount(self) -> None:
         self.call_after_refresh(self._show_keys)
         self._name_the_story()
-        self.transcript.show_history(self.session.history, self._past, self.session.versions)
+        self.transcript.show_history(self.session.history, self._past, _open_versions(self.session))
         self._show_standing_ending()
 
     def _show_standing_ending(self) -> AwaitMount | None:
@@ -165,7 +165,7 @@ class StoryScreen(Screen[None]):
         self.session = session
         self.running = False
         await self.transcript.start_again(
-            session.pack.title, session.pack.intro, session.history, past, session.versions
+            session.pack.title, session.pack.intro, session.history, past, _open_versions(session)
         )
         if (mounting := self._show_standing_ending()) is not None:
             await mounting
@@ -220,3 +220,9 @@ class StoryScreen(Screen[None]):
     def show_details_of(self, record: TurnRecord) -> None:
         """Open the details of a folded turn."""
         self.app.push_screen(IssueDetailsScreen(record.turn, record.player_input, list(record.details)))
+
+
+def _open_versions(session: Session) -> Versions | None:
+    """The latest turn's versions while the player may still browse or add to them: its message is
+    then shown live, not folded (after the story's end it is fixed, like the turns before it)."""
+    return session.versions if session.ending is None else None
