@@ -248,8 +248,9 @@ class ModelServer:
 class Terminal:
     """A child process in a pty we read continuously: byte and frame counts, and when a word first appeared."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]):
+    def __init__(self, argv: list[str], env: dict[str, str], marker: bytes = MARKER.encode()):
         self.frames: list[float] = []
+        self.marker = marker
         self.bytes = 0
         self.found_at: float | None = None
         self.last_output = time.perf_counter()
@@ -267,7 +268,7 @@ class Terminal:
 
     def _drain(self) -> None:
         tail = b""
-        marker = MARKER.encode()
+        marker = self.marker
         while True:
             try:
                 data = os.read(self.fd, 65536)
@@ -290,7 +291,7 @@ class Terminal:
     def type(self, text: str) -> None:
         os.write(self.fd, text.encode())
 
-    def wait_settled(self, quiet: float, limit: float) -> float:
+    def wait_settled(self, quiet: float, limit: float, after: float = 0.0) -> float:
         """Wait until the program paints at most a blinking cursor's frames (3) in `quiet` seconds.
 
         Returns when the last busy frame was painted."""
@@ -298,7 +299,7 @@ class Terminal:
         while time.perf_counter() < deadline:
             now = time.perf_counter()
             recent = [t for t in self.frames[-4:] if t > now - quiet]
-            if self.frames and now - self.frames[0] > quiet and len(recent) <= 3:
+            if self.frames and now - max(self.frames[0], after) > quiet and len(recent) <= 3:
                 busy = [t for t in self.frames if t <= now - quiet]
                 return busy[-1] if busy else self.frames[0]
             time.sleep(0.02)
@@ -590,6 +591,9 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+GAME_LABEL = b"offline narrator"
+"""In the header once the game screen has taken the opening's place (the save is loaded and checked)."""
+
 BARE_START = r"""
 from textual.app import App
 from textual.widgets import Static
@@ -607,7 +611,9 @@ Bare().run()
 
 
 def open_case(which: str, save: Path | None, home: Path) -> dict[str, float]:
-    """Start a program in the pty and time its first frame and the moment it settles (usable); its peak RSS."""
+    """Start a program in the pty; time its first frame, when it is usable (storyloom: the game screen is up,
+    the save read and checked; the bare app: its first frame) and when it stops painting but a cursor's
+    blink (storyloom: the older turns of the story folded in behind); its peak RSS."""
     env = _env(home)
     if which == "bare":
         argv = [sys.executable, "-c", BARE_START]
@@ -617,14 +623,18 @@ def open_case(which: str, save: Path | None, home: Path) -> dict[str, float]:
         shutil.copyfile(save, copy)
         argv = [_storyloom_bin(), "play", "--narrator", "offline", "--resume", str(copy)]
     started = time.perf_counter()
-    terminal = Terminal(argv, env)
+    terminal = Terminal(argv, env, GAME_LABEL)
     try:
-        settled = terminal.wait_settled(1.0, 300) - started
+        deadline = started + 300
+        while which != "bare" and terminal.found_at is None and time.perf_counter() < deadline:
+            time.sleep(0.01)
+        settled = terminal.wait_settled(1.0, 300, after=terminal.found_at or 0.0)
+        usable = (terminal.found_at or settled) - started
         first = terminal.frames[0] - started
         peak = _peak_rss_mb(terminal.pid)
     finally:
         terminal.close()
-    return {"first_frame_s": first, "usable_s": settled, "peak_rss_mb": peak}
+    return {"first_frame_s": first, "usable_s": usable, "settled_s": settled - started, "peak_rss_mb": peak}
 
 
 def _env(home: Path) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from storyloom.engine.events import Event, StoryEnded, TurnCommitted, TurnStarted, TurnUndone
@@ -37,6 +38,10 @@ class StoryView(Transcript):
         self._last_block: ArchivedTurns | None = None
         self._committed: list[int] = []
         """Turn numbers shown as committed, newest last (what an undo takes back)."""
+        self._earlier: list[TurnRecord] = []
+        """A resumed story's older turns not folded in yet, oldest first (see `show_history`)."""
+        self._first_block: ArchivedTurns | None = None
+        """The block of a resumed story's oldest turns shown so far (the next older block goes above it)."""
 
     # -- what is shown
 
@@ -55,7 +60,8 @@ class StoryView(Transcript):
 
     def committed_exchanges(self) -> list[tuple[str, str]]:
         """The story so far, as (player input, prose) of each committed turn (what an export writes)."""
-        records = {r.turn: r for block in set(self._archived.values()) for r in block.records}
+        records = {r.turn: r for r in self._earlier}
+        records.update((r.turn, r) for block in set(self._archived.values()) for r in block.records)
         records.update({turn: message.record() for turn, message in self._messages.items()})
         return [
             (records[turn].player_input, records[turn].prose)
@@ -71,7 +77,13 @@ class StoryView(Transcript):
     # -- rendering events
 
     def show_history(self, history: Sequence[Exchange]) -> None:
-        """A resumed story shows its committed turns (folded into one block) under the intro."""
+        """A resumed story shows its committed turns (folded into blocks) under the intro: the newest first.
+
+        Folding wraps every turn's prose, which for thousands of turns takes seconds; so the newest
+        `BLOCK_TURNS` are shown at once and the older ones are folded in above them a block at a
+        time behind the first frame (`_show_earlier`), while the view follows the newest text (it
+        is anchored to the bottom, so nothing the player is reading moves).
+        """
         if not history:
             return
         count = len(history)
@@ -80,11 +92,31 @@ class StoryView(Transcript):
             TurnRecord(i - count, exchange.player_input, exchange.turn.narrative, "committed", "")
             for i, exchange in enumerate(history)
         ]
-        block = self._last_block = ArchivedTurns(records)
+        block = self._last_block = ArchivedTurns(records[-BLOCK_TURNS:])
         self.mount(block)
+        self._first_block = block
+        for record in block.records:
+            self._archived[record.turn] = block
+        self._earlier = records[:-BLOCK_TURNS]
+        self._committed.extend(record.turn for record in records)
+        if self._earlier:
+            self.call_after_refresh(self._show_earlier)
+
+    async def _show_earlier(self) -> None:
+        """Fold the next older block of a resumed story in above the ones shown (then the next, after a frame)."""
+        if not self._earlier or self._first_block is None or not self._first_block.is_attached:
+            return
+        if not self.following:  # the player reads back: nothing is added above them now, but when they follow again
+            self.set_timer(0.25, self._show_earlier)
+            return
+        records, self._earlier = self._earlier[-BLOCK_TURNS:], self._earlier[:-BLOCK_TURNS]
+        block = ArchivedTurns(records)
+        await self.mount(block, before=self._first_block)
+        self._first_block = block
         for record in records:
             self._archived[record.turn] = block
-            self._committed.append(record.turn)
+        if self._earlier:
+            self.call_after_refresh(self._show_earlier)
 
     async def show(self, event: Event) -> None:
         """Render one engine event."""
@@ -123,6 +155,11 @@ class StoryView(Transcript):
             message.mark_undone()
         elif turn in self._archived:
             self._archived[turn].set_outcome(turn, "undone", "undone · this turn no longer counts")
+        else:  # among a resumed story's turns not folded in yet
+            self._earlier = [
+                replace(r, outcome="undone", status="undone · this turn no longer counts") if r.turn == turn else r
+                for r in self._earlier
+            ]
 
     def offer_retry(self, turn: int | None) -> None:
         """Only `turn` (the pending turn, while the player may retry it) offers a retry; other failures stop."""
@@ -183,7 +220,8 @@ class StoryView(Transcript):
         """Show another story (or the same one anew) from its intro, with its committed history."""
         self._messages.clear()
         self._archived.clear()
-        self._last_block = None
+        self._last_block = self._first_block = None
+        self._earlier = []
         self._committed.clear()
         with self.app.batch_update():
             await self.remove_children([w for w in self.children if not isinstance(w, FollowHint)])
