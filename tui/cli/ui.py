@@ -87,7 +87,7 @@ def run_app(args: argparse.Namespace) -> int:
         interactive=True,
     )
     first: Session | Opening
-    resumed_story = _resumed_builtin(play) if play.resumed else None
+    resumed_story = _resumed_builtin(play) if play.resumed and sys.stdout.isatty() else None
     held = io.StringIO()
     if not play.resumed and settings.narrator == "offline" and play.source in builtin_pack_ids():
         title, intro = builtin_opening(play.source)
@@ -145,8 +145,10 @@ PREVIEW_TURNS = 12
 def _resumed_builtin(play: PlaySession) -> tuple[Path, str] | None:
     """The save being resumed and its built-in story, when both are known without reading the save whole.
 
-    A save of a pack file (or one whose first line is not a header) is read and checked
-    before the app starts, as before, so its problems are printed before any frame.
+    A save of a pack file (or one whose first line is not a header), or any save when the
+    output is not a terminal, is read and checked before the app starts, as before, so its
+    problems are printed before any frame; behind the preview, a save that fails its check
+    ends the app with the same message and exit code.
     """
     from storyloom.engine.builtin import builtin_pack_ids
     from storyloom.saves.preview import story_source
