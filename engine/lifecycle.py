@@ -332,6 +332,8 @@ class Session:
                             f"the turn was stopped. Retry, or try another model."
                         ) from None
                     for chunk in batch:
+                        if cancel.done():  # as soon as the player cancels, as when each chunk was awaited
+                            raise _Cancelled
                         if isinstance(chunk, Finish):
                             finish = _sound_finish(chunk)
                             continue
@@ -522,10 +524,14 @@ class _ReadAhead:
         self._task = asyncio.ensure_future(self._read())
 
     async def _read(self) -> None:
+        read = 0
         try:
             async for chunk in self._stream:
                 self._ready.append(chunk)
                 self._wake()
+                read += len(getattr(chunk, "text", ""))
+                if read > OUTPUT_MAX_CHARS:  # the turn stops there: read no further ahead than it will look
+                    break
             self._end = StopAsyncIteration()
         except Exception as exc:
             self._end = exc
