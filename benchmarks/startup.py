@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 
+from benchmarks import terminal
 from benchmarks._common import Figure, Row, median
 
 CHILD = """
@@ -98,4 +99,5 @@ def run(quick: bool = False) -> Figure:
         )
     )
     figure.notes.append(f"{rounds} alternating runs each; min storyloom {min(ours):.3f} s, bare {min(bare):.3f} s")
+    terminal.resume_rows(figure, *((40, 5, 1) if quick else (terminal.RESUME_TURNS, 10, terminal.RESUME_RUNS)))
     return figure

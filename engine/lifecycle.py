@@ -46,7 +46,6 @@ from storyloom.engine.events import (
 )
 from storyloom.engine.limits import DEFAULT_BUDGET, command_too_long
 from storyloom.engine.narration import (
-    Chunk,
     Exchange,
     Finish,
     NarrationRequest,
@@ -559,13 +558,13 @@ class Session:
             deltas: list[tuple[int, str, str]] = []
             finish = Finish()
             prose = _ProseStream()
-            reader = _ReadAhead(self.narrator.narrate(request), limit=OUTPUT_MAX_CHARS)
+            stream = aiter(self.narrator.narrate(request))
             size = 0
             deadline = asyncio.get_running_loop().time() + self.attempt_timeout
             try:
                 while True:
                     try:
-                        batch = await reader.batch(cancel, deadline)
+                        chunk = await _race(anext(stream), cancel, deadline=deadline)
                     except StopAsyncIteration:
                         break
                     except _Expired:
@@ -573,27 +572,24 @@ class Session:
                             f"The narrator was still writing after {self.attempt_timeout:g} s; "
                             f"the turn was stopped. Retry, or try another model."
                         ) from None
-                    for chunk in batch:
-                        if isinstance(chunk, Finish):
-                            finish = _sound_finish(chunk)
-                            continue
-                        chunk = replace(chunk, text=_encodable(chunk.text))
-                        size += len(chunk.text)
-                        if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
-                            finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
-                            break
-                        at = chunk.at_ms if chunk.at_ms is not None else int((self._clock() - started) * 1000)
-                        if isinstance(chunk, StructuredDelta):
-                            structured.append(chunk.text)
-                            deltas.append((at, "s", chunk.text))
-                            new = prose.feed(chunk.text) if stream_prose else ""
-                            if new:
-                                yield ProseDelta(turn=request.turn, text=new)
-                        elif isinstance(chunk, TextDelta):
-                            text.append(chunk.text)
-                            deltas.append((at, "t", chunk.text))
-                    if size > OUTPUT_MAX_CHARS:
+                    if isinstance(chunk, Finish):
+                        finish = _sound_finish(chunk)
+                        continue
+                    chunk = replace(chunk, text=_encodable(chunk.text))
+                    size += len(chunk.text)
+                    if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
+                        finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
                         break
+                    at = chunk.at_ms if chunk.at_ms is not None else int((self._clock() - started) * 1000)
+                    if isinstance(chunk, StructuredDelta):
+                        structured.append(chunk.text)
+                        deltas.append((at, "s", chunk.text))
+                        new = prose.feed(chunk.text) if stream_prose else ""
+                        if new:
+                            yield ProseDelta(turn=request.turn, text=new)
+                    elif isinstance(chunk, TextDelta):
+                        text.append(chunk.text)
+                        deltas.append((at, "t", chunk.text))
             except TransientNarratorError as exc:
                 if retry == MAX_TRANSIENT_RETRIES:
                     raise
@@ -604,7 +600,8 @@ class Session:
                 await _race(self._sleep(delay), cancel)
                 continue
             finally:
-                await reader.aclose()
+                with suppress(Exception):
+                    await stream.aclose()  # type: ignore[attr-defined]
             raw = "".join(structured) if structured else None
             yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown)
             return
@@ -736,86 +733,6 @@ class _ProseStream:
         new = narrative[len(self.shown) :]
         self.shown = narrative
         return new
-
-
-HAND_OVER_INTERVAL = 1 / 100
-"""Seconds: the least time between two hand-overs of streamed chunks while a narrator is still writing.
-
-A model sends a token every few milliseconds; a screen shows a frame every 16. Chunks that
-arrive within one frame are handed over, and shown, together."""
-
-
-class _ReadAhead:
-    """A narrator's answer read in one task of its own, its chunks handed over in batches.
-
-    Reading each chunk in a task raced against the player's cancel cost a task, a wait and
-    a timer per token. Here one task per attempt reads ahead; the turn takes whatever has
-    arrived, at most once a frame (`HAND_OVER_INTERVAL`) while the answer goes on, so the
-    turn and the screen wake once a frame, not once a token. A narrator's error reaches the
-    turn after the chunks that came before it, as it did when each chunk was awaited.
-    """
-
-    def __init__(self, stream: AsyncIterator[Chunk], *, limit: int):
-        self._stream = stream
-        self._limit = limit
-        """Characters past which reading stops: an endless answer is never read far ahead of its cut."""
-        self._ready: list[Chunk] = []
-        self._end: BaseException | None = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._last = 0.0
-        self._task = asyncio.ensure_future(self._read())
-
-    async def _read(self) -> None:
-        size = 0
-        try:
-            async for chunk in self._stream:
-                self._ready.append(chunk)
-                self._wake()
-                size += len(getattr(chunk, "text", ""))
-                if size > self._limit:
-                    break
-            self._end = StopAsyncIteration()
-        except Exception as exc:
-            self._end = exc
-        finally:
-            self._wake()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    async def batch(self, cancel: asyncio.Future[None], deadline: float) -> list[Chunk]:
-        """The chunks that arrived since the last batch (at least one).
-
-        Raises:
-            StopAsyncIteration: the answer is complete and every chunk was handed over.
-            _Cancelled, _Expired: the player cancelled, or the loop time passed `deadline`.
-            Whatever the narrator raised, once the chunks before it are handed over.
-        """
-        loop = asyncio.get_running_loop()
-        wait = self._last + HAND_OVER_INTERVAL - loop.time()
-        if self._end is None and wait > 0:  # let this frame's chunks gather
-            await asyncio.wait((cancel,), timeout=min(wait, max(0.0, deadline - loop.time())))
-            if cancel.done():
-                raise _Cancelled
-        if not self._ready and self._end is None:
-            self._waiter = loop.create_future()
-            await _race(self._waiter, cancel, deadline=deadline)
-        self._last = loop.time()
-        if self._ready:
-            batch, self._ready = self._ready, []
-            return batch
-        assert self._end is not None
-        raise self._end
-
-    async def aclose(self) -> None:
-        """Stop reading (closing the narrator's stream, and with it its connection) and wait until it has."""
-        if not self._task.done():
-            self._task.cancel()
-        with suppress(BaseException):
-            await self._task
-        with suppress(Exception):
-            await self._stream.aclose()  # type: ignore[attr-defined]
 
 
 async def _race(awaitable: Awaitable[T], cancel: asyncio.Future[None], *, deadline: float | None = None) -> T:

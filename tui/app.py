@@ -41,6 +41,8 @@ class Opening:
     title: str
     intro: str
     load: Callable[[], Session]
+    newest: tuple[tuple[str, str], ...] = ()
+    """A resumed save's newest turns (player input, narrative), shown under the intro while it loads."""
 
 
 class StoryloomApp(App[int]):
@@ -116,7 +118,9 @@ class StoryloomApp(App[int]):
 
     def get_default_screen(self) -> Screen:
         if self._opening is not None:
-            return OpeningScreen(self._opening.title, self._opening.intro, blink=self._blink)
+            return OpeningScreen(
+                self._opening.title, self._opening.intro, newest=self._opening.newest, blink=self._blink
+            )
         return self._game_screen()
 
     def _game_screen(self) -> GameScreen:

@@ -8,6 +8,7 @@ methods are the app's hooks.
 from __future__ import annotations
 
 import argparse
+import io
 import signal
 import sys
 from pathlib import Path
@@ -87,9 +88,18 @@ def run_app(args: argparse.Namespace) -> int:
         interactive=True,
     )
     first: Session | Opening
+    resumed_story = _resumed_builtin(play) if play.resumed and sys.stdout.isatty() else None
+    held = io.StringIO()
     if not play.resumed and settings.narrator == "offline" and play.source in builtin_pack_ids():
         title, intro = builtin_opening(play.source)
         first = Opening(title, intro, play.open)
+    elif resumed_story is not None:  # a resumed save paints its newest turns while it is read and checked
+        path, source = resumed_story
+        from storyloom.saves.preview import newest_turns
+
+        title, intro = builtin_opening(source)
+        play.err = held  # its warnings are printed once the screen is gone
+        first = Opening(title, intro, play.open, tuple(newest_turns(path, PREVIEW_TURNS)))
     else:
         from storyloom.engine.packs import PackError
         from storyloom.saves.errors import SaveError
@@ -121,6 +131,7 @@ def run_app(args: argparse.Namespace) -> int:
     finally:
         play.notes = SaveNotes(sys.stderr)  # the screen is gone: what happens to the save now is printed
         saved = play.close()
+        sys.stderr.write(held.getvalue())
     if app.failure:
         _say(app.failure)
         return EXIT_USAGE
@@ -141,6 +152,35 @@ def _say(text: str) -> None:
         print(f"storyloom: {safe_text(text)}", file=sys.stderr, flush=True)
     except OSError:
         pass
+
+
+PREVIEW_TURNS = 12
+"""Newest turns of a resumed save painted while it loads: more than a 40-line screen shows."""
+
+
+def _resumed_builtin(play: PlaySession) -> tuple[Path, str] | None:
+    """The save being resumed and its built-in story, when both are known without reading the save whole.
+
+    A save of a pack file (or one whose first line is not a header), or any save when the
+    output is not a terminal, is read and checked before the app starts, as before, so its
+    problems are printed before any frame; behind the preview, a save that fails its check
+    ends the app with the same message and exit code.
+    """
+    from storyloom.engine.builtin import builtin_pack_ids
+    from storyloom.saves.preview import story_source
+
+    assert play.resume is not None
+    path = Path(play.resume)
+    if str(play.resume) == "latest" or not path.is_file():  # a name in the saves folder (loads the save format)
+        from storyloom.saves.errors import SaveError
+        from storyloom.saves.locations import resolve_save
+
+        try:
+            path = resolve_save(play.resume)
+        except (SaveError, OSError, ValueError):
+            return None
+    source = story_source(path) if path.is_file() else None
+    return (path, source) if source in builtin_pack_ids() else None
 
 
 def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:

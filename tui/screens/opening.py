@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
@@ -9,6 +11,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Static
 
 from storyloom.engine.safety import safe_text
+from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
 from storyloom.tui.widgets.command_input import CommandInput
 from storyloom.tui.widgets.story_text import StoryText
 from storyloom.tui.widgets.transcript import Transcript
@@ -52,10 +55,11 @@ class OpeningScreen(Screen[None]):
     """
     """The side panel's box (as `SidePanel` draws it), empty until the story is loaded."""
 
-    def __init__(self, title: str, intro: str, *, blink: bool = True) -> None:
+    def __init__(self, title: str, intro: str, *, newest: Sequence[tuple[str, str]] = (), blink: bool = True) -> None:
         super().__init__()
         self._title = title
         self._intro = intro
+        self._newest = newest
         self._blink = blink
 
     def compose(self) -> ComposeResult:
@@ -68,6 +72,13 @@ class OpeningScreen(Screen[None]):
         )
 
     def on_mount(self) -> None:
+        if self._newest:  # a resumed save: its newest turns, folded as the game screen folds the history
+            count = len(self._newest)
+            records = [
+                TurnRecord(i - count, command, prose, "committed", "")
+                for i, (command, prose) in enumerate(self._newest)
+            ]
+            self.query_one(Transcript).mount(ArchivedTurns(records))
         self.title = safe_text(self._title)
         self.sub_title = "loading…"
         self.query_one(CommandInput).focus()

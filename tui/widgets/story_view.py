@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from storyloom.engine.events import (
@@ -52,6 +53,10 @@ class StoryView(Transcript):
         """What the line under an ending says (the screen showing the story sets it)."""
         self._ending: tuple[EndingText, int | None] | None = None
         """The ending on screen, and the committed turn that reached it (an undo of that turn takes it back)."""
+        self._earlier: list[TurnRecord] = []
+        """A resumed story's older turns not folded in yet, oldest first (see `show_history`)."""
+        self._first_block: ArchivedTurns | None = None
+        """The block of a resumed story's oldest turns shown so far (the next older block goes above it)."""
 
     # -- what is shown
 
@@ -74,7 +79,8 @@ class StoryView(Transcript):
 
     def committed_exchanges(self) -> list[tuple[str, str]]:
         """The story so far, as (player input, prose) of each committed turn (what an export writes)."""
-        records = {r.turn: r for block in set(self._archived.values()) for r in block.records}
+        records = {r.turn: r for r in self._earlier}
+        records.update((r.turn, r) for block in set(self._archived.values()) for r in block.records)
         records.update({turn: message.record() for turn, message in self._messages.items()})
         return [
             (records[turn].player_input, records[turn].prose)
@@ -105,6 +111,11 @@ class StoryView(Transcript):
         that had issues, its details; without it, negative numbers keep the turns apart from new ones.
         The latest turn, while its versions may still change, is a live message instead: the
         player browses them or asks for another, as before the story was closed.
+
+        Folding wraps every turn's prose, which for thousands of turns takes seconds; so the newest
+        `BLOCK_TURNS` are shown at once and the older ones are folded in above them a block at a
+        time behind the first frame (`_show_earlier`), while the view follows the newest text (it
+        is anchored to the bottom, so nothing the player is reading moves).
         """
         if not history:
             return
@@ -123,11 +134,15 @@ class StoryView(Transcript):
             for i, exchange in enumerate(history[:folded])
         ]
         if records:
-            block = self._last_block = ArchivedTurns(records)
+            block = self._last_block = ArchivedTurns(records[-BLOCK_TURNS:])
             self.mount(block)
-            for record in records:
+            self._first_block = block
+            for record in block.records:
                 self._archived[record.turn] = block
-                self._committed.append(record.turn)
+            self._earlier = records[:-BLOCK_TURNS]
+            self._committed.extend(record.turn for record in records)
+            if self._earlier:
+                self.call_after_refresh(self._show_earlier)
         if versions is not None:
             message = TurnMessage.restored(
                 versions.turn,
@@ -139,6 +154,22 @@ class StoryView(Transcript):
             self._messages[versions.turn] = message
             self.mount(message)
             self._committed.append(versions.turn)
+
+    async def _show_earlier(self) -> None:
+        """Fold the next older block of a resumed story in above the ones shown (then the next, after a frame)."""
+        if not self._earlier or self._first_block is None or not self._first_block.is_attached:
+            return
+        if not self.following:  # the player reads back: nothing is added above them now, but when they follow again
+            self.set_timer(0.25, self._show_earlier)
+            return
+        records, self._earlier = self._earlier[-BLOCK_TURNS:], self._earlier[:-BLOCK_TURNS]
+        block = ArchivedTurns(records)
+        await self.mount(block, before=self._first_block)
+        self._first_block = block
+        for record in records:
+            self._archived[record.turn] = block
+        if self._earlier:
+            self.call_after_refresh(self._show_earlier)
 
     async def show(self, event: Event) -> None:
         """Render one engine event."""
@@ -207,6 +238,11 @@ class StoryView(Transcript):
             message.mark_undone()
         elif turn in self._archived:
             self._archived[turn].set_outcome(turn, "undone", "undone · this turn no longer counts")
+        else:  # among a resumed story's turns not folded in yet
+            self._earlier = [
+                replace(r, outcome="undone", status="undone · this turn no longer counts") if r.turn == turn else r
+                for r in self._earlier
+            ]
 
     def offer_retry(self, turn: int | None) -> None:
         """Only `turn` (the pending turn, while the player may retry it) offers a retry; other failures stop."""
@@ -274,7 +310,8 @@ class StoryView(Transcript):
         """Show another story (or the same one anew) from its intro, with its committed history."""
         self._messages.clear()
         self._archived.clear()
-        self._last_block = None
+        self._last_block = self._first_block = None
+        self._earlier = []
         self._committed.clear()
         self._ending = None
         with self.app.batch_update():
