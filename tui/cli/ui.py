@@ -131,7 +131,7 @@ def run_app(args: argparse.Namespace) -> int:
     finally:
         play.notes = SaveNotes(sys.stderr)  # the screen is gone: what happens to the save now is printed
         saved = play.close()
-        sys.stderr.write(held.getvalue())
+        _write_held(held.getvalue())
     if app.failure:
         _say(app.failure)
         return EXIT_USAGE
@@ -144,6 +144,15 @@ def run_app(args: argparse.Namespace) -> int:
     else:
         _say("no turn was played, so no save was kept")
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _write_held(text: str) -> None:
+    """The warnings a resumed save gave behind its preview, now the screen is gone (none after a hangup)."""
+    if text:
+        try:
+            sys.stderr.write(text)
+        except OSError:
+            pass
 
 
 def _say(text: str) -> None:
