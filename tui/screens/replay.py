@@ -188,7 +188,7 @@ class ReplayScreen(StoryScreen):
             )
             return
         step = self.steps[self.position] if self.position < total else None
-        kind = f" ({step.action} of turn {step.turn})" if step is not None and step.action != "play" else ""
+        kind = f" ({_step_words(step)})" if step is not None and step.action != "play" else ""
         speed = f"×{self.speed:g}" if math.isfinite(self.speed) else "×∞"
         state, verb = ("paused", "resume") if self.paused else ("replaying", "pause")
         self.replay_status.say(
@@ -306,3 +306,12 @@ class ReplayScreen(StoryScreen):
 
 def _interrupted_note(turn: int | None) -> str:
     return "" if turn is None else f" · the save stops while turn {turn} was in flight"
+
+
+def _step_words(step: ReplayStep) -> str:
+    """What a replayed step other than a command is, in words."""
+    if step.action == "regenerate":
+        return f"another version of turn {step.turn}"
+    if step.action == "choose":
+        return f"version {step.alternative} of turn {step.turn} chosen"
+    return f"{step.action} of turn {step.turn}"
