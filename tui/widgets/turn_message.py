@@ -31,6 +31,18 @@ from storyloom.tui.widgets.prose import Paragraph, Prose, plain
 from storyloom.tui.widgets.status_row import StatusRow
 
 
+class _Asked(Message):
+    """What the player asked of one turn message: posted to the screen, which alone acts on it."""
+
+    def __init__(self, message: TurnMessage) -> None:
+        super().__init__()
+        self.message = message
+
+    @property
+    def control(self) -> TurnMessage:
+        return self.message
+
+
 class TurnMessage(Vertical, can_focus=True):
     """The single widget a turn lives in for its whole life.
 
@@ -61,62 +73,28 @@ class TurnMessage(Vertical, can_focus=True):
         Binding("right,right_square_bracket", "browse(1)", "Next version"),
     ]
 
-    class RetryRequested(Message):
+    class RetryRequested(_Asked):
         """The player asked to retry this (failed or cancelled) turn."""
 
-        def __init__(self, message: TurnMessage) -> None:
-            super().__init__()
-            self.message = message
-
-        @property
-        def control(self) -> TurnMessage:
-            return self.message
-
-    class DetailsRequested(Message):
+    class DetailsRequested(_Asked):
         """The player asked to see what went wrong with this turn and what the corrections changed."""
 
-        def __init__(self, message: TurnMessage) -> None:
-            super().__init__()
-            self.message = message
-
-        @property
-        def control(self) -> TurnMessage:
-            return self.message
-
-    class RegenerateRequested(Message):
+    class RegenerateRequested(_Asked):
         """The player asked for another version of this (latest committed) turn."""
 
-        def __init__(self, message: TurnMessage) -> None:
-            super().__init__()
-            self.message = message
-
-        @property
-        def control(self) -> TurnMessage:
-            return self.message
-
-    class VersionRequested(Message):
+    class VersionRequested(_Asked):
         """The player browsed to another committed version of this turn (1-based)."""
 
         def __init__(self, message: TurnMessage, version: int) -> None:
-            super().__init__()
-            self.message = message
+            super().__init__(message)
             self.version = version
 
-        @property
-        def control(self) -> TurnMessage:
-            return self.message
-
-    class TypedAway(Message):
+    class TypedAway(_Asked):
         """The player started typing while this message had focus: the text belongs in the input line."""
 
         def __init__(self, message: TurnMessage, character: str) -> None:
-            super().__init__()
-            self.message = message
+            super().__init__(message)
             self.character = character
-
-        @property
-        def control(self) -> TurnMessage:
-            return self.message
 
     def __init__(self, turn: int, player_input: str, *, reserve: int = 0) -> None:
         """Args:
