@@ -170,7 +170,12 @@ def arranged_height(container: Widget) -> int:
     """
     cache = container._arrangement_cache
     keys = list(cache.keys())
-    arrangement = cache.get(keys[-1]) if keys else None
+    # The cache also holds trial arrangements (another width, `optimal` sizing) made in the same
+    # layout: take the one for the size the container has now, of its latest children.
+    size = container.scrollable_content_region.size
+    current = [key for key in keys if key[0] == size and not key[2]]
+    chosen = max(current, key=lambda key: key[1]) if current else (keys[-1] if keys else None)
+    arrangement = cache.get(chosen) if chosen is not None else None
     if arrangement is None:
         return 0
     placed = [p.region for p in arrangement.placements if not p.fixed]
