@@ -184,6 +184,29 @@ async def until_true(pilot: Any, condition: Callable[[], bool], seconds: float =
         await pilot.pause(0.01)
 
 
+def record_turn(frame_recorder: Any, app: StoryloomApp, turn: int, **texts: Any) -> FrameRecorder:
+    """Start recording every frame of `app`, following turn `turn`'s message and status row, the
+    regions that must never move, and the transcript's height (plus any further `texts`)."""
+    return frame_recorder(
+        app,
+        screen=True,
+        regions={
+            "message": f"#turn-{turn}",
+            "status": f"#turn-{turn} StatusRow",
+            "input": "#command",
+            "side": "#side-panel",
+            "header": "Header",
+            "footer": "Footer",
+        },
+        texts={
+            "prose": f"#turn-{turn} Prose",
+            "status": f"#turn-{turn} StatusRow",
+            "content": transcript_height,
+            **texts,
+        },
+    )
+
+
 async def play(
     frame_recorder: Any, case: Case, size: tuple[int, int], *, paragraphs: int = 3, page_up: bool = False
 ) -> Played:
@@ -207,23 +230,8 @@ async def play(
         await pilot.press(*"look", "enter")
         await until_true(pilot, lambda: app.game.message(HISTORY + 1) is not None and not app.game.running)
         await pilot.pause(0.1)
-        recorder = frame_recorder(
-            app,
-            screen=True,
-            regions={
-                "message": f"#turn-{turn}",
-                "status": f"#turn-{turn} StatusRow",
-                "input": "#command",
-                "side": "#side-panel",
-                "header": "Header",
-                "footer": "Footer",
-            },
-            texts={
-                "prose": f"#turn-{turn} Prose",
-                "status": f"#turn-{turn} StatusRow",
-                "content": transcript_height,
-                "outcome": lambda app: m.outcome if (m := app.game.message(turn)) else None,
-            },
+        recorder = record_turn(
+            frame_recorder, app, turn, outcome=lambda app: m.outcome if (m := app.game.message(turn)) else None
         )
         holder.append(recorder)
         recorder.mark("key")

@@ -22,7 +22,7 @@ from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.frames import FrameRecorder, assert_no_shift
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tests.conftest import SHORE_PACK
-from tests.test_frames import HISTORY, SETTLE_SECONDS, history, prose, size_params, transcript_height, until_true
+from tests.test_frames import HISTORY, SETTLE_SECONDS, history, prose, record_turn, size_params, until_true
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
@@ -68,24 +68,7 @@ async def regenerate(
         await pilot.press(*"take lamp", "enter")
         await until_true(pilot, lambda: app.game.message(turn) is not None and not app.game.running)
         await pilot.pause(0.1)
-        recorder = frame_recorder(
-            app,
-            screen=True,
-            regions={
-                "message": f"#turn-{turn}",
-                "status": f"#turn-{turn} StatusRow",
-                "input": "#command",
-                "side": "#side-panel",
-                "header": "Header",
-                "footer": "Footer",
-            },
-            texts={
-                "prose": f"#turn-{turn} Prose",
-                "status": f"#turn-{turn} StatusRow",
-                "content": transcript_height,
-                "following": lambda app: app.game.transcript.following,
-            },
-        )
+        recorder = record_turn(frame_recorder, app, turn, following=lambda app: app.game.transcript.following)
         holder.append(recorder)
         if browse:
             await pilot.press("ctrl+g")
