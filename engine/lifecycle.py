@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -44,7 +45,7 @@ from storyloom.engine.events import (
     TurnUndone,
     ValidationFailed,
 )
-from storyloom.engine.limits import DEFAULT_BUDGET, command_too_long
+from storyloom.engine.limits import DEFAULT_BUDGET, HISTORY_TURNS, UNDO_TURNS, command_too_long
 from storyloom.engine.narration import (
     Exchange,
     Finish,
@@ -140,11 +141,29 @@ class Versions:
 
 
 @dataclass(frozen=True)
+class CommittedStory:
+    """What a session continues from when a story is resumed (`Session.restore`): the rebuild of its
+    save follows the commits, undos and choices the way a session does and ends in this."""
+
+    state: WorldState
+    history: tuple[Exchange, ...]
+    """The model's history as the session had it (see `remembered`)."""
+    undo_stack: tuple[tuple[WorldState, tuple[Exchange, ...]], ...]
+    """(state before, history before) of the latest standing commits, at most `UNDO_TURNS`."""
+    commits: int
+    """How many commits stand in the story."""
+    versions: Versions | None = None
+    ending: StoryEnding | None = None
+
+
+@dataclass(frozen=True)
 class StoryEnding:
     """The ending the committed story stands at, and which standing commit reached it."""
 
     commit: int
-    """Index in the history (and the undo stack) of the commit that reached it."""
+    """Which standing commit reached it, counting from 0 (the story's first commit)."""
+    turn: int
+    """The number of the turn that reached it."""
     ending: str
     """The pack's id of the ending."""
     title: str
@@ -161,23 +180,21 @@ def ending_reached(pack: StoryPack, before: WorldState, after: WorldState) -> tu
     return None
 
 
-def story_ending(
-    pack: StoryPack, undo_stack: Sequence[tuple[WorldState, int]], state: WorldState
-) -> StoryEnding | None:
-    """Where the committed story ends, derived from its standing commits: the first one that reached an
-    ending (the state before each commit is on the undo stack, the state after it is the next one's
-    before, or `state` for the last). None while the story goes on.
+def ending_of(pack: StoryPack, commit: int, turn: int, before: WorldState, after: WorldState) -> StoryEnding | None:
+    """The ending standing commit number `commit` (turn `turn`, from `before` to `after`) reaches, if any."""
+    reached = ending_reached(pack, before, after)
+    if reached is None:
+        return None
+    ending_id, ending = reached
+    return StoryEnding(commit, turn, ending_id, ending.title, ending.text)
 
-    Nothing is committed after an ending (the front ends stop there), so this is the last commit;
-    a save played on past an ending (before storyloom stopped there) still ends where it ended.
-    """
-    for index, (before, _) in enumerate(undo_stack):
-        after = undo_stack[index + 1][0] if index + 1 < len(undo_stack) else state
-        reached = ending_reached(pack, before, after)
-        if reached is not None:
-            ending_id, ending = reached
-            return StoryEnding(index, ending_id, ending.title, ending.text)
-    return None
+
+def remembered(history: tuple[Exchange, ...], exchange: Exchange) -> tuple[Exchange, ...]:
+    """The model's history after `exchange` is committed: between `HISTORY_TURNS` and twice that
+    many of the latest exchanges (see `HISTORY_TURNS`)."""
+    if len(history) >= 2 * HISTORY_TURNS:
+        history = history[len(history) - HISTORY_TURNS + 1 :]
+    return (*history, exchange)
 
 
 @dataclass(frozen=True)
@@ -240,36 +257,40 @@ class Session:
         self.pending: PendingTurn | None = None
         self.versions: Versions | None = None
         """The committed versions of the latest turn while it may still change; None once it is fixed."""
-        self._undo_stack: list[tuple[WorldState, int]] = []
-        """(state before, length of the history before) per committed turn: linear in the story's length."""
+        self._undo_stack: deque[tuple[WorldState, tuple[Exchange, ...]]] = deque(maxlen=UNDO_TURNS)
+        """(state before, history before) of the latest `UNDO_TURNS` standing commits."""
+        self.commits = 0
+        """How many commits stand in the story (a resumed one's included; undone ones are not)."""
         self._clock = clock
         self._sleep = sleep
         self.attempt_timeout = attempt_timeout
-        self._ending_of: tuple[int, WorldState | None] = (-1, None)
         self._ending: StoryEnding | None = None
-        """`ending` as last derived, for the undo stack's length and the state it was derived from."""
         self._cancel: asyncio.Future[None] | None = None
         """Done once the player cancels the turn in flight (a future, so waiting on it needs no task)."""
 
     @property
     def ending(self) -> StoryEnding | None:
-        """The ending the committed story stands at (see `story_ending`), or None while it goes on.
+        """The ending the committed story stands at, or None while it goes on.
 
-        Derived from the standing commits, so an undo, a resume and a replay all agree on it;
-        the front ends play no command while it is set (undo takes the ending turn back).
+        Followed commit by commit (and undo by undo) from the standing commits, as the rebuild of a
+        save follows it, so an undo, a resume and a replay all agree on it; the front ends play no
+        command while it is set (undo takes the ending turn back).
         """
-        if not self._ending_known():
-            self._know_ending(story_ending(self.pack, self._undo_stack, self.state))
         return self._ending
 
-    def _ending_known(self) -> bool:
-        """Whether `_ending` was derived for the standing commits as they are (the state object
-        itself is compared: ids are reused)."""
-        depth, state = self._ending_of
-        return depth == len(self._undo_stack) and state is self.state
+    @property
+    def can_undo(self) -> bool:
+        """True when a committed turn can be taken back now (see `UNDO_TURNS`)."""
+        return bool(self._undo_stack) and not self.busy
 
-    def _know_ending(self, ending: StoryEnding | None) -> None:
-        self._ending_of, self._ending = (len(self._undo_stack), self.state), ending
+    @property
+    def no_undo(self) -> str:
+        """Why nothing can be undone now (when `can_undo` is False), in the words the player is told."""
+        if self.busy:
+            return "a turn is in flight: wait for it, or cancel it"
+        if self.commits:
+            return f"nothing more to undo: only the latest {UNDO_TURNS} turns can be taken back"
+        return "nothing to undo: no turn is committed"
 
     @property
     def busy(self) -> bool:
@@ -332,9 +353,10 @@ class Session:
         ):
             return None
         chosen = versions.alternatives[alternative - 1]
-        length = self._undo_stack[-1][1]
-        self.state, self.history = chosen.state, (*self.history[:length], chosen.exchange)
+        before, history = self._undo_stack[-1]
+        self.state, self.history = chosen.state, remembered(history, chosen.exchange)
         self.versions = replace(versions, chosen=alternative)
+        self._ending = ending_of(self.pack, self.commits - 1, versions.turn, before, chosen.state)
         return self.showing()
 
     def showing(self) -> AlternativeChosen | None:
@@ -371,33 +393,30 @@ class Session:
             self._cancel.set_result(None)
 
     def undo(self) -> TurnUndone | None:
-        """Restore the state before the last committed turn, or None if there is none."""
-        if not self._undo_stack or self.busy:
+        """Restore the state before the last committed turn, or None if none can be taken back
+        (`can_undo`: none is committed, a turn is in flight, or `UNDO_TURNS` were taken back)."""
+        if not self.can_undo:
             return None
-        known, ending = self._ending_known(), self._ending
-        self.state, length = self._undo_stack.pop()
-        self.history = self.history[:length]
+        self.state, self.history = self._undo_stack.pop()
+        self.commits -= 1
         self.pending = None
         self.versions = None  # the turn goes with all its versions; the one before it stays fixed
-        if known:  # one commit fewer: the ending stands unless this undo took back the commit that reached it
-            self._know_ending(ending if ending is not None and ending.commit < len(self._undo_stack) else None)
+        if self._ending is not None and self._ending.commit >= self.commits:
+            self._ending = None  # this undo took back the commit that reached it
         return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
 
-    def restore(
-        self,
-        state: WorldState,
-        history: tuple[Exchange, ...],
-        undo_stack: list[tuple[WorldState, int]],
-        versions: Versions | None = None,
-    ) -> None:
-        """Put a resumed story's committed state, history, undo stack (state, history length) and
-        the latest turn's versions (if it can still change) in place."""
-        if versions is not None and not (
-            undo_stack and 1 <= versions.chosen <= len(versions.alternatives) and versions.showing.state == state
+    def restore(self, story: CommittedStory) -> None:
+        """Put a resumed story's commits in place: its state, the model's history, what undo takes
+        back, the latest turn's versions (if it can still change) and its ending."""
+        if story.versions is not None and not (
+            story.undo_stack
+            and 1 <= story.versions.chosen <= len(story.versions.alternatives)
+            and story.versions.showing.state == story.state
         ):
             raise ValueError("the chosen version must be the committed state, over a turn on the undo stack")
-        self.state, self.history, self._undo_stack, self.versions = state, history, undo_stack, versions
-        self._ending_of = (-1, None)  # derived again from these commits when asked
+        self.state, self.history, self.versions = story.state, story.history, story.versions
+        self._undo_stack = deque(story.undo_stack, maxlen=UNDO_TURNS)
+        self.commits, self._ending = story.commits, story.ending
 
     def _start(self, turn: int, player_input: str, retry: int, alternative: int) -> tuple[NarrationRequest, Event]:
         """The first request of a turn (or of another version of one) and the event that announces it.
@@ -408,12 +427,12 @@ class Session:
         if alternative > 1:
             if self.versions is None or self.versions.turn != turn:  # fixed between the call and the first step
                 raise RuntimeError("that turn was fixed by the next command; it can no longer get another version")
-            before, length = self._undo_stack[-1]
+            before, history = self._undo_stack[-1]
             earlier = tuple(a.exchange.turn.narrative for a in self.versions.alternatives)
             request = NarrationRequest(
                 self.pack,
                 before,
-                self.history[:length],
+                history,
                 player_input,
                 turn,
                 alternative=alternative,
@@ -509,28 +528,24 @@ class Session:
             changed = accepted.narrative != state.shown
             yield ProseReplaced(turn=turn, changed=changed, text=accepted.narrative if changed else "")
         before = request.state
-        exchange = Exchange(request.player_input, accepted)
+        exchange = Exchange(request.player_input, accepted, turn)
         version = Alternative(exchange, after)
-        known, ending = self._ending_known(), self._ending
         reached = ending_reached(self.pack, before, after)
         if request.is_regeneration:  # the new version is chosen: it takes the turn's place
             assert self.versions is not None
-            length = self._undo_stack[-1][1]
             alternatives = (*self.versions.alternatives, version)
             self.versions = replace(self.versions, alternatives=alternatives, chosen=len(alternatives))
-            self.history = (*self.history[:length], exchange)
-            if ending is not None and ending.commit >= len(self._undo_stack) - 1:
-                ending = None  # the version it came from is no longer the one that counts
+            self.history = remembered(self._undo_stack[-1][1], exchange)
+            self._ending = ending_of(self.pack, self.commits - 1, turn, before, after)
         else:
-            self._undo_stack.append((before, len(self.history)))
-            self.history = (*self.history, exchange)
+            self._undo_stack.append((before, self.history))
+            self.history = remembered(self.history, exchange)
             self.versions = Versions(turn, (version,), 1)
+            self.commits += 1
+            if self._ending is None:
+                self._ending = ending_of(self.pack, self.commits - 1, turn, before, after)
         self.state = after
         self.pending = None
-        if known:  # one commit more: `story_ending` over the standing commits, without going over them again
-            if ending is None and reached is not None:
-                ending = StoryEnding(len(self._undo_stack) - 1, reached[0], reached[1].title, reached[1].text)
-            self._know_ending(ending)
         yield TurnCommitted(
             turn=turn,
             state_hash=state_hash(after),

@@ -19,3 +19,14 @@ def command_too_long(command: str) -> str | None:
     return (
         f"a command is at most {COMMAND_MAX_CHARS} characters and this one has {len(command):,}: say it in fewer words"
     )
+
+
+HISTORY_TURNS = 50
+"""The model's history of committed turns keeps at least this many of the latest and at most twice as
+many: when it would go over, it starts again from the latest `HISTORY_TURNS`. A long story does not
+grow each request (or memory) without bound, and the cached start of the conversation stays the same
+for `HISTORY_TURNS` turns at a time. The world state, sent with every request, holds what endures."""
+
+UNDO_TURNS = 200
+"""How many of the latest committed turns can be taken back, one at a time: each keeps the state
+before it, so a story of any length holds no more than this many states."""

@@ -26,6 +26,9 @@ class Exchange:
 
     player_input: str
     turn: Turn
+    number: int = 0
+    """The turn's number in the story (numbers are never reused), so a screen can pair it with its
+    details; the model is not sent it."""
 
 
 @dataclass(frozen=True)

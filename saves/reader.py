@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, cast, get_args, get_type_hints
 
@@ -344,7 +344,8 @@ class _AsWritten:
         except SaveError:
             raise _NotAsWritten from None
         self._readers = _data_readers()
-        self._previous, self._previous_text = self.header_raw["hash"].encode(), self.header_raw["hash"]
+        self.last_hash: str = str(self.header_raw["hash"])
+        self._previous = self.last_hash.encode()
         self.number = 1
         """The line number of the last line read."""
 
@@ -370,44 +371,82 @@ class _AsWritten:
             raise _NotAsWritten
         written, checked = read
         record = Record(
-            number - 1, written_at.decode(), kind_name, self._previous_text, digest_text, number, written, checked
+            number - 1, written_at.decode(), kind_name, self.last_hash, digest_text, number, written, checked
         )
-        self._previous, self._previous_text, self.number = digest, digest_text, number
+        self._previous, self.last_hash, self.number = digest, digest_text, number
         return record
 
 
 class StreamedSave:
-    """A sound current-format save read a record at a time, for `storyloom verify` on a save of any
-    size: only the line being read is in memory, never the whole file or every record.
+    """A sound current-format save read a record at a time, for verify and resume of a save of any
+    size: only the block being read is in memory, never the whole file or every record.
 
-    `open_stream` reads the header; iterate `records()` once. Any line the reading as written does
-    not accept raises `NotStreamable`: the caller reads the save whole (`load_save`), which names
-    the fault. After the records: `warnings` (a torn last line), `last_seq`, `count`.
+    `open_stream` (or `open_stream_at`, over a descriptor already open) reads the header; iterate
+    `records()` once. Any line the reading as written does not accept raises `NotStreamable`: the
+    caller reads the save whole (`load_save`), which names the fault. After the records: `warnings`
+    (a torn last line), `count`, `last_hash` and `last_seq` (the chain's end), `size` (bytes read)
+    and `good_size` (bytes of whole lines, before a torn one).
+
+    Args:
+        keep: given the bytes of each run of whole lines once its records are read (the header line
+            first), in order: a journal keeps them to write the save elsewhere if its file is lost.
     """
 
     BLOCK = 1024 * 1024
 
-    def __init__(self, path: Path, handle: Any, reading: _AsWritten):
-        self.path, self._handle, self._reading = path, handle, reading
-        self.header = reading.header
+    def __init__(
+        self,
+        path: Path,
+        read: Callable[[int], bytes],
+        header_line: bytes,
+        *,
+        close: Callable[[], None] = lambda: None,
+        keep: Callable[[bytes], None] | None = None,
+    ):
+        self.path, self._read, self._close, self._keep = path, read, close, keep
+        try:
+            self._reading = _AsWritten(path, header_line[:-1])
+        except _NotAsWritten:
+            raise NotStreamable from None
+        self.header = self._reading.header
         self.warnings: list[str] = []
         self.count = 0
         """Records after the header read so far."""
+        self.size = self.good_size = len(header_line)
+        if keep is not None:
+            keep(header_line)
+
+    @property
+    def last_hash(self) -> str:
+        return self._reading.last_hash
+
+    @property
+    def last_seq(self) -> int:
+        return self._reading.number - 1
 
     def records(self) -> Generator[Record, None, None]:
         pending = b""
         try:
-            while block := self._handle.read(self.BLOCK):
-                lines = (pending + block).split(b"\n")
-                pending = lines.pop()
-                for line in lines:
+            while block := self._read(self.BLOCK):
+                self.size += len(block)
+                if self.size > SAVE_MAX_BYTES:
+                    raise SaveUnreadable(
+                        self.path, f"the file is larger than {SAVE_MAX_BYTES >> 20} MB, more than a save holds"
+                    )
+                data = pending + block
+                cut = data.rfind(b"\n") + 1
+                whole, pending = data[:cut], data[cut:]
+                for line in whole.split(b"\n")[:-1]:
                     try:
                         yield self._reading.record(line)
                     except _NotAsWritten:
                         raise NotStreamable from None
                     self.count += 1
+                self.good_size += len(whole)
+                if self._keep is not None and whole:
+                    self._keep(whole)
         finally:
-            self._handle.close()
+            self._close()
         if pending:
             self.warnings.append(_torn(len(pending), self._reading.number + 1))
 
@@ -429,14 +468,42 @@ def open_stream(path: str | Path) -> StreamedSave:
     except OSError as exc:
         raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
     try:
-        first = handle.readline(HEADER_MAX_BYTES)
-        if not first.endswith(b"\n"):
-            raise NotStreamable
-        reading = _AsWritten(path, first[:-1])
-    except (OSError, _NotAsWritten):
+        return StreamedSave(path, handle.read, _header_line(handle.readline), close=handle.close)
+    except BaseException:
         handle.close()
+        raise
+
+
+def open_stream_at(path: Path, fd: int, keep: Callable[[bytes], None] | None = None) -> StreamedSave:
+    """`open_stream` over a descriptor already open (a save locked to continue it), read from its
+    start by position: the descriptor's own offset is left alone. The descriptor stays open."""
+    offset = 0
+
+    def read(size: int) -> bytes:
+        nonlocal offset
+        block = os.pread(fd, size, offset)
+        offset += len(block)
+        return block
+
+    def readline(limit: int) -> bytes:
+        first = os.pread(fd, limit, 0)
+        end = first.find(b"\n")
+        return first if end < 0 else first[: end + 1]
+
+    header_line = _header_line(readline)
+    offset = len(header_line)
+    return StreamedSave(path, read, header_line, keep=keep)
+
+
+def _header_line(readline: Callable[[int], bytes]) -> bytes:
+    """The header line, newline included, if the streamed reading can take the save."""
+    try:
+        first = readline(HEADER_MAX_BYTES)
+    except OSError:
         raise NotStreamable from None
-    return StreamedSave(path, handle, reading)
+    if not first.endswith(b"\n"):
+        raise NotStreamable
+    return first
 
 
 def _torn(size: int, line: int) -> str:

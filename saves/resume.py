@@ -9,7 +9,7 @@ than played.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,13 +17,15 @@ from typing import Any
 from storyloom.engine.builtin import builtin_pack_ids
 from storyloom.engine.events import Event
 from storyloom.engine.lifecycle import Session
-from storyloom.engine.narration import Narrator
+from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
+from storyloom.engine.narration import Exchange, Narrator
 from storyloom.engine.packs import StoryPack
 from storyloom.saves.choices import SessionChoices
 from storyloom.saves.errors import SaveWriteError
-from storyloom.saves.format import Record, Save, SaveHeader
+from storyloom.saves.format import Record, SaveHeader
 from storyloom.saves.locations import new_save_path, rescue_of, resolve_save
-from storyloom.saves.verify import Rebuilt, open_pack, rebuild
+from storyloom.saves.reader import NotStreamable, gc_paused
+from storyloom.saves.verify import Rebuilt, open_pack, rebuild_records
 from storyloom.saves.writer import Journal
 
 
@@ -43,26 +45,42 @@ class PastTurn:
 
 
 _ISSUES = {"validation_failed", "turn_failed"}
+KEPT_TRIES = 2 * HISTORY_TURNS + UNDO_TURNS
+"""Turns whose latest try `_Tries` keeps while a save is read: enough for every turn the session's
+history can hold after a resume, and after undos back through the undo stack."""
 
 
-def past_turns(save: Save, built: Rebuilt) -> tuple[PastTurn, ...]:
-    """The standing turns of a save, each with the events of the try that committed it if it had
-    issues (the events live play showed in its details). Only those turns' records are made into
-    events: a clean turn's attempts are left as read."""
-    tries: dict[int, list[Record]] = {}
-    for record in save.records:
-        if record.kind == "turn_started":
-            tries[record.turn or 0] = [record]
-        elif record.turn is not None and record.turn in tries:
-            tries[record.turn].append(record)
-    past: list[PastTurn] = []
-    for turn in built.turns:
-        records = tries.get(turn, [])
-        if any(record.kind in _ISSUES for record in records):
-            past.append(PastTurn(turn, tuple(event for r in records if (event := r.event) is not None)))
-        else:
-            past.append(PastTurn(turn))
-    return tuple(past)
+class _Tries:
+    """The records of the latest try of the latest turns, kept as a save is read (`watch`), so the
+    standing turns a resumed screen shows can have their details (`past`) without a second reading
+    and without keeping every turn's records."""
+
+    def __init__(self) -> None:
+        self._tries: dict[int, list[Record]] = {}
+
+    def watch(self, records: Iterable[Record]) -> Iterator[Record]:
+        for record in records:
+            turn = record.turn
+            if record.kind == "turn_started" and turn is not None:
+                self._tries.pop(turn, None)
+                self._tries[turn] = [record]
+                if len(self._tries) > KEPT_TRIES:
+                    del self._tries[next(iter(self._tries))]
+            elif turn is not None and turn in self._tries:
+                self._tries[turn].append(record)
+            yield record
+
+    def past(self, history: Iterable[Exchange]) -> tuple[PastTurn, ...]:
+        """The turns of `history`, each with the events of the try that committed it if it had issues
+        (the events live play showed in its details). Only those turns' records are made into events."""
+        past: list[PastTurn] = []
+        for exchange in history:
+            records = self._tries.get(exchange.number, [])
+            if any(record.kind in _ISSUES for record in records):
+                past.append(PastTurn(exchange.number, tuple(e for r in records if (e := r.event) is not None)))
+            else:
+                past.append(PastTurn(exchange.number))
+        return tuple(past)
 
 
 @dataclass
@@ -74,14 +92,15 @@ class Resumed:
             and so do the latest turn's versions while it can still change (`session.versions`;
             `session.showing()` is the event that shows the chosen one, `session.choose(n)` browses).
         journal: open for append and locked; feed it the session's events.
-        save: the save as loaded (its warnings, e.g. a dropped torn line, are for the player).
+        header: the save's header.
         rebuilt: what the save held (counts, the interrupted turn if the save stopped mid-turn).
-        past: the standing turns as they were played (numbers, and the details of those with issues).
+        past: the turns of the session's history as they were played (numbers, and the details of
+            those with issues).
     """
 
     session: Session
     journal: Journal
-    save: Save
+    header: SaveHeader
     rebuilt: Rebuilt
     pack: StoryPack
     notes: tuple[str, ...] = ()
@@ -90,30 +109,15 @@ class Resumed:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return self.notes + self.save.warnings
+        return self.notes + self.journal.warnings
 
 
-def restore_session(
-    save: Save, narrator: Narrator, *, pack: StoryPack | None = None, budget: int | None = None, **session_options: Any
-) -> tuple[Session, Rebuilt, StoryPack]:
-    """A `Session` in the state a loaded save ends in (no journal; used by resume and replay).
-
-    Raises:
-        PackMismatch: the story cannot be found or changed since the save was made.
-        InvalidCommit: a recorded commit does not pass the rules again.
-    """
-    pack = open_pack(save.header, save.path, pack)
-    built = rebuild(save, pack)
-    session = Session(
-        pack,
-        narrator,
-        budget=save.header.budget if budget is None else budget,
-        next_turn=built.next_turn,
-        **session_options,
-    )
-    session.restore(built.state, tuple(built.history), list(built.undo_stack), built.versions)
+def restored(pack: StoryPack, narrator: Narrator, built: Rebuilt, budget: int, **session_options: Any) -> Session:
+    """A `Session` in the state a rebuilt save ends in (no journal)."""
+    session = Session(pack, narrator, budget=budget, next_turn=built.next_turn, **session_options)
+    session.restore(built.story())
     session.pending = built.pending
-    return session, built, pack
+    return session
 
 
 def resume(
@@ -170,7 +174,8 @@ def _reopen(
     budget: int | None = None,
     **session_options: Any,
 ) -> Resumed:
-    """Lock and read the save once, then build its narrator and session and note the resume in it.
+    """Lock the save and read it once, a record at a time, rebuilding its story as it is read; then
+    build its narrator and session and note the resume in it.
 
     A save that a rescue supersedes (it stopped taking writes and was written whole elsewhere)
     is continued in its rescue, which holds all of it and the turns after: playing on in the
@@ -187,11 +192,15 @@ def _reopen(
         path = rescue
     journal = Journal.open_for_append(path)
     try:
-        save = journal.loaded
-        assert save is not None
-        pack = open_pack(save.header, save.path, pack)
-        narrator = make_narrator(pack, save.header)
-        session, built, pack = restore_session(save, narrator, pack=pack, budget=budget, **session_options)
+        header = journal.header
+        assert header is not None
+        pack = open_pack(header, path, pack)
+        narrator = make_narrator(pack, header)
+        try:
+            built, tries = _rebuilt(journal, pack)
+        except NotStreamable:  # a record in an older shape: read whole, from the start
+            built, tries = _rebuilt(journal, pack)
+        session = restored(pack, narrator, built, header.budget if budget is None else budget, **session_options)
         try:
             journal.note_resumed(narrator)
             if built.interrupted is not None:
@@ -201,7 +210,14 @@ def _reopen(
     except BaseException:
         journal.close()
         raise
-    return Resumed(session, journal, save, built, pack, notes, past_turns(save, built))
+    return Resumed(session, journal, header, built, pack, notes, tries.past(session.history))
+
+
+def _rebuilt(journal: Journal, pack: StoryPack) -> tuple[Rebuilt, _Tries]:
+    tries = _Tries()
+    with gc_paused():
+        built = rebuild_records(journal.path, tries.watch(journal.records()), pack)
+    return built, tries
 
 
 def header_for(

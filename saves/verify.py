@@ -12,6 +12,7 @@ must name a committed version and lead to its state hash.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +29,16 @@ from storyloom.engine.events import (
     TurnStarted,
     TurnUndone,
 )
-from storyloom.engine.lifecycle import Alternative, PendingTurn, StoryEnding, Versions, story_ending
-from storyloom.engine.limits import command_too_long
+from storyloom.engine.lifecycle import (
+    Alternative,
+    CommittedStory,
+    PendingTurn,
+    StoryEnding,
+    Versions,
+    ending_of,
+    remembered,
+)
+from storyloom.engine.limits import UNDO_TURNS, command_too_long
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import judge_data, parse_output
@@ -41,12 +50,16 @@ from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_str
 
 @dataclass
 class Rebuilt:
-    """The committed story a save leads to, ready for `Session.restore`.
+    """The committed story a save leads to, followed record by record as a live session follows it.
+
+    It holds what a session holds, bounded the same way (the model's history, `UNDO_TURNS` states to
+    undo to, the latest turn's versions), never the whole story: a save of any length is rebuilt in
+    the same memory.
 
     Attributes:
         state: the committed state at the end of the save.
-        history: the committed exchanges still standing (undone ones removed).
-        undo_stack: what `Session.undo` would restore, oldest first.
+        history: the model's history of standing exchanges, as the session had it (`remembered`).
+        undo_stack: what `Session.undo` would restore, oldest first: (state before, history before).
         next_turn: the number the next turn gets (numbers are never reused).
         pending: a failed, cancelled or interrupted last turn that can be retried.
         commits, undos, failures, cancels, corrections: counts, for reports and listings.
@@ -54,12 +67,12 @@ class Rebuilt:
         versions: the latest turn's committed versions and the chosen one, while it can still
             change (the next command was not played yet); None once it is fixed.
         alternatives, choices: other versions committed (each re-judged) and choices made among them.
-        turns: the turn number of each standing commit, in the history's order.
+        ending: the ending the story stands at, followed as a live session follows it.
     """
 
     state: WorldState
-    history: list[Exchange] = field(default_factory=list)
-    undo_stack: list[tuple[WorldState, int]] = field(default_factory=list)
+    history: tuple[Exchange, ...] = ()
+    undo_stack: deque[tuple[WorldState, tuple[Exchange, ...]]] = field(default_factory=lambda: deque(maxlen=UNDO_TURNS))
     next_turn: int = 1
     pending: PendingTurn | None = None
     commits: int = 0
@@ -71,20 +84,23 @@ class Rebuilt:
     versions: Versions | None = None
     alternatives: int = 0
     choices: int = 0
-    turns: list[int] = field(default_factory=list)
-    pack: StoryPack | None = field(default=None, repr=False)
+    ending: StoryEnding | None = None
 
     @property
-    def ending(self) -> StoryEnding | None:
-        """The ending the story stands at, derived from its standing commits as a live session does."""
-        assert self.pack is not None
-        return story_ending(self.pack, self.undo_stack, self.state)
+    def standing(self) -> int:
+        """How many commits stand in the story (committed, less those undone)."""
+        return self.commits - self.undos
 
     @property
     def ending_turn(self) -> int | None:
         """The turn number of the commit that reached the ending, if the story ended."""
-        ending = self.ending
-        return None if ending is None else self.turns[ending.commit]
+        return None if self.ending is None else self.ending.turn
+
+    def story(self) -> CommittedStory:
+        """What a session continues from (`Session.restore`)."""
+        return CommittedStory(
+            self.state, self.history, tuple(self.undo_stack), self.standing, self.versions, self.ending
+        )
 
     def turns_in_story(self) -> str:
         """How many turns the story holds, and how that count comes about (see `story_turns`)."""
@@ -154,23 +170,18 @@ def rebuild_records(
     records: Iterable[Record],
     pack: StoryPack,
     *,
-    keep_history: bool = True,
     against_answers: bool = False,
 ) -> Rebuilt:
-    """`rebuild` over records as they are read (`storyloom verify` streams them).
+    """`rebuild` over records as they are read (verify and resume stream them): memory holds what a
+    session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length.
 
     Args:
-        keep_history: False for a check only (verify): the committed exchanges, which resume
-            gives the model, are not kept, so memory holds the state and what re-judging needs
-            (and the latest turn's versions, while it can change).
         against_answers: see `rebuild`.
     """
-    built = Rebuilt(state=initial_state(pack), pack=pack)
+    built = Rebuilt(state=initial_state(pack))
     save = _Where(path)
-    states: dict[str, WorldState] = {}
-    """Each distinct committed state once: the undo stack holds one per commit, and a story often
-    comes back to a state it was in (a long save's undo stack would otherwise hold thousands of copies)."""
-    inputs: dict[int, TurnStarted] = {}
+    started: TurnStarted | None = None
+    """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
     answers: dict[int, Record] = {}
     in_flight: TurnStarted | AlternativeStarted | None = None
     last_turn = 0
@@ -189,30 +200,29 @@ def rebuild_records(
         last_turn = max(last_turn, event.turn)
         if isinstance(event, TurnStarted):
             _check_command(save, record.seq, record.line, event)
-            inputs[event.turn] = event
+            started = event
             in_flight = event
             built.versions = None  # the next command fixes the latest turn
         elif isinstance(event, AlternativeStarted):
             _open_versions(save, built, record.seq, record.line, event)
             in_flight = event
         elif isinstance(event, TurnCommitted) and isinstance(in_flight, AlternativeStarted):
-            _commit_version(save, pack, built, record.seq, record.line, event, keep_history)
+            _commit_version(save, pack, built, record.seq, record.line, event)
             if against_answers and event.turn in answers:  # a version is judged from the state before its turn
                 _check_answer(save, pack, built.undo_stack[-1][0], record, event, answers.pop(event.turn))
             in_flight = None
         elif isinstance(event, TurnCommitted):
             before = built.state
-            _commit(save, pack, built, record.seq, record.line, event, inputs, states, keep_history)
+            _commit(save, pack, built, record.seq, record.line, event, started)
             if against_answers and event.turn in answers:
                 _check_answer(save, pack, before, record, event, answers.pop(event.turn))
             in_flight = None
         elif isinstance(event, AlternativeChosen):
-            _choose(save, pack, built, record.seq, record.line, event, keep_history)
+            _choose(save, pack, built, record.seq, record.line, event)
         elif isinstance(event, TurnUndone):
             _undo(save, built, record.seq, record.line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
-            started = inputs.get(event.turn)
-            if started is not None and not isinstance(in_flight, AlternativeStarted):
+            if started is not None and started.turn == event.turn and not isinstance(in_flight, AlternativeStarted):
                 built.pending = PendingTurn(event.turn, started.player_input, started.retry)
             built.failures += isinstance(event, TurnFailed)
             built.cancels += isinstance(event, TurnCancelled)
@@ -273,24 +283,21 @@ def _commit(
     seq: int,
     line: int,
     event: TurnCommitted,
-    inputs: dict[int, TurnStarted],
-    states: dict[str, WorldState],
-    keep_history: bool,
+    started: TurnStarted | None,
 ) -> None:
-    started = inputs.get(event.turn)
-    if started is None:
-        raise InvalidCommit(
-            save.path, f"record {seq} commits turn {event.turn}, which was never started", line=line, seq=seq
-        )
+    if started is None or started.turn != event.turn:
+        why = "which was never started" if started is None else f"but the turn in flight is {started.turn}"
+        raise InvalidCommit(save.path, f"record {seq} commits turn {event.turn}, {why}", line=line, seq=seq)
     exchange, after = _rejudged(save, pack, built.state, seq, line, event, started.player_input)
-    built.undo_stack.append((built.state, len(built.history)))
-    built.state = states.setdefault(event.state_hash, after)
-    if keep_history:
-        built.history.append(exchange)
-    built.turns.append(event.turn)
+    before = built.state
+    built.undo_stack.append((before, built.history))
+    built.state = after
+    built.history = remembered(built.history, exchange)
     built.pending = None
     built.commits += 1
     built.versions = Versions(event.turn, (Alternative(exchange, built.state),), 1)
+    if built.ending is None:
+        built.ending = ending_of(pack, built.standing - 1, event.turn, before, built.state)
 
 
 def _rejudged(
@@ -323,7 +330,7 @@ def _rejudged(
             line=line,
             seq=seq,
         )
-    return Exchange(player_input, verdict.turn), verdict.after
+    return Exchange(player_input, verdict.turn, event.turn), verdict.after
 
 
 def _open_versions(save: _Where, built: Rebuilt, seq: int, line: int, event: AlternativeStarted) -> Versions:
@@ -348,26 +355,21 @@ def _open_versions(save: _Where, built: Rebuilt, seq: int, line: int, event: Alt
     return versions
 
 
-def _commit_version(
-    save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: TurnCommitted, keep_history: bool
-) -> None:
+def _commit_version(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: TurnCommitted) -> None:
     """Another version committed: judged against the state before the turn, then the chosen one."""
     versions = built.versions
     assert versions is not None  # `_open_versions` let its start through
-    before, length = built.undo_stack[-1]
+    before, history = built.undo_stack[-1]
     exchange, after = _rejudged(save, pack, before, seq, line, event, versions.player_input)
     alternatives = (*versions.alternatives, Alternative(exchange, after))
     built.versions = Versions(versions.turn, alternatives, len(alternatives))
     built.state = after
-    if keep_history:
-        del built.history[length:]
-        built.history.append(exchange)
+    built.history = remembered(history, exchange)
+    built.ending = ending_of(pack, built.standing - 1, event.turn, before, after)
     built.alternatives += 1
 
 
-def _choose(
-    save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: AlternativeChosen, keep_history: bool
-) -> None:
+def _choose(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: AlternativeChosen) -> None:
     versions = built.versions
     if (
         versions is None
@@ -391,12 +393,11 @@ def _choose(
             line=line,
             seq=seq,
         )
-    length = built.undo_stack[-1][1]
+    before, history = built.undo_stack[-1]
     built.versions = Versions(versions.turn, versions.alternatives, event.alternative)
     built.state = chosen.state
-    if keep_history:
-        del built.history[length:]
-        built.history.append(chosen.exchange)
+    built.history = remembered(history, chosen.exchange)
+    built.ending = ending_of(pack, built.standing - 1, event.turn, before, chosen.state)
     built.choices += 1
 
 
@@ -453,10 +454,13 @@ def _as_committed(raw: str, event: TurnCommitted) -> bool:
 
 def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) -> None:
     if not built.undo_stack:
-        raise InvalidCommit(
-            save.path, f"record {seq} undoes a turn, but there is no committed turn to undo", line=line, seq=seq
+        why = (
+            f"only the latest {UNDO_TURNS} committed turns can be taken back"
+            if built.standing
+            else "there is no committed turn to undo"
         )
-    state, length = built.undo_stack.pop()
+        raise InvalidCommit(save.path, f"record {seq} undoes a turn, but {why}", line=line, seq=seq)
+    state, history = built.undo_stack.pop()
     if state_hash(state) != event.state_hash:
         raise InvalidCommit(
             save.path,
@@ -465,11 +469,11 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
             line=line,
             seq=seq,
         )
-    del built.history[length:]
-    del built.turns[len(built.undo_stack) :]
-    built.state, built.pending = state, None
+    built.state, built.history, built.pending = state, history, None
     built.undos += 1
     built.versions = None
+    if built.ending is not None and built.ending.commit >= built.standing:
+        built.ending = None
 
 
 @dataclass(frozen=True)
@@ -502,7 +506,7 @@ def _verify_streamed(path: Path, pack: StoryPack | None) -> Report:
     records = stream.records()
     try:
         pack = open_pack(stream.header, path, pack)
-        built = rebuild_records(path, records, pack, keep_history=False, against_answers=True)
+        built = rebuild_records(path, records, pack, against_answers=True)
     finally:
         records.close()
     return _sound(path, stream.header, stream.count, tuple(stream.warnings), built)
@@ -520,7 +524,7 @@ def _verify_whole(path: Path, pack: StoryPack | None) -> Report:
     try:
         pack = open_pack(save.header, path, pack)
         lines.append("pack: digest matches")
-        built = rebuild_records(path, save.records, pack, keep_history=False, against_answers=True)
+        built = rebuild_records(path, save.records, pack, against_answers=True)
     except SaveError as exc:
         lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
         return Report(path, False, True, tuple(lines))

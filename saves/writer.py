@@ -12,7 +12,8 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from storyloom.saves.format import (
     TALLIED,
     TALLY,
     VERSION,
+    Record,
     Save,
     SaveHeader,
     Tally,
@@ -47,7 +49,7 @@ from storyloom.saves.format import (
     storyloom_version,
 )
 from storyloom.saves.locations import rescue_paths
-from storyloom.saves.reader import SAVE_MAX_BYTES, parse_save
+from storyloom.saves.reader import SAVE_MAX_BYTES, NotStreamable, StreamedSave, open_stream_at, parse_save
 
 _DURABLE = {
     HEADER,
@@ -99,6 +101,39 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+class _Chain:
+    """Every line of the save as the journal wrote or read it, kept compressed, so a save whose file
+    is lost (deleted, cut short, a full disk) can be written whole elsewhere: a save's lines repeat
+    themselves, and compressed they take about a sixth of the file."""
+
+    def __init__(self) -> None:
+        self._packer = zlib.compressobj(1)
+        self._packed: list[bytes] = []
+        self.size = 0
+        self.first = self.last = b""
+        """The first line (the header) and the last, as written: read back to see the file is still the save."""
+
+    def keep(self, lines: bytes) -> None:
+        """Add whole lines (each ending in a newline), in the save's order."""
+        if not lines:
+            return
+        if not self.first:
+            self.first = lines[: lines.find(b"\n") + 1]
+        self.last = lines[lines.rfind(b"\n", 0, len(lines) - 1) + 1 :]
+        self.size += len(lines)
+        if packed := self._packer.compress(lines):
+            self._packed.append(packed)
+
+    def blocks(self) -> Iterator[bytes]:
+        """The save's bytes, in blocks, as they were kept (more may be kept afterwards)."""
+        unpacker = zlib.decompressobj()
+        for packed in (*self._packed, self._packer.copy().flush()):
+            if block := unpacker.decompress(packed):
+                yield block
+        if rest := unpacker.flush():
+            yield rest
+
+
 class Journal:
     """The writer of one save: holds its lock and appends chained records.
 
@@ -107,16 +142,21 @@ class Journal:
     context manager, or call `close`.
     """
 
-    def __init__(self, path: Path, fd: int, last_hash: str, last_seq: int, loaded: Save | None = None):
+    def __init__(self, path: Path, fd: int, last_hash: str, last_seq: int):
         self.path = path
         self._fd: int | None = fd
         self._last_hash = last_hash
         self._seq = last_seq
-        self.loaded = loaded
-        """The save as it was when opened for append (None for a new save)."""
+        self.reopened = False
+        """True for a save opened to continue it (`open_for_append`), False for a new one."""
+        self.header: SaveHeader | None = None
+        """The header of a save opened to continue it."""
+        self.warnings: tuple[str, ...] = ()
+        """What reading a reopened save found for the player (a torn last line cut off), once read."""
+        self._reading: StreamedSave | Save | None = None
+        """A reopened save until its records are read (`records`): nothing is written before."""
         self._broken: SaveWriteError | None = None
-        self._lines: list[bytes] = []
-        """Every record of the save, as written: a save that cannot be written can be written elsewhere."""
+        self._chain = _Chain()
         self.unsaved = 0
         """Records kept only in memory since the save stopped being writable (see `save_as`)."""
         self._placed = True
@@ -129,7 +169,7 @@ class Journal:
         self._truncate_to: int | None = None
         self._size = 0
         """Bytes of the file as this journal wrote it: anything else there means someone else changed it."""
-        self._tally = Tally.of(record.kind for record in loaded.records) if loaded is not None else Tally()
+        self._tally = Tally()
         """The story's counts so far, written into each outcome record (`storyloom saves` reads the last)."""
 
     @classmethod
@@ -162,13 +202,14 @@ class Journal:
 
     @classmethod
     def open_for_append(cls, path: str | Path) -> Journal:
-        """Reopen a save to continue it: lock it, then read and check it, once.
+        """Reopen a save to continue it: lock it and read its header; `records` then reads the rest, once.
 
-        The save is read through the locked descriptor and parsed by `storyloom.saves.reader.parse_save`;
-        that one reading is both what the caller resumes from (`loaded`) and the chain the
-        journal keeps in memory to rescue the save, so a resume reads the file only once.
-        A torn last line is cut off only when the first new record is written,
-        so a resume that is refused (say, the story changed) leaves the file as it was.
+        The save is read through the locked descriptor, a block at a time
+        (`storyloom.saves.reader.StreamedSave`), so a save of any size is continued in the same
+        memory; one in an older format or damaged is read whole (`parse_save`), which names the
+        fault. That one reading is what the caller resumes from and what the journal keeps,
+        compressed, to rescue the save. A torn last line is cut off only when the first new record
+        is written, so a resume that is refused (say, the story changed) leaves the file as it was.
 
         Raises:
             SaveLocked: another process is writing it.
@@ -180,21 +221,72 @@ class Journal:
         except OSError as exc:
             raise SaveUnreadable.from_os_error(path, exc, "cannot open the save for writing") from None
         _lock(fd, path)
+        journal = cls(path, fd, GENESIS, -1)
+        journal.reopened = True
         try:
-            blob = read_open(fd, SAVE_MAX_BYTES, path)
-            save = parse_save(path, blob)
-        except OSError as exc:
-            cls._release(fd, path)
-            raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
+            try:
+                stream = open_stream_at(path, fd, keep=journal._chain.keep)
+            except NotStreamable:
+                journal._read_whole()
+            else:
+                journal.header, journal._reading = stream.header, stream
         except BaseException:
-            cls._release(fd, path)
+            journal.close()
             raise
-        journal = cls(path, fd, save.last_hash, save.last_seq, save)
-        journal._lines = blob[: save.good_size].splitlines(keepends=True)
-        journal._size = len(blob)
-        if save.good_size < save.size:
-            journal._truncate_to = save.good_size
         return journal
+
+    def records(self) -> Iterator[Record]:
+        """The records of a reopened save, read once, in order; then the journal can write.
+
+        Raises:
+            NotStreamable: a record the streamed reading does not take (an older shape, damage)
+                came after others were given: the save is read whole now, and the next call
+                gives its records again from the first.
+            SaveError: the save is damaged (`load_save`'s faults).
+        """
+        reading = self._reading
+        if isinstance(reading, Save):
+            yield from reading.records
+            self._opened(reading.last_hash, reading.last_seq, reading.size, reading.good_size, reading.warnings)
+            return
+        assert reading is not None, "the records are read once"
+        try:
+            for record in reading.records():
+                self._tally = self._tally.after(record.kind)
+                yield record
+        except NotStreamable:
+            self._read_whole()
+            raise
+        except OSError as exc:
+            raise SaveUnreadable.from_os_error(self.path, exc, "cannot read the file") from None
+        self._opened(reading.last_hash, reading.last_seq, reading.size, reading.good_size, tuple(reading.warnings))
+
+    def _read_to_end(self) -> None:
+        """Read what `records` has not given yet: a reopened save is written after its last record."""
+        while self._reading is not None:
+            with contextlib.suppress(NotStreamable):
+                for _ in self.records():
+                    pass
+
+    def _read_whole(self) -> None:
+        """Read the locked save whole (the careful reading names any fault), for `records` to give."""
+        assert self._fd is not None
+        try:
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            blob = read_open(self._fd, SAVE_MAX_BYTES, self.path)
+            save = parse_save(self.path, blob)
+        except OSError as exc:
+            raise SaveUnreadable.from_os_error(self.path, exc, "cannot read the file") from None
+        self._chain = _Chain()
+        self._chain.keep(blob[: save.good_size])
+        self._tally = Tally.of(record.kind for record in save.records)
+        self.header, self._reading = save.header, save
+
+    def _opened(self, last_hash: str, last_seq: int, size: int, good_size: int, warnings: tuple[str, ...]) -> None:
+        self._reading = None
+        self._last_hash, self._seq, self._size, self.warnings = last_hash, last_seq, size, warnings
+        if good_size < size:
+            self._truncate_to = good_size
 
     def note_resumed(self, narrator: Any) -> None:
         """Record that the save continues from here, and with which narrator and model."""
@@ -278,6 +370,8 @@ class Journal:
         """
         if self._fd is None:
             raise SaveWriteError(self.path, "the save is closed")
+        if self._reading is not None:
+            self._read_to_end()
         self._tally = self._tally.after(kind)
         if kind in TALLIED:
             data = {**data, TALLY: self._tally.to_json()}
@@ -290,7 +384,7 @@ class Journal:
         }
         record["hash"] = record_hash(record)
         line = (canonical_json(record) + "\n").encode("utf-8")
-        self._lines.append(line)
+        self._chain.keep(line)
         self._seq += 1
         self._last_hash = record["hash"]
         if self._broken is not None:
@@ -370,8 +464,8 @@ class Journal:
         cut = "the save file was cut short or overwritten while the game was running"
         if size and mine.st_size != self._size:
             return f"{cut} ({mine.st_size} bytes where the game had written {self._size})"
-        if tail and self._truncate_to is None and self._lines:
-            first, last = self._lines[0], self._lines[-1]
+        if tail and self._truncate_to is None and self._chain.size:
+            first, last = self._chain.first, self._chain.last
             if (
                 os.pread(self._fd, len(first), 0) != first
                 or os.pread(self._fd, len(last), self._size - len(last)) != last
@@ -396,15 +490,16 @@ class Journal:
         path = Path(path)
 
         def write_chain(fd: int) -> None:
-            view = memoryview(b"".join(self._lines))
-            while view:
-                view = view[os.write(fd, view) :]
+            for block in self._chain.blocks():
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(fd, view) :]
             os.fsync(fd)
 
         fd = _place_new_save(path, write_chain, "a file is already there; choose another path")
         old_fd, old_path = self._fd, self.path
         self._fd, self.path, self._broken, self.unsaved, self._truncate_to = fd, path, None, 0, None
-        self._size = sum(len(line) for line in self._lines)
+        self._size = self._chain.size
         with contextlib.suppress(OSError):
             _lock_path(path).write_text(f"{os.getpid()}\n", encoding="utf-8")
         if old_fd is not None:

@@ -232,11 +232,11 @@ async def test_a_version_that_reaches_an_ending_announces_it(pack, script):
 def test_restoring_versions_checks_they_match_the_committed_state(pack):
     session = Session(pack, OfflineNarrator(pack))
     with pytest.raises(ValueError):
-        from storyloom.engine.lifecycle import Versions
+        from storyloom.engine.lifecycle import CommittedStory, Versions
 
-        session.restore(initial_state(pack), (), [], Versions(1, (), 1))
+        session.restore(CommittedStory(initial_state(pack), (), (), 0, Versions(1, (), 1)))
     with pytest.raises(ValueError):
-        session.restore(initial_state(pack), (), [(initial_state(pack), 0)], Versions(1, (), 1))
+        session.restore(CommittedStory(initial_state(pack), (), ((initial_state(pack), ()),), 1, Versions(1, (), 1)))
 
 
 # the offline narrator ---------------------------------------------------------------------------

@@ -128,7 +128,7 @@ def test_resume_latest_picks_the_newest_save_in_the_saves_folder(tmp_path: Path,
     assert older != newer
     resumed = resume("latest", _narrator())
     with resumed.journal:
-        assert resumed.save.path == newer
+        assert resumed.journal.path == newer
         assert resumed.session.state["items"]["rope"] == "player"
 
 
@@ -145,7 +145,8 @@ async def _resume_budget(path: Path) -> int:
 
 
 def test_a_resume_reads_and_parses_the_save_once(tmp_path: Path, monkeypatch) -> None:
-    """The save the writer appends to is the one the session was rebuilt from: one read, one parse."""
+    """The save the writer appends to is the one the session was rebuilt from: one read, one parse,
+    a block at a time through the locked descriptor."""
     import os
 
     from storyloom.saves import reader
@@ -154,17 +155,24 @@ def test_a_resume_reads_and_parses_the_save_once(tmp_path: Path, monkeypatch) ->
 
     path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope"], faults=0.0)
     size = path.stat().st_size
+    header = len(path.read_bytes().split(b"\n")[0]) + 1
     parses: list[Path] = []
     read_bytes: list[int] = []
-    parse, os_read, path_read_bytes = reader._read_as_written, os.read, Path.read_bytes
+    parse, os_read, os_pread, path_read_bytes = reader._AsWritten.__init__, os.read, os.pread, Path.read_bytes
 
-    def counted_parse(at: Path, lines: list[bytes]) -> object:
+    def counted_parse(self: object, at: Path, header_line: bytes) -> None:
         parses.append(at)
-        return parse(at, lines)
+        parse(self, at, header_line)
 
     def counted_os_read(fd: int, n: int) -> bytes:
         chunk = os_read(fd, n)
         read_bytes.append(len(chunk))
+        return chunk
+
+    def counted_os_pread(fd: int, n: int, offset: int) -> bytes:
+        chunk = os_pread(fd, n, offset)
+        if n == reader.StreamedSave.BLOCK:  # the records, from the header line's end (not the checks after)
+            read_bytes.append(len(chunk))
         return chunk
 
     def counted_read_bytes(self: Path) -> bytes:
@@ -173,16 +181,17 @@ def test_a_resume_reads_and_parses_the_save_once(tmp_path: Path, monkeypatch) ->
             read_bytes.append(len(blob))
         return blob
 
-    monkeypatch.setattr(reader, "_read_as_written", counted_parse)
+    monkeypatch.setattr(reader._AsWritten, "__init__", counted_parse)
     monkeypatch.setattr(os, "read", counted_os_read)
+    monkeypatch.setattr(os, "pread", counted_os_pread)
     monkeypatch.setattr(Path, "read_bytes", counted_read_bytes)
     resumed = resume_with(
         path, lambda pack, kept: OfflineNarrator(pack, seed=kept.seed, faults=kept.faults), SessionChoices()
     )
     with resumed.journal:
         assert parses == [path]
-        assert sum(read_bytes) == size
-        assert resumed.save.path == path and resumed.session.next_turn == 3
+        assert header + sum(read_bytes) == size
+        assert resumed.journal.path == path and resumed.session.next_turn == 3
 
 
 def test_continuing_with_the_offline_narrator_keeps_the_save_s_seed_and_fault_rate(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from storyloom.engine.lifecycle import Session
+from storyloom.engine.lifecycle import CommittedStory, Session
 from storyloom.engine.packs import parse_pack
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
@@ -140,7 +140,9 @@ async def test_a_resumed_story_browses_the_versions_of_its_latest_turn():
     versions = session.versions
     assert versions is not None
     resumed = Session(session.pack, GatedNarrator([]), next_turn=session.next_turn, budget=2)
-    resumed.restore(session.state, session.history, list(session._undo_stack), versions)
+    resumed.restore(
+        CommittedStory(session.state, session.history, tuple(session._undo_stack), session.commits, versions)
+    )
     app = StoryloomApp(resumed, blink=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from storyloom.engine.events import Event
-from storyloom.engine.lifecycle import Session
+from storyloom.engine.lifecycle import CommittedStory, Session
 from storyloom.engine.narration import TransientNarratorError
 from storyloom.engine.packs import parse_pack
 from storyloom.tui._textual_internals import screen_compositor
@@ -551,7 +551,7 @@ async def test_a_resumed_story_shows_its_committed_turns_and_can_undo_them():
     carried = {**start, "items": {**start["items"], "lamp": "player"}}
     history = (Exchange("take lamp", Turn(narrative=PROSE, state_patch=TAKE_LAMP)),)
     session = Session(pack, GatedNarrator([]), next_turn=2)
-    session.restore(carried, history, [(start, 0)])
+    session.restore(CommittedStory(carried, history, ((start, ()),), 1))
     app = StoryloomApp(session, blink=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
@@ -580,7 +580,7 @@ async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
         narrator = GatedNarrator([])
         narrator.name, narrator.model = "anthropic", "claude-sonnet-5-5"  # saved on another narrator
         session = Session(parse_pack(SHORE_PACK, "shore.toml"), narrator, next_turn=2)
-        session.restore(session.state, (Exchange("look", Turn(narrative="Saved prose.")),), [])
+        session.restore(CommittedStory(session.state, (Exchange("look", Turn(narrative="Saved prose.")),), (), 1))
         return session
 
     app = make_app(list_saves=lambda: [first, second], open_save=open_save)

@@ -255,11 +255,13 @@ class StoryloomApp(App[int]):
 
         pack = self.session.pack
         ending = self.session.ending
+        exchanges = self.game.committed_exchanges()
         text = markdown_transcript(
             pack.title,
             pack.intro,
-            self.game.committed_exchanges(),
+            exchanges,
             ending=(ending.title, ending.text) if ending is not None else None,
+            earlier=max(0, self.session.commits - len(exchanges)),
         )
         folder = saves_dir()
         path = folder / f"storyloom-{pack.id}.md"

@@ -284,7 +284,7 @@ class PlaySession:
         """Play the resumed save from now on; a new game of it starts the story it was made from."""
         self.pack, self.journal, self.session = resumed.pack, resumed.journal, resumed.session
         self.past = resumed.past
-        self.source = resumed.save.header.story_source or resumed.pack.id
+        self.source = resumed.header.story_source or resumed.pack.id
         return resumed.session
 
 
@@ -302,7 +302,7 @@ def close_journal(journal: Journal) -> bool:
     """
     kept = True
     path = journal.path
-    if journal.loaded is None and not journal.closed and not journal.unsaved:
+    if not journal.reopened and not journal.closed and not journal.unsaved:
         try:
             lines = [line for line in path.read_bytes().splitlines() if line.strip()]
         except OSError:

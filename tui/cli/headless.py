@@ -317,7 +317,7 @@ def _turns(numbers: list[int]) -> str:
 async def _undo(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
     event = session.undo()
     if event is None:
-        print("storyloom: nothing to undo", file=printer.err)
+        print(f"storyloom: {session.no_undo}", file=printer.err)
         return
     if on_event is not None:
         on_event(event)

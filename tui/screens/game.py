@@ -261,6 +261,7 @@ class GameScreen(StoryScreen):
         if self.running:
             self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
             return
+        why = self.session.no_undo
         if self._on_undo is not None:
             undone = self._on_undo()
         else:
@@ -274,7 +275,7 @@ class GameScreen(StoryScreen):
                     if inspect.isawaitable(result):
                         self.run_worker(result)  # type: ignore[arg-type]
         if undone is None:
-            self.notify("There is no committed turn to undo.")
+            self.notify(f"{why[0].upper()}{why[1:]}.")
             return
         self.show_undo(undone)
 

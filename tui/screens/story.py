@@ -125,7 +125,9 @@ class StoryScreen(Screen[None]):
     def on_mount(self) -> None:
         self.call_after_refresh(self._show_keys)
         self._name_the_story()
-        self.transcript.show_history(self.session.history, self._past, _open_versions(self.session))
+        self.transcript.show_history(
+            self.session.history, self._past, _open_versions(self.session), earlier=_earlier(self.session)
+        )
         self._show_standing_ending()
 
     def _show_standing_ending(self) -> AwaitMount | None:
@@ -165,7 +167,12 @@ class StoryScreen(Screen[None]):
         self.session = session
         self.running = False
         await self.transcript.start_again(
-            session.pack.title, session.pack.intro, session.history, past, _open_versions(session)
+            session.pack.title,
+            session.pack.intro,
+            session.history,
+            past,
+            _open_versions(session),
+            earlier=_earlier(session),
         )
         if (mounting := self._show_standing_ending()) is not None:
             await mounting
@@ -220,6 +227,11 @@ class StoryScreen(Screen[None]):
     def show_details_of(self, record: TurnRecord) -> None:
         """Open the details of a folded turn."""
         self.app.push_screen(IssueDetailsScreen(record.turn, record.player_input, list(record.details)))
+
+
+def _earlier(session: Session) -> int:
+    """Standing turns of a resumed story before those its history holds (and the screen shows)."""
+    return max(0, session.commits - len(session.history))
 
 
 def _open_versions(session: Session) -> Versions | None:

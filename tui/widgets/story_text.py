@@ -63,3 +63,27 @@ class EndingText(StoryText):
         self.styles.min_height = self.outer_size.height  # a shorter note never pulls the story down
         self.add_class("-undone")
         self.note.update(plain("undone · the story goes on from the turn before"))
+
+
+class EarlierTurns(Static):
+    """Above a resumed long story's turns: how many came before the ones shown, and where to read them.
+
+    A resumed story shows the turns the model still remembers (see `HISTORY_TURNS`), not every turn
+    of a save of any size: the screen holds what it shows, and the save holds the rest.
+    """
+
+    DEFAULT_CSS = """
+    EarlierTurns {
+        height: auto;
+        padding: 0 1 1 1;
+        border-left: tall $background;
+        color: $text-muted;
+    }
+    """
+
+    def __init__(self, count: int) -> None:
+        turns = f"{count:,} earlier turn{'' if count == 1 else 's'}"
+        super().__init__(
+            plain(f"… {turns} of this story are kept in its save: `storyloom export` writes the whole story."),
+            markup=False,
+        )

@@ -15,7 +15,7 @@ from storyloom.engine.events import (
     TurnUndone,
 )
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
-from storyloom.tui.widgets.story_text import EndingText, StoryText
+from storyloom.tui.widgets.story_text import EarlierTurns, EndingText, StoryText
 from storyloom.tui.widgets.transcript import FollowHint, Transcript
 from storyloom.tui.widgets.turn_message import TurnMessage, details_events
 
@@ -103,14 +103,20 @@ class StoryView(Transcript):
     # -- rendering events
 
     def show_history(
-        self, history: Sequence[Exchange], past: Sequence[PastTurn] = (), versions: Versions | None = None
+        self,
+        history: Sequence[Exchange],
+        past: Sequence[PastTurn] = (),
+        versions: Versions | None = None,
+        *,
+        earlier: int = 0,
     ) -> None:
         """A resumed story shows its committed turns (folded into one block) under the intro.
 
         `past` (from the save, in the history's order) gives each turn its number and, for a turn
         that had issues, its details; without it, negative numbers keep the turns apart from new ones.
         The latest turn, while its versions may still change, is a live message instead: the
-        player browses them or asks for another, as before the story was closed.
+        player browses them or asks for another, as before the story was closed. `earlier` turns
+        stand before `history` (a long story's history keeps only the latest): a line above says so.
 
         Folding wraps every turn's prose, which for thousands of turns takes seconds; so the newest
         `BLOCK_TURNS` are shown at once and the older ones are folded in above them a block at a
@@ -119,6 +125,8 @@ class StoryView(Transcript):
         """
         if not history:
             return
+        if earlier:
+            self.mount(EarlierTurns(earlier))
         count = len(history)
         known = len(past) == count
         folded = count - 1 if versions is not None else count
@@ -306,6 +314,8 @@ class StoryView(Transcript):
         history: Sequence[Exchange] = (),
         past: Sequence[PastTurn] = (),
         versions: Versions | None = None,
+        *,
+        earlier: int = 0,
     ) -> None:
         """Show another story (or the same one anew) from its intro, with its committed history."""
         self._messages.clear()
@@ -317,4 +327,4 @@ class StoryView(Transcript):
         with self.app.batch_update():
             await self.remove_children([w for w in self.children if not isinstance(w, FollowHint)])
             await self.mount(StoryText(title, intro, id="intro"))
-            self.show_history(history, past, versions)
+            self.show_history(history, past, versions, earlier=earlier)
