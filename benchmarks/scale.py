@@ -13,7 +13,11 @@ One 5,000-turn session of the lighthouse story is played on the offline narrator
   against the small one (bounded is about 1x), and against json-decoding every line of the
   large save into a list (the least a whole reading holds);
 - `storyloom replay SAVE --headless --speed inf` and `storyloom play --headless --resume SAVE`
-  (one command) of the large save, as a player runs them, against json-decoding the save.
+  (one command) of the large save, as a player runs them, against json-decoding the save;
+- the UI: peak resident memory of the installed `storyloom play --resume SAVE` in a pty, from start
+  to a settled screen, with the large save against the small one (bounded is about 1x). With
+  `STORYLOOM_BENCH_SAVE_MB=200` in the environment a save of that size is played too (about 80,000
+  turns; some 8 minutes more) and opened the same way, against the goal of 300 MB.
 """
 
 from __future__ import annotations
@@ -142,6 +146,18 @@ def _json_decode_s(save: Path) -> float:
     return took
 
 
+def _ui_peak_mb(save: Path, folder: Path) -> tuple[float, float]:
+    """Peak RSS (MB) of the installed command resuming `save` in a pty, and seconds until its screen settles."""
+    from benchmarks.terminal import open_case
+
+    home = folder / f"home-{save.stem}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir()
+    found = open_case("storyloom", save, home)
+    shutil.rmtree(home, ignore_errors=True)
+    return found["peak_rss_mb"], found["usable_s"]
+
+
 def run(quick: bool = False) -> Figure:
     from storyloom.saves.reader import load_save, summarize_save
 
@@ -217,6 +233,34 @@ def run(quick: bool = False) -> Figure:
                 decode,
             )
         )
+        ui_large, _ = _ui_peak_mb(large_save, folder)
+        ui_small, _ = _ui_peak_mb(small_save, folder)
+        figure.add(
+            Row(
+                f"MB peak resident, the UI resuming a {turns:,}-turn save (vs a {small}-turn one; pty)",
+                ui_large,
+                ui_small,
+                target="bounded (ratio <= 1.3)",
+                met=ui_large <= 1.3 * ui_small,
+            )
+        )
+        big_mb = float(os.environ.get("STORYLOOM_BENCH_SAVE_MB", "0") or 0)
+        if big_mb and not quick:
+            big_save = folder / "big.jsonl"
+            big_turns = int(big_mb * 1e6 / large_save.stat().st_size * turns)
+            play_session(big_turns, save_path=big_save, faults=FAULTS, fsync=False)
+            ui_big, opened = _ui_peak_mb(big_save, folder)
+            size = big_save.stat().st_size / 1e6
+            figure.add(
+                Row(
+                    f"MB peak resident, the UI resuming a {size:.0f} MB save ({big_turns:,} turns; vs {small} turns)",
+                    ui_big,
+                    ui_small,
+                    target="< 300 MB",
+                    met=ui_big < 300,
+                )
+            )
+            figure.notes.append(f"the {size:.0f} MB save was usable {opened:.1f} s after the command started")
         figure.notes += [
             f"large save: {large_save.stat().st_size / 1e6:.1f} MB, "
             f"{sum(1 for _ in large_save.open('rb')):,} records; small: {small_save.stat().st_size / 1e3:.0f} kB",
