@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from textual import events
+
 from storyloom.engine.events import Event
 from storyloom.engine.lifecycle import CommittedStory, Session
 from storyloom.engine.narration import TransientNarratorError
@@ -118,6 +120,23 @@ async def test_typing_r_in_the_input_types_it_and_r_on_the_focused_message_retri
         assert app.focused is app.game.command_input
         await pilot.press("shift+tab", "l", "o")  # typing on a message that offers nothing types in the input
         assert app.focused is app.game.command_input and app.game.command_input.value == "lo"
+
+
+async def test_a_command_typed_fast_after_shift_tab_is_sent_by_its_enter():
+    """shift+tab, a command and Enter arriving together (as a terminal delivers fast typing): every
+    key reaches the input line before the shift+tab has bubbled up to its binding and moved the
+    focus to the message. The Enter still sends the command."""
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(PROSE, TAKE_LAMP)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        keys = [("shift+tab", None), ("l", "l"), ("o", "o"), ("o", "o"), ("k", "k"), ("enter", "\r")]
+        for key, character in keys:
+            app.post_message(events.Key(key, character))  # all queued before any is handled
+        await until(pilot, lambda: app.game.message(2) is not None)
+        await finished(pilot, app)
+        assert app.game.message(2).player_input == "look"
+        assert app.game.command_input.value == ""
 
 
 async def test_the_side_panel_shows_only_the_committed_state():

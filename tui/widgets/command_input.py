@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textual import on
+from textual import events, on
 from textual.widgets import Input
 
 from storyloom.engine.limits import COMMAND_MAX_CHARS
@@ -25,6 +25,18 @@ class CommandInput(Input):
             placeholder=self.DEFAULT_PLACEHOLDER, id=id, max_length=COMMAND_MAX_CHARS, select_on_focus=False
         )
         self.cursor_blink = blink
+
+    async def on_key(self, event: events.Key) -> None:
+        """Enter sends what was typed here, even when the focus has moved on since it was pressed.
+
+        A key is handed to the widget that has the focus when it arrives, but a binding is looked
+        up once the key has bubbled up, on the focus as it is then: fast typing after shift+tab
+        puts the letters and the Enter here before shift+tab reaches its binding and moves the
+        focus, and `enter` as a binding would then be looked for on the message, and lost."""
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            await self.action_submit()
 
     def suggest(self, suggestions: tuple[str, ...]) -> None:
         """Show the narrator's suggested next actions as the placeholder."""
