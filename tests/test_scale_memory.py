@@ -151,3 +151,17 @@ async def test_a_resumed_long_story_shows_its_latest_turns_and_says_how_many_cam
             app.game.transcript.scroll_home(animate=False)
             await pilot.pause()
             assert "earlier turns of this story are kept in its save" in painted(app)
+
+
+def test_headless_undo_past_the_latest_turns_says_why_and_goes_on(tmp_path: Path, capsys, monkeypatch):
+    from storyloom.tui.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    commands = tmp_path / "commands.txt"
+    lines = [*_commands(UNDO_TURNS + 2), *["/undo"] * (UNDO_TURNS + 1), "look"]
+    commands.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands), "--save", str(tmp_path / "s.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert err.count(f"nothing more to undo: only the latest {UNDO_TURNS} turns can be taken back") == 1
+    assert verify_save(tmp_path / "s.jsonl").sound
