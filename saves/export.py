@@ -4,7 +4,8 @@ Both follow the chosen path: a turn with other versions shows the one that count
 chosen when the next command was played, or at the end of the save); the JSON lists the
 others beside it.
 
-Both are built from a save that passed `rebuild` (every commit re-judged), and
+Both are built from a save that passed the rebuild (every commit re-judged) in the same one
+reading of it that gathers its commits (`read_story`), and
 every piece of model or player text goes through `storyloom.engine.safety.safe_text`, so
 an exported file never carries escape sequences or invisible characters.
 """
@@ -12,13 +13,15 @@ an exported file never carries escape sequences or invisible characters.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from storyloom.engine.events import (
     AlternativeChosen,
     AlternativeStarted,
+    Event,
     TurnCommitted,
     TurnStarted,
     TurnUndone,
@@ -26,8 +29,8 @@ from storyloom.engine.events import (
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
-from storyloom.saves.format import FORMAT, Save
-from storyloom.saves.verify import rebuild
+from storyloom.saves.format import FORMAT, Record, Save, SaveHeader
+from storyloom.saves.verify import Rebuilt, rebuild_records
 
 
 @dataclass(frozen=True)
@@ -47,23 +50,36 @@ class CommittedTurn:
     chosen: bool = True
 
 
-def committed_turns(save: Save) -> list[CommittedTurn]:
-    """Every commit in the order it was made; undone ones are marked, not dropped; of a turn's
-    versions, only the chosen one is marked `chosen`."""
-    inputs: dict[int, str] = {}
-    turns: list[CommittedTurn] = []
-    standing: list[list[int]] = []
-    """Per standing turn, the indices of its versions in `turns`."""
-    version = 0
-    """The version being asked for (0: a new turn)."""
-    for record, event in save.events:
+class _Commits:
+    """Every commit of a save in the order it was made, gathered as its records go by (`watch`):
+    undone ones are marked, not dropped; of a turn's versions, only the chosen one is `chosen`."""
+
+    def __init__(self) -> None:
+        self.turns: list[CommittedTurn] = []
+        self.last_time = ""
+        self._inputs: dict[int, str] = {}
+        self._standing: list[list[int]] = []
+        """Per standing turn, the indices of its versions in `turns`."""
+        self._version = 0
+        """The version being asked for (0: a new turn)."""
+
+    def watch(self, records: Iterable[Record]) -> Iterator[Record]:
+        for record in records:
+            self.last_time = record.time
+            event = record.event
+            if event is not None:
+                self._see(record, event)
+            yield record
+
+    def _see(self, record: Record, event: Event) -> None:
+        turns, standing = self.turns, self._standing
         if isinstance(event, TurnStarted):
-            inputs[event.turn] = event.player_input
-            version = 0
+            self._inputs = {event.turn: event.player_input}  # a commit is of the latest turn started
+            self._version = 0
         elif isinstance(event, AlternativeStarted):
-            version = event.alternative
+            self._version = event.alternative
         elif isinstance(event, TurnCommitted):
-            if version and standing:
+            if self._version and standing:
                 for index in standing[-1]:
                     turns[index] = replace(turns[index], chosen=False)
                 standing[-1].append(len(turns))
@@ -72,13 +88,13 @@ def committed_turns(save: Save) -> list[CommittedTurn]:
             turns.append(
                 CommittedTurn(
                     event.turn,
-                    inputs.get(event.turn, ""),
+                    self._inputs.get(event.turn, ""),
                     event.narrative,
                     tuple(event.state_patch),
                     tuple(event.suggestions),
                     event.state_hash,
                     record.time,
-                    alternative=version or 1,
+                    alternative=self._version or 1,
                 )
             )
         elif isinstance(event, AlternativeChosen) and standing:
@@ -87,20 +103,47 @@ def committed_turns(save: Save) -> list[CommittedTurn]:
         elif isinstance(event, TurnUndone) and standing:
             for index in standing.pop():
                 turns[index] = replace(turns[index], undone=True)
-    return turns
 
 
-def export_markdown(save: Save, pack: StoryPack) -> str:
+@dataclass(frozen=True)
+class SavedStory:
+    """What an export shows of a save, gathered in one reading of it (`read_story`)."""
+
+    header: SaveHeader
+    pack: StoryPack
+    turns: tuple[CommittedTurn, ...]
+    """Every commit in the order it was made (see `CommittedTurn`)."""
+    built: Rebuilt
+    last_time: str
+
+
+def read_story(
+    path: Path, header: SaveHeader, records: Iterable[Record], pack: StoryPack, *, header_time: str = ""
+) -> SavedStory:
+    """Rebuild a save's story (every commit re-judged) and gather its commits, in one pass over its
+    records: a save read a record at a time is exported in the memory its commits' text takes.
+
+    Raises:
+        InvalidCommit: as `rebuild`.
+    """
+    commits = _Commits()
+    built = rebuild_records(path, commits.watch(records), pack)
+    return SavedStory(header, pack, tuple(commits.turns), built, commits.last_time or header_time)
+
+
+def story_of(save: Save, pack: StoryPack) -> SavedStory:
+    """`read_story` of a save read whole."""
+    return read_story(save.path, save.header, save.records, pack, header_time=save.header_time)
+
+
+def export_markdown(story: SavedStory) -> str:
     """A transcript to read: the intro, then each standing turn's input and narrative."""
-    built = rebuild(save, pack)
-    header = save.header
+    header, pack, turns, ending = story.header, story.pack, story.turns, story.built.ending
     model = f" ({markdown_text(header.model, inline=True)})" if header.model else ""
     byline = (
         f"*Story `{header.story_id}`, narrated by {markdown_text(header.narrator, inline=True)}{model}; "
-        f"last played {save.last_time}.*"
+        f"last played {story.last_time}.*"
     )
-    turns = committed_turns(save)
-    ending = built.ending
     return markdown_transcript(
         pack.title,
         pack.intro,
@@ -188,13 +231,11 @@ def _safe(value: Any) -> Any:
     return value
 
 
-def export_json(save: Save, pack: StoryPack) -> dict[str, Any]:
+def export_json(story: SavedStory) -> dict[str, Any]:
     """Every committed turn (undone ones marked) with its patch, the ending the story reached (null while
     it goes on: the turn that reached it, the pack's ending id, title and text), and the final state.
     A turn with other versions is the chosen one, with the others under `alternatives`."""
-    built = rebuild(save, pack)
-    header = save.header
-    turns = committed_turns(save)
+    header, pack, turns, built = story.header, story.pack, story.turns, story.built
     others: dict[int, list[CommittedTurn]] = {}  # turn numbers are never reused
     for t in turns:
         if not t.chosen:

@@ -27,16 +27,16 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
-from typing import Any, cast, get_args, get_type_hints
+from typing import Any, TypeVar, cast, get_args, get_type_hints
 
 import pydantic_core
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from storyloom.engine.events import AttemptFinished, Event, event_from_json
-from storyloom.engine.files import read_regular_file
+from storyloom.engine.files import open_regular, read_regular_file
 from storyloom.saves.errors import (
     BrokenChain,
     CorruptRecord,
@@ -65,6 +65,8 @@ from storyloom.saves.format import (
     record_hash,
     storyloom_version,
 )
+
+T = TypeVar("T")
 
 SAVE_MAX_BYTES = 1 << 31
 """The largest save read (2 GB, some 700,000 turns): a bound, so a file that is not a save cannot exhaust memory."""
@@ -417,6 +419,10 @@ class StreamedSave:
             keep(header_line)
 
     @property
+    def header_time(self) -> str:
+        return str(self._reading.header_raw["time"])
+
+    @property
     def last_hash(self) -> str:
         return self._reading.last_hash
 
@@ -463,8 +469,8 @@ def open_stream(path: str | Path) -> StreamedSave:
         NotStreamable: its header is not read as written (another version, damage): read it whole.
     """
     path = Path(path)
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed when its records are read
+    try:  # never a pipe or a device: they would hang or never end
+        handle = os.fdopen(open_regular(path), "rb")  # closed when its records are read
     except OSError as exc:
         raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
     try:
@@ -472,6 +478,31 @@ def open_stream(path: str | Path) -> StreamedSave:
     except BaseException:
         handle.close()
         raise
+
+
+def read_through(path: str | Path, read: Callable[[SaveHeader, Iterable[Record], str], T]) -> tuple[T, tuple[str, ...]]:
+    """What `read` makes of a save's header, records and header time, and the save's warnings.
+
+    The records go by a record at a time (`StreamedSave`: a save of any size in the same memory);
+    a save the streamed reading does not take (an older format, a line spelled otherwise, damage)
+    is read whole (`load_save`, which names any fault) and `read` is called again from the first.
+
+    Raises:
+        SaveError: as `load_save`.
+    """
+    try:
+        stream = open_stream(path)
+        records = stream.records()
+        try:
+            made = read(stream.header, records, stream.header_time)
+            for _ in records:  # to the end: a torn last line is only seen there
+                pass
+        finally:
+            records.close()
+        return made, tuple(stream.warnings)
+    except NotStreamable:
+        save = load_save(path)
+        return read(save.header, save.records, save.header_time), save.warnings
 
 
 def open_stream_at(path: Path, fd: int, keep: Callable[[bytes], None] | None = None) -> StreamedSave:

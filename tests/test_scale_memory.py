@@ -165,3 +165,32 @@ def test_headless_undo_past_the_latest_turns_says_why_and_goes_on(tmp_path: Path
     err = capsys.readouterr().err
     assert err.count(f"nothing more to undo: only the latest {UNDO_TURNS} turns can be taken back") == 1
     assert verify_save(tmp_path / "s.jsonl").sound
+
+
+def test_export_reads_a_sound_save_a_record_at_a_time_and_a_respelled_one_whole(tmp_path: Path, capsys, monkeypatch):
+    """`storyloom export` is what a long story's screen points to for its earlier turns: it must not
+    need the whole save in memory. A sound save is never read whole; one with a line spelled
+    otherwise is, and exports the same."""
+    import argparse
+
+    from storyloom.saves import reader
+    from storyloom.tui.cli import save_commands
+
+    path, live, _ = played_save(tmp_path / "s.jsonl", _commands(2 * HISTORY_TURNS + 10), faults=0.2)
+    whole = reader.load_save
+    read_whole: list[Path] = []
+
+    def counted(at):
+        read_whole.append(Path(at))
+        return whole(at)
+
+    monkeypatch.setattr(reader, "load_save", counted)
+    assert save_commands.export(argparse.Namespace(save=str(path), format="md")) == 0
+    streamed = capsys.readouterr().out
+    assert read_whole == []
+    assert streamed.count("**> ") == live.commits and live.history[-1].turn.narrative.split("\n")[0] in streamed
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[len(lines) // 2] = (json.dumps(json.loads(lines[len(lines) // 2]), separators=(", ", ": ")) + "\n").encode()
+    path.write_bytes(b"".join(lines))
+    assert save_commands.export(argparse.Namespace(save=str(path), format="md")) == 0
+    assert read_whole == [path] and capsys.readouterr().out == streamed

@@ -99,15 +99,21 @@ def verify(args: argparse.Namespace) -> int:
 
 def export(args: argparse.Namespace) -> int:
     """Print a Markdown transcript or a JSON export of a save to stdout."""
-    from storyloom.saves.export import export_json, export_markdown
+    from storyloom.saves.export import export_json, export_markdown, read_story
+    from storyloom.saves.reader import read_through
 
     try:
-        save = _load(args.save)
-        pack = open_pack(save.header, save.path)
+        path = resolve_save(args.save)
+        story, warnings = read_through(
+            path,
+            lambda header, records, time: read_story(path, header, records, open_pack(header, path), header_time=time),
+        )
+        for warning in warnings:
+            print(f"storyloom: warning: {safe_text(str(path))}: {warning}", file=sys.stderr)
         if getattr(args, "format", "md") == "json":
-            text = json.dumps(export_json(save, pack), indent=2, ensure_ascii=False) + "\n"
+            text = json.dumps(export_json(story), indent=2, ensure_ascii=False) + "\n"
         else:
-            text = export_markdown(save, pack)
+            text = export_markdown(story)
     except SaveError as exc:
         return _fail(exc)
     sys.stdout.write(text)
