@@ -20,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+import types
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -71,6 +72,9 @@ OUTPUT_LIMIT = "output_limit"
 REJECTED_ECHO_MAX_CHARS = 4_000
 """An answer cut off at the output limit goes back to the model in a correction only this far (it
 would otherwise cost some 50,000 tokens, more than a small local model's whole context)."""
+LOOP_TURN_EVERY = 0.01
+"""Seconds an attempt's stream is read before the event loop gets a turn, if the narrator never waits
+for anything itself (a replay at full speed): the screen paints and a key (a cancel) lands mid-attempt."""
 PROSE_STREAM_MAX_CHARS = 32_000
 """Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
 T = TypeVar("T")
@@ -575,11 +579,19 @@ class Session:
             prose = _ProseStream()
             stream = aiter(self.narrator.narrate(request))
             size = 0
-            deadline = asyncio.get_running_loop().time() + self.attempt_timeout
+            loop = asyncio.get_running_loop()
+            now = loop.time()
+            deadline, loop_turn = now + self.attempt_timeout, now + LOOP_TURN_EVERY
             try:
                 while True:
+                    now = loop.time()
+                    if now >= loop_turn:
+                        await asyncio.sleep(0)
+                        loop_turn = loop.time() + LOOP_TURN_EVERY
                     try:
-                        chunk = await _race(anext(stream), cancel, deadline=deadline)
+                        chunk, steps = _advance(anext(stream), cancel, expired=now >= deadline)
+                        if steps is not None:
+                            chunk = await _raced(steps, chunk, cancel, deadline)
                     except StopAsyncIteration:
                         break
                     except _Expired:
@@ -752,21 +764,103 @@ class _ProseStream:
 
 async def _race(awaitable: Awaitable[T], cancel: asyncio.Future[None], *, deadline: float | None = None) -> T:
     """Await something unless the player cancels first (or the loop time passes `deadline`: `_Expired`)."""
-    if cancel.done():
+    expired = deadline is not None and asyncio.get_running_loop().time() >= deadline
+    result, steps = _advance(awaitable, cancel, expired=expired)
+    if steps is not None:
+        result = await _raced(steps, result, cancel, deadline)
+    awaited: T = result
+    return awaited
+
+
+def _advance(
+    awaitable: Awaitable[T], cancel: asyncio.Future[None], *, expired: bool = False
+) -> tuple[Any, Generator[Any, Any, T] | None]:
+    """Start awaiting `awaitable` in this task, unless the player cancelled (`_Cancelled`) or the
+    deadline passed (`expired`: `_Expired`): its result and None if it is ready at once, else what
+    it waits on and its steps, for `_raced`.
+
+    Advanced a step by hand, a narrator's chunk that is ready at once (a replay, a buffered network
+    read) costs no task, no wait and no turn of the loop; and nothing is read ahead, so a cancel
+    lands after exactly the chunks consumed. It never moves to another task: a live narrator's HTTP
+    client enters timeout scopes bound to the task that entered them.
+    """
+    if cancel.done() or expired:
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
-        raise _Cancelled
-    task = asyncio.ensure_future(awaitable)
-    timeout = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
+        raise _Cancelled if cancel.done() else _Expired
+    steps = awaitable.__await__()
     try:
-        waiting: set[asyncio.Future[Any]] = {task, cancel}
-        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:  # our own task was cancelled: leave nothing running behind
-        task.cancel()
+        return steps.send(None), steps
+    except StopIteration as finished:
+        return finished.value, None
+
+
+@types.coroutine
+def _raced(
+    steps: Generator[Any, Any, T], waits_on: Any, cancel: asyncio.Future[None], deadline: float | None
+) -> Generator[Any, Any, T]:
+    """Go on awaiting what `_advance` started (it waits on `waits_on`), unless the player cancels
+    first (`_Cancelled`) or the loop time passes `deadline` (`_Expired`).
+
+    Either cancels this task while it waits, as `asyncio.timeout` does, and takes the cancel back
+    on the way out: the awaitable sees a task cancelled as under any `await` (an HTTP client's
+    timeout scopes tell their own cancels from others' by the task's count), and may clean up.
+    """
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("a narrator's stream is read in a task")
+    cancelling = task.cancelling()
+    stopped: type[Exception] | None = None
+    waiting = True
+
+    def stop(why: type[Exception]) -> None:
+        nonlocal stopped
+        if waiting and stopped is None:
+            stopped = why
+            task.cancel()
+
+    def cancelled(_: object) -> None:
+        stop(_Cancelled)
+
+    loop = task.get_loop()
+    if cancel.done() or (deadline is not None and loop.time() >= deadline):
+        stop(_Cancelled if cancel.done() else _Expired)
+    cancel.add_done_callback(cancelled)
+    timer = loop.call_at(deadline, stop, _Expired) if deadline is not None else None
+    try:
+        result = yield from _resume(steps, waits_on)
+    except asyncio.CancelledError:
+        if stopped is not None and task.uncancel() <= cancelling:
+            raise stopped from None
         raise
-    if task in done:
-        return task.result()
-    task.cancel()
-    with suppress(BaseException):
-        await task
-    raise _Cancelled if cancel.done() else _Expired
+    finally:
+        waiting = False
+        cancel.remove_done_callback(cancelled)
+        if timer is not None:
+            timer.cancel()
+    if stopped is not None:  # it finished all the same, keeping the cancel to itself
+        task.uncancel()
+        raise stopped
+    return result
+
+
+def _resume(steps: Generator[Any, Any, T], waits_on: Any) -> Generator[Any, Any, T]:
+    """`yield from steps` for an awaitable already started (it waits on `waits_on`)."""
+    while True:
+        try:
+            yield waits_on
+        except GeneratorExit:
+            steps.close()
+            raise
+        except BaseException as exc:
+            try:
+                waits_on = steps.throw(exc)
+            except StopIteration as finished:
+                result: T = finished.value
+                return result
+        else:
+            try:
+                waits_on = steps.send(None)
+            except StopIteration as finished:
+                result = finished.value
+                return result

@@ -100,7 +100,10 @@ class ReplayNarrator:
         sleep: how to wait between chunks (tests pass a fake).
         clock: seconds on a monotonic clock. Each chunk is due at its recorded time (scaled) after the
             answer started, by this clock: a consumer that is slow to take a chunk (a UI painting it)
-            delays the next one only if it is not yet due, so the delays do not add up.
+            delays the next one only if it is not yet due, so the delays do not add up. A chunk
+            already due still waits for one turn of the event loop, as a live stream's read does:
+            at a finite speed someone watches, and the screen paints and takes keys between
+            chunks. At full speed (`math.inf`, headless) nothing waits at all.
         on_cancel: called when the recording says the player cancelled here
             (the replay driver passes `session.cancel`).
         on_exhausted: called when there is no recorded answer left for a request
@@ -143,10 +146,11 @@ class ReplayNarrator:
             )
         answer = queue.popleft()
         started = self._clock()
+        paced = math.isfinite(self.speed)
         for at, kind, text in answer.deltas:
-            due = started + at / 1000 / self.speed - self._clock() if math.isfinite(self.speed) else 0.0
-            if due > 0:
-                await self._sleep(due)
+            if paced:
+                due = started + at / 1000 / self.speed - self._clock()
+                await (self._sleep(due) if due > 0 else asyncio.sleep(0))
             yield StructuredDelta(text, at_ms=at) if kind == "s" else TextDelta(text, at_ms=at)
         if answer.retry_after is not None:
             raise TransientNarratorError(
