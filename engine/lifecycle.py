@@ -602,7 +602,8 @@ class Session:
                     if isinstance(chunk, Finish):
                         finish = _sound_finish(chunk)
                         continue
-                    chunk = replace(chunk, text=_encodable(chunk.text))
+                    if (encodable := _encodable(chunk.text)) is not chunk.text:
+                        chunk = replace(chunk, text=encodable)
                     size += len(chunk.text)
                     if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
                         finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
