@@ -102,7 +102,10 @@ class Divergence:
 class ReplayResult:
     """How a replay went."""
 
-    events: list[Event] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list, repr=False)
+    """Every event the replay gave. Left out of the repr: at 5,000 turns one (whole states included) is
+    16 MB and half a second, and `asyncio.run` on Python 3.11 makes two of its main task's result
+    on the way out (putting back the SIGINT handler formats the old one, a partial holding the task)."""
     divergence: Divergence | None = None
     final_hash: str = ""
     expected_final_hash: str = ""
