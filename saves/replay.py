@@ -28,6 +28,7 @@ from storyloom.engine.packs import StoryPack
 from storyloom.engine.state import canonical_json, state_hash
 from storyloom.saves.errors import CorruptRecord
 from storyloom.saves.format import Record, Save
+from storyloom.saves.reader import gc_paused
 from storyloom.saves.verify import open_pack, rebuild
 
 _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
@@ -143,6 +144,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@gc_paused()  # reads every record's data: a save's worth of small dicts and lists, no garbage cycles
 def replay_plan(
     save: Save,
     *,
@@ -343,13 +345,20 @@ class Replayer:
         self.result = ReplayResult(expected_final_hash=plan.final_hash)
 
     async def run(self, on_event: Callable[[Event], Any] | None = None) -> ReplayResult:
-        """Play every step; stop at the first divergence."""
-        for step in self.plan.steps:
-            async for event in self.play_step(step):
-                if on_event is not None:
-                    on_event(event)
-            if self.result.divergence is not None:
-                break
+        """Play every step; stop at the first divergence.
+
+        The cycle collector is held off meanwhile (and while the plan is read): the events kept grow
+        by some 25 a turn, next to the save's records, and are not garbage cycles (a 5,000-turn
+        replay leaves under a thousand objects to collect), yet rescanning them all took a fifth of
+        `replay --headless --speed inf` (7.0 s against 5.6 s for the 5,000-turn save).
+        """
+        with gc_paused():
+            for step in self.plan.steps:
+                async for event in self.play_step(step):
+                    if on_event is not None:
+                        on_event(event)
+                if self.result.divergence is not None:
+                    break
         self.result.final_hash = state_hash(self.session.state)
         return self.result
 
