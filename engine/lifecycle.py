@@ -612,8 +612,7 @@ class Session:
                     if isinstance(chunk, StructuredDelta):
                         structured.append(chunk.text)
                         deltas.append((at, "s", chunk.text))
-                        new = prose.feed(chunk.text) if stream_prose else ""
-                        if new:
+                        if stream_prose and (new := prose.feed(chunk.text)):
                             yield ProseDelta(turn=request.turn, text=new)
                     elif isinstance(chunk, TextDelta):
                         text.append(chunk.text)
