@@ -829,10 +829,12 @@ def _raced(
     timer = loop.call_at(deadline, stop, _Expired) if deadline is not None else None
     try:
         result = yield from _resume(steps, waits_on)
-    except asyncio.CancelledError:
-        if stopped is not None and task.uncancel() <= cancelling:
-            raise stopped from None
-        raise
+    except BaseException as exc:  # whatever it ends with once cancelled (it may turn the cancel into its own error)
+        if stopped is None or isinstance(exc, GeneratorExit):
+            raise
+        if task.uncancel() > cancelling and isinstance(exc, asyncio.CancelledError):
+            raise  # this task was cancelled from outside as well
+        raise stopped from None
     finally:
         waiting = False
         cancel.remove_done_callback(cancelled)

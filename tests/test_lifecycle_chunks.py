@@ -16,7 +16,7 @@ import pytest
 
 from storyloom.engine import lifecycle
 from storyloom.engine.lifecycle import Session
-from storyloom.engine.narration import Finish, NarrationRequest, StructuredDelta
+from storyloom.engine.narration import Finish, NarrationRequest, StructuredDelta, TransientNarratorError
 from tests.conftest import event_names, prose_on_screen
 
 SENTENCES = ["One. ", "Two. ", "Three. ", "Four. ", "Five. "]
@@ -143,3 +143,27 @@ async def test_a_narrator_still_writing_at_the_deadline_fails_the_turn_whether_o
     events = await asyncio.wait_for(_all(session.play("wait")), 10)
     assert events[-1].event == "turn_failed"
     assert "still writing" in events[-1].issues[0].message
+
+
+async def test_a_narrator_that_turns_the_cancel_into_its_own_error_still_ends_the_turn_cancelled(pack) -> None:
+    """An HTTP client may answer a cancel with an error of its own (a connection closed): the turn is
+    cancelled all the same, not retried as a transient fault."""
+
+    class Protesting(CountingNarrator):
+        async def narrate(self, request: NarrationRequest) -> AsyncIterator[Any]:
+            yield StructuredDelta('{"narrative": "One. ')
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                raise TransientNarratorError("the connection was closed") from None
+            yield Finish("end")
+
+    session = Session(pack, Protesting(_no_wait))
+    events = []
+    async for event in session.play("wait"):
+        events.append(event)
+        if event.event == "prose_delta":
+            asyncio.get_running_loop().call_soon(session.cancel)  # the key lands while the narrator waits
+    assert event_names(events)[-1] == "turn_cancelled"
+    assert "narrator_retrying" not in event_names(events)
+    assert not asyncio.current_task().cancelling()
