@@ -602,21 +602,20 @@ class Session:
                     if isinstance(chunk, Finish):
                         finish = _sound_finish(chunk)
                         continue
-                    if (encodable := _encodable(chunk.text)) is not chunk.text:
-                        chunk = replace(chunk, text=encodable)
-                    size += len(chunk.text)
+                    written = _encodable(chunk.text)
+                    size += len(written)
                     if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
                         finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
                         break
                     at = chunk.at_ms if chunk.at_ms is not None else int((self._clock() - started) * 1000)
                     if isinstance(chunk, StructuredDelta):
-                        structured.append(chunk.text)
-                        deltas.append((at, "s", chunk.text))
-                        if stream_prose and (new := prose.feed(chunk.text)):
+                        structured.append(written)
+                        deltas.append((at, "s", written))
+                        if stream_prose and (new := prose.feed(written)):
                             yield ProseDelta(turn=request.turn, text=new)
                     elif isinstance(chunk, TextDelta):
-                        text.append(chunk.text)
-                        deltas.append((at, "t", chunk.text))
+                        text.append(written)
+                        deltas.append((at, "t", written))
             except TransientNarratorError as exc:
                 if retry == MAX_TRANSIENT_RETRIES:
                     raise
