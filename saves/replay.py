@@ -120,17 +120,20 @@ class ReplayResult:
         return self.divergence is None and self.final_hash == self.expected_final_hash
 
 
+_NESTED = (dict, list, tuple)
+
+
 def comparable(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     """An event as the replay compares it: no timing, no bulky state, JSON types only."""
-    body = {k: v for k, v in data.items() if k not in _IGNORED_FIELDS and k != "event"}
-    deltas = body.pop("deltas", None)
-    plain = {"event": kind, **_plain(body)}
-    if deltas is not None:  # the bulk of a save: each (time, kind, text) is two strings compared
-        plain["deltas"] = [[d[1], d[2]] for d in deltas]
+    plain: dict[str, Any] = {"event": kind}
+    for key, value in data.items():
+        if key in _IGNORED_FIELDS or key == "event":
+            continue
+        if key == "deltas":  # the bulk of a save: each (time, kind, text) is two strings compared
+            plain[key] = [[d[1], d[2]] for d in value]
+        else:
+            plain[str(key)] = _plain(value) if isinstance(value, _NESTED) else value
     return plain
-
-
-_NESTED = (dict, list, tuple)
 
 
 def _plain(value: Any) -> Any:
@@ -195,7 +198,7 @@ def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
                 )
             )
         elif kind == "attempt_finished":
-            deltas = tuple((int(d[0]), str(d[1]), str(d[2])) for d in data.get("deltas", ()))
+            deltas = tuple([(int(d[0]), str(d[1]), str(d[2])) for d in data.get("deltas", ())])
             finish = Finish(data.get("stop_reason", "end"), dict(data.get("usage", {})))
             answers.append(RecordedAnswer(turn, data["attempt"], deltas, finish))
             open_attempt = False
