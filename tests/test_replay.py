@@ -284,3 +284,29 @@ async def test_narrator_faults_replay_as_recorded(tmp_path: Path, pack) -> None:
     result = await _replay(path, pack=pack)
     assert result.divergence is None
     assert _timeless(result.events) == _timeless(events)
+
+
+def test_the_text_replay_streams_at_a_pace_and_flushes_only_when_full_at_speed_inf():
+    """At a replay speed someone watches, each event's text is flushed as it comes; at `--speed inf`
+    there is no pace to show, and a flush per streamed chunk was a tenth of a 5,000-turn replay."""
+    import io
+
+    from storyloom.engine.events import ProseDelta, TurnStarted
+    from storyloom.tui.cli.printer import EventPrinter
+
+    class Counted(io.StringIO):
+        flushes = 0
+
+        def flush(self) -> None:
+            self.flushes += 1
+            super().flush()
+
+    events = [TurnStarted(turn=1, attempt=1, player_input="look"), *(ProseDelta(turn=1, text=w) for w in "ab")]
+    for streaming, flushed in ((True, len(events)), (False, 0)):
+        out = Counted()
+        printer = EventPrinter(out, io.StringIO(), live=True, streaming=streaming)
+        for event in events:
+            printer(event)
+        assert out.flushes == flushed
+        printer.end()
+        assert out.flushes == flushed + 1 and "look" in out.getvalue() and "ab" in out.getvalue()

@@ -39,17 +39,20 @@ class EventPrinter:
         out: where the story goes.
         err: where the transcript's notes go.
         live: print the live view instead of the transcript.
+        streaming: flush the live view after each event, so its prose shows as it is replayed (a
+            replay at `--speed inf` has no pace to show: it flushes when its buffer is full).
     """
 
-    def __init__(self, out: TextIO, err: TextIO, *, live: bool = False):
-        self.out, self.err, self.live = out, err, live
+    def __init__(self, out: TextIO, err: TextIO, *, live: bool = False, streaming: bool = True):
+        self.out, self.err, self.live, self.streaming = out, err, live, streaming
         self._open = False
         """The live view is in the middle of a paragraph of prose."""
 
     def __call__(self, event: Event) -> None:
         if self.live:
             self._live(event)
-            self.out.flush()
+            if self.streaming:
+                self.out.flush()
         else:
             self._transcript(event)
 

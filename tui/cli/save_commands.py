@@ -136,7 +136,7 @@ def replay(args: argparse.Namespace) -> int:
         from storyloom.tui.cli.ui import run_replay
 
         return run_replay(args, plan)
-    printer = EventPrinter(sys.stdout, sys.stderr, live=True)
+    printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed))
     result = asyncio.run(Replayer(plan).run(printer))
     printer.end()
     for turn in result.went_on_after:
