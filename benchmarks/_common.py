@@ -147,6 +147,8 @@ class PlayedSession:
     """Wall time of each `Journal.record` of a `turn_committed` event (the durable commit), in order."""
     events: list[Any]
     """Every event but prose deltas, when kept."""
+    story: list[tuple[str, str]]
+    """(command, prose) of every committed turn, when kept (the session's history holds the latest only)."""
 
 
 def play_session(
@@ -158,6 +160,7 @@ def play_session(
     keep_events: bool = False,
     fsync: bool = True,
     on_turn: Callable[[int], None] | None = None,
+    keep_story: bool = False,
 ) -> PlayedSession:
     """Play `turns` turns of the lighthouse story on the offline narrator, journalled if `save_path` is given.
 
@@ -165,7 +168,7 @@ def play_session(
         fsync: False replaces `os.fsync` with a no-op while playing, to build large saves
             fast when their commit timing is not what is measured (restored afterwards).
     """
-    return asyncio.run(_play(turns, save_path, seed, faults, keep_events, fsync, on_turn))
+    return asyncio.run(_play(turns, save_path, seed, faults, keep_events, fsync, on_turn, keep_story))
 
 
 async def _play(
@@ -176,6 +179,7 @@ async def _play(
     keep_events: bool,
     fsync: bool,
     on_turn: Callable[[int], None] | None,
+    keep_story: bool = False,
 ) -> PlayedSession:
     import time
 
@@ -197,11 +201,14 @@ async def _play(
         os.fsync = lambda fd: None  # type: ignore[assignment]
     commits: list[float] = []
     kept: list[Any] = []
+    story: list[tuple[str, str]] = []
     try:
         for index in range(turns):
             async for event in session.play(COMMAND_CYCLE[index % len(COMMAND_CYCLE)]):
                 if keep_events and not isinstance(event, ProseDelta):
                     kept.append(event)
+                if keep_story and event.event == "turn_committed":
+                    story.append((COMMAND_CYCLE[index % len(COMMAND_CYCLE)], event.narrative))
                 if journal is not None:
                     if event.event == "turn_committed":
                         started = time.perf_counter()
@@ -215,7 +222,7 @@ async def _play(
         os.fsync = real_fsync
         if journal is not None:
             journal.close()
-    return PlayedSession(session, save_path, commits, kept)
+    return PlayedSession(session, save_path, commits, kept, story)
 
 
 def storyloom_app(session: Any) -> Any:

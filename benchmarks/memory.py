@@ -6,7 +6,8 @@ memory, opens a UI headless at 120x40, and reports its resident set size
 (VmRSS) once the screen has painted:
 
 - storyloom, resumed: `StoryloomApp` opened on the 5,000-turn session, as
-  `storyloom play --resume` opens it (the screen shows the committed turns itself);
+  `storyloom play --resume` opens it (the screen shows the turns the session's history holds,
+  the latest 50 to 100, and says how many came before);
 - storyloom, played here: `StoryloomApp` on a fresh session of the same story,
   with the 5,000 turns delivered through the game screen's own event path and
   folded as the screen folds them (see `benchmarks._common.fill_transcript`);
@@ -40,7 +41,7 @@ async def _open(which: str, played: Any) -> dict[str, float]:
     from storyloom.tui.widgets.prose import plain
 
     session = played.session
-    history = session.history
+    story = played.story
     if which == "baseline":
 
         class Chat(App[None]):
@@ -59,11 +60,11 @@ async def _open(which: str, played: Any) -> dict[str, float]:
             transcript = app.query_one(VerticalScroll)
             transcript.anchor()
             await transcript.mount_all(
-                [Static(plain(f"› {e.player_input}\n\n{e.turn.narrative}"), markup=False) for e in history]
+                [Static(plain(f"› {command}\n\n{prose}"), markup=False) for command, prose in story]
             )
         elif which == "played":
             await fill_transcript(
-                app, ((turn, e.player_input, e.turn.narrative) for turn, e in enumerate(history, 1)), session.state
+                app, ((turn, command, prose) for turn, (command, prose) in enumerate(story, 1)), session.state
             )
         for _ in range(5):
             await pilot.pause()
@@ -75,7 +76,7 @@ async def _open(which: str, played: Any) -> dict[str, float]:
 
 
 def _child(which: str, turns: int) -> dict[str, float]:
-    played = play_session(turns)
+    played = play_session(turns, keep_story=which != "resumed")  # the screen and the baseline show every turn
     gc.collect()
     before = rss_mb()
     result = asyncio.run(_open(which, played))

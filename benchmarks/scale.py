@@ -4,8 +4,8 @@ One 5,000-turn session of the lighthouse story is played on the offline narrator
 0.3 into a save by the real journal (`play_session`; fsync off, since its disk time is figure
 3's), timing each turn; a 100-turn save is played the same way. Then:
 
-- per-turn cost: median CPU ms per turn of a session with 5,000 committed turns behind it against
-  one with 100 (the same state, the same commands, alternating rounds; flat is 1x);
+- per-turn cost: median CPU ms per turn of a session resumed from the large save against one
+  resumed from the small save (the same commands, alternating rounds; flat is 1x);
 - `storyloom saves`: ms to read what the listing shows of one save (`summarize_save`), the large
   save against the small one (constant is 1x), and against reading the large save whole
   (`load_save`, what the listing did before);
@@ -31,17 +31,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from benchmarks._common import COMMAND_CYCLE, Figure, Row, median, play_session, scratch_dir
 
 TURNS = 5000
 SMALL = 100
-WINDOW = 100
 FAULTS = 0.3
 ROUNDS = 6
 COUNT = 50
-"""Turns timed per round at each history length."""
+"""Turns timed per round in each resumed session."""
 
 PEAK_CHILD = """
 import json, sys
@@ -99,42 +97,50 @@ def _best_ms(action, repeats: int) -> float:  # type: ignore[no-untyped-def]
     return min(times) * 1000
 
 
-def _per_turn(history: tuple[Any, ...], window: int, *, rounds: int, count: int, folder: Path) -> tuple[float, float]:
-    """Median CPU ms per turn with `window` committed turns behind it and with the whole `history`,
-    measured in alternating rounds (so a change in the machine's load falls on both alike), each
-    a fresh session on the same state, journalled into a fresh save (fsync off)."""
+def _per_turn(large: Path, small: Path, *, rounds: int, count: int, folder: Path) -> tuple[float, float, int, int]:
+    """Median CPU ms per turn of a session resumed from the small save and from the large one (the
+    story each save rebuilds to, as `play --resume` has it), measured in alternating rounds (so a
+    change in the machine's load falls on both alike), each a fresh session journalled into a
+    fresh save (fsync off). Also the standing turns of each."""
     from storyloom.engine.lifecycle import Session
     from storyloom.engine.narrators.offline import OfflineNarrator
     from storyloom.engine.packs import load_pack
-    from storyloom.engine.state import initial_state
     from storyloom.saves.format import SaveHeader
+    from storyloom.saves.reader import load_save
+    from storyloom.saves.verify import rebuild
     from storyloom.saves.writer import Journal
 
     pack = load_pack("lighthouse")
-    state = initial_state(pack)
-    times: dict[int, list[float]] = {window: [], len(history): []}
+    built = {which: rebuild(load_save(which), pack) for which in (small, large)}
+    times: dict[Path, list[float]] = {small: [], large: []}
 
-    async def play(length: int, seed: int) -> None:
+    async def play(which: Path, seed: int) -> None:
         narrator = OfflineNarrator(pack, seed=seed, faults=FAULTS)
-        session = Session(pack, narrator, state=state, history=history[:length], next_turn=length + 1)
-        save = folder / f"turns-{length}-{seed}.jsonl"
+        session = Session(pack, narrator, next_turn=built[which].next_turn)
+        session.restore(built[which].story())
+        save = folder / f"turns-{which.stem}-{seed}.jsonl"
         with Journal.create(save, SaveHeader.for_session(pack, narrator, seed=seed, faults=FAULTS)) as journal:
             for index in range(count):
                 started = time.process_time()
                 async for event in session.play(COMMAND_CYCLE[index % len(COMMAND_CYCLE)]):
                     journal.record(event)
-                times[length].append(time.process_time() - started)
+                times[which].append(time.process_time() - started)
         save.unlink()
 
     real_fsync = os.fsync
     os.fsync = lambda fd: None  # type: ignore[assignment]
     try:
         for seed in range(rounds):
-            for length in (window, len(history)):
-                asyncio.run(play(length, seed))
+            for which in (small, large):
+                asyncio.run(play(which, seed))
     finally:
         os.fsync = real_fsync
-    return median(times[window]) * 1000, median(times[len(history)]) * 1000
+    return (
+        median(times[small]) * 1000,
+        median(times[large]) * 1000,
+        built[small].standing,
+        built[large].standing,
+    )
 
 
 def _json_decode_s(save: Path) -> float:
@@ -161,21 +167,21 @@ def _ui_peak_mb(save: Path, folder: Path) -> tuple[float, float]:
 def run(quick: bool = False) -> Figure:
     from storyloom.saves.reader import load_save, summarize_save
 
-    turns, small, window = (60, 10, 10) if quick else (TURNS, SMALL, WINDOW)
+    turns, small = (60, 10) if quick else (TURNS, SMALL)
     folder = scratch_dir("scale")
     figure = Figure(8, "scale", "a small save, or the whole save read or json-decoded, in the same run")
     try:
         large_save, small_save = folder / "large.jsonl", folder / "small.jsonl"
         started = time.perf_counter()
-        history = play_session(turns, save_path=large_save, faults=FAULTS, fsync=False).session.history
+        play_session(turns, save_path=large_save, faults=FAULTS, fsync=False)
         played = time.perf_counter() - started
         play_session(small, save_path=small_save, faults=FAULTS, fsync=False)
-        short, long = _per_turn(
-            history, window, rounds=2 if quick else ROUNDS, count=5 if quick else COUNT, folder=folder
+        short, long, few, many = _per_turn(
+            large_save, small_save, rounds=2 if quick else ROUNDS, count=5 if quick else COUNT, folder=folder
         )
         figure.add(
             Row(
-                f"CPU ms per turn after {len(history):,} committed turns (vs after {window})",
+                f"CPU ms per turn after {many:,} standing turns (vs after {few}; resumed sessions)",
                 long,
                 short,
                 target="flat (ratio <= 1.2)",
@@ -265,8 +271,8 @@ def run(quick: bool = False) -> Figure:
             f"large save: {large_save.stat().st_size / 1e6:.1f} MB, "
             f"{sum(1 for _ in large_save.open('rb')):,} records; small: {small_save.stat().st_size / 1e3:.0f} kB",
             f"{turns:,} turns played in {played:.1f} s with the journal (fsync off); per-turn cost: "
-            f"the median CPU time of {2 if quick else ROUNDS} x {5 if quick else COUNT} turns at each history length, "
-            f"in alternating rounds, each a fresh session on the same state with a journal (fsync off)",
+            f"the median CPU time of {2 if quick else ROUNDS} x {5 if quick else COUNT} turns in each resumed session, "
+            f"in alternating rounds, each a fresh session restored from its save's rebuild, with a journal (fsync off)",
             f"listing: the best of {repeats} reads each; the whole read is `load_save`, the best of "
             f"{1 if quick else 3}",
             "peak memory: VmHWM of a fresh interpreter (imports included, about 40 MB of every row)",
