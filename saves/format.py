@@ -201,6 +201,8 @@ class SaveHeader:
         )
         if not header.story_id or len(header.story_digest) != 64:
             raise ValueError("the story id or digest is missing")
+        if header.budget < 0 or not 0.0 <= header.faults <= 1.0:
+            raise ValueError("its correction budget must be 0 or more and its fault rate between 0 and 1")
         return header
 
 

@@ -226,3 +226,32 @@ def test_a_save_with_a_wrong_state_hash_is_caught_by_verify(save: Path) -> None:
     report = verify_save(save)
     assert not report.sound and any("not the recorded ffffffffffff" in line for line in report.lines)
     assert json.loads(save.read_text().splitlines()[0])["kind"] == "header"
+
+
+@pytest.mark.parametrize(("field", "value"), [("budget", -1), ("faults", 1.5)])
+def test_a_header_re_signed_with_an_impossible_budget_or_fault_rate_is_named_by_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: float
+) -> None:
+    """Found by the damaged-saves fuzz: a re-signed header with budget -1 crashed `replay` (the
+    session refuses a negative budget). Every command names the header instead."""
+    from storyloom.tui.cli import main
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", ["look"], faults=0.0)
+
+    def edit(records: list[dict[str, object]]) -> list[dict[str, object]]:
+        records[0]["data"][field] = value  # type: ignore[index]
+        return records
+
+    rewrite_records(path, edit)
+    before = path.read_bytes()
+    for argv in (
+        ["verify", str(path)],
+        ["replay", str(path), "--headless"],
+        ["export", str(path)],
+        ["play", "--headless", "--commands", "-", "--resume", str(path)],
+    ):
+        capsys.readouterr()
+        assert main(argv) in (1, 2), argv  # damage, as each command reports it (no crash)
+        captured = capsys.readouterr()
+        assert "header record is malformed" in captured.out + captured.err, argv
+    assert path.read_bytes() == before
