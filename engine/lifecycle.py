@@ -72,9 +72,12 @@ OUTPUT_LIMIT = "output_limit"
 REJECTED_ECHO_MAX_CHARS = 4_000
 """An answer cut off at the output limit goes back to the model in a correction only this far (it
 would otherwise cost some 50,000 tokens, more than a small local model's whole context)."""
-LOOP_TURN_EVERY = 0.01
-"""Seconds an attempt's stream is read before the event loop gets a turn, if the narrator never waits
-for anything itself (a replay at full speed): the screen paints and a key (a cancel) lands mid-attempt."""
+LOOP_TURN_EVERY = 0.0
+"""Seconds an attempt's stream is read before the event loop gets a turn, when the narrator has its
+chunks ready without waiting (a replay, a network read that brought several): 0, a turn after every
+chunk, is what a screen needs (it paints between chunks as when each was awaited; read on for 10 ms
+and the frame tests saw lines move); headless replay, with no screen, reads on for `HEADLESS_LOOP_TURN`."""
+HEADLESS_LOOP_TURN = 0.01
 PROSE_STREAM_MAX_CHARS = 32_000
 """Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
 T = TypeVar("T")
@@ -235,6 +238,7 @@ class Session:
         clock: monotonic seconds, for delta timing when a narrator keeps no clock of its own.
         sleep: how to wait before retrying a transient fault.
         attempt_timeout: seconds an attempt may take before it fails the turn (see `ATTEMPT_MAX_SECONDS`).
+        loop_turn_every: see `LOOP_TURN_EVERY`.
     """
 
     def __init__(
@@ -249,6 +253,7 @@ class Session:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         attempt_timeout: float = ATTEMPT_MAX_SECONDS,
+        loop_turn_every: float = LOOP_TURN_EVERY,
     ):
         if budget < 0:
             raise ValueError("the correction budget cannot be negative")
@@ -268,6 +273,7 @@ class Session:
         self._clock = clock
         self._sleep = sleep
         self.attempt_timeout = attempt_timeout
+        self.loop_turn_every = loop_turn_every
         self._ending: StoryEnding | None = None
         self._cancel: asyncio.Future[None] | None = None
         """Done once the player cancels the turn in flight (a future, so waiting on it needs no task)."""
@@ -581,13 +587,13 @@ class Session:
             size = 0
             loop = asyncio.get_running_loop()
             now = loop.time()
-            deadline, loop_turn = now + self.attempt_timeout, now + LOOP_TURN_EVERY
+            deadline, loop_turn = now + self.attempt_timeout, now + self.loop_turn_every
             try:
                 while True:
                     now = loop.time()
                     if now >= loop_turn:
                         await asyncio.sleep(0)
-                        loop_turn = loop.time() + LOOP_TURN_EVERY
+                        loop_turn = loop.time() + self.loop_turn_every
                     try:
                         chunk, steps = _advance(anext(stream), cancel, expired=now >= deadline)
                         if steps is not None:
