@@ -74,9 +74,10 @@ REJECTED_ECHO_MAX_CHARS = 4_000
 would otherwise cost some 50,000 tokens, more than a small local model's whole context)."""
 LOOP_TURN_EVERY = 0.0
 """Seconds an attempt's stream is read before the event loop gets a turn, when the narrator has its
-chunks ready without waiting (a replay, a network read that brought several): 0, a turn after every
-chunk, is what a screen needs (it paints between chunks as when each was awaited; read on for 10 ms
-and the frame tests saw lines move); headless replay, with no screen, reads on for `HEADLESS_LOOP_TURN`."""
+chunks ready without waiting (a replay, a network read that brought several). 0 is what a screen
+needs: each chunk is awaited in a task of its own, as it always was (reading ready chunks on, the
+frame tests saw lines move under load). Headless replay, with no screen, takes ready chunks at once
+and gives the loop a turn every `HEADLESS_LOOP_TURN` seconds."""
 HEADLESS_LOOP_TURN = 0.01
 PROSE_STREAM_MAX_CHARS = 32_000
 """Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
@@ -591,13 +592,18 @@ class Session:
             try:
                 while True:
                     now = loop.time()
-                    if now >= loop_turn:
-                        await asyncio.sleep(0)
-                        loop_turn = loop.time() + self.loop_turn_every
                     try:
-                        chunk, steps = _advance(anext(stream), cancel, expired=now >= deadline)
-                        if steps is not None:
-                            chunk = await _raced(steps, chunk, cancel, deadline)
+                        if not self.loop_turn_every:  # a screen: each chunk awaited in its own task, as ever
+                            if now >= deadline:
+                                raise _Expired
+                            chunk = await _tasked(anext(stream), cancel, deadline)
+                        else:
+                            if now >= loop_turn:
+                                await asyncio.sleep(0)
+                                loop_turn = loop.time() + self.loop_turn_every
+                            chunk, steps = _advance(anext(stream), cancel, expired=now >= deadline)
+                            if steps is not None:
+                                chunk = await _raced(steps, chunk, cancel, deadline)
                     except StopAsyncIteration:
                         break
                     except _Expired:
@@ -765,6 +771,30 @@ class _ProseStream:
         new = narrative[len(self.shown) :]
         self.shown = narrative
         return new
+
+
+async def _tasked(awaitable: Awaitable[T], cancel: asyncio.Future[None], deadline: float) -> T:
+    """Await a narrator's next chunk in a task of its own, raced against the player's cancel and the
+    deadline: a turn of the event loop per chunk, the way a screen has always been fed (reading ready
+    chunks on without it, the frame tests saw lines move under load)."""
+    if cancel.done():
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        raise _Cancelled
+    task = asyncio.ensure_future(awaitable)
+    timeout = max(0.0, deadline - asyncio.get_running_loop().time())
+    try:
+        waiting: set[asyncio.Future[Any]] = {task, cancel}
+        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # our own task was cancelled: leave nothing running behind
+        task.cancel()
+        raise
+    if task in done:
+        return task.result()
+    task.cancel()
+    with suppress(BaseException):
+        await task
+    raise _Cancelled if cancel.done() else _Expired
 
 
 async def _race(awaitable: Awaitable[T], cancel: asyncio.Future[None], *, deadline: float | None = None) -> T:
