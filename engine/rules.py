@@ -51,8 +51,8 @@ RULE_SET = 2
 """The rules new turns are judged by. A save names the set it was played under (its header's
 `rules`), and is judged by that set ever after; see `RULE_SETS`."""
 RULE_SETS: dict[int, str] = {
-    1: "the world's rules (every rule but story.action)",
-    2: "the world's rules and the story's (story.action)",
+    1: "the world's rules only, from before story.action",
+    2: "the world's rules and the story's",
 }
 
 
