@@ -326,3 +326,119 @@ def _unmet_condition(pack: StoryPack, cond: Condition, state: WorldState) -> lis
         if state["stats"][stat_id] > most:
             found.append(f"{_stat_name(pack, stat_id)} at most {most} (now {state['stats'][stat_id]})")
     return found
+
+
+# what a pack binds, and what can never happen ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What a pack's actions govern, what it leaves free, and what can never happen in it
+    (`storyloom check-story` prints it).
+
+    Attributes:
+        bound: for each bound flag, stat and item (`flags/ID`, `stats/ID`, `items/ID`), the actions that change it.
+        fixed: flags and stats no action changes and the pack does not leave free: they never change.
+        free: what the pack leaves to the narrator (`flags/ID`, ...).
+        never_done: actions whose room, item and requirements can never all hold.
+        never_reached: endings whose condition can never hold.
+    """
+
+    bound: dict[str, list[str]]
+    fixed: list[str]
+    free: list[str]
+    never_done: list[str]
+    never_reached: list[str]
+
+
+def binding(pack: StoryPack) -> Binding:
+    """What the story's rules bind in this pack, and what its actions and endings can never reach."""
+    free = [f"{section}/{key}" for section in ("flags", "stats", "items") for key in getattr(pack.free, section)]
+    bound: dict[str, list[str]] = {}
+    for action_id, action in pack.actions.items():
+        for section in ("flags", "stats", "items"):
+            for key in getattr(action.effects, section):
+                if f"{section}/{key}" not in free:
+                    bound.setdefault(f"{section}/{key}", []).append(action_id)
+    fixed = [
+        f"{section}/{key}"
+        for section in ("flags", "stats")
+        for key in getattr(pack, section)
+        if f"{section}/{key}" not in bound and f"{section}/{key}" not in free
+    ]
+    reach = _Reach(pack)
+    never_done = [action_id for action_id, action in pack.actions.items() if not reach.can_do(action)]
+    never_reached = [ending_id for ending_id, ending in pack.endings.items() if not reach.holds(ending.when)]
+    return Binding(bound, fixed, free, never_done, never_reached)
+
+
+class _Reach:
+    """Every value each part of the state can ever take, each part on its own: a room the player can
+    get to, the places an item can be, a flag's values, a stat's lowest and highest. It is more than
+    the story can reach (parts are not tied to one another), so what it cannot reach, the story never can."""
+
+    def __init__(self, pack: StoryPack):
+        self.pack = pack
+        everywhere = {*pack.rooms, PLAYER, NOWHERE}
+        self.rooms = {pack.start}
+        self.places = {i: everywhere if i in pack.free.items else {item.at} for i, item in pack.items.items()}
+        self.flags = {f: {True, False} if f in pack.free.flags else {v} for f, v in pack.flags.items()}
+        self.stats = {
+            s: (stat.min, stat.max) if s in pack.free.stats else (stat.initial, stat.initial)
+            for s, stat in pack.stats.items()
+        }
+        while self._grow():
+            pass
+
+    def _grow(self) -> bool:
+        size = self._size()
+        pack = self.pack
+        for room_id in list(self.rooms):
+            room = pack.rooms[room_id]
+            for direction, target in room.exits.items():
+                gate = room.gates.get(direction)
+                if gate is None or True in self.flags[gate]:
+                    self.rooms.add(target)
+        for item_id, item in pack.items.items():
+            places = self.places[item_id]
+            if item.portable and places & self.rooms:
+                places.add(PLAYER)
+            if PLAYER in places:
+                places |= self.rooms
+        for action in pack.actions.values():
+            if self.can_do(action):
+                self._apply(action.effects)
+        return self._size() != size
+
+    def _size(self) -> int:
+        return (
+            len(self.rooms)
+            + sum(map(len, self.places.values()))
+            + sum(map(len, self.flags.values()))
+            + sum(hi - lo for lo, hi in self.stats.values())
+        )
+
+    def _apply(self, effects: Effects) -> None:
+        for item_id, place in effects.items.items():
+            self.places[item_id].add(place)
+        for flag, value in effects.flags.items():
+            self.flags[flag].add(value)
+        for stat_id, delta in effects.stats.items():
+            stat, (lo, hi) = self.pack.stats[stat_id], self.stats[stat_id]
+            self.stats[stat_id] = (stat.min, hi) if delta < 0 else (lo, stat.max) if delta > 0 else (lo, hi)
+
+    def can_do(self, action: Action) -> bool:
+        return (
+            (action.room is None or action.room in self.rooms)
+            and (action.item is None or bool(self.places[action.item] & {*self.rooms, PLAYER}))
+            and self.holds(action.requires)
+        )
+
+    def holds(self, cond: Condition) -> bool:
+        return (
+            (cond.location is None or cond.location in self.rooms)
+            and all(at in self.places[i] for i, at in cond.items.items())
+            and all(v in self.flags[f] for f, v in cond.flags.items())
+            and all(self.stats[s][1] >= v for s, v in cond.stats_at_least.items())
+            and all(self.stats[s][0] <= v for s, v in cond.stats_at_most.items())
+        )
