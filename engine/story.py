@@ -128,8 +128,10 @@ class _Turn:
     def __init__(self, before: WorldState, after: WorldState, pack: StoryPack):
         self.before, self.after, self.pack = before, after, pack
         self.free_stats = set(pack.free.stats)
-        moved_items = {i: now if world_move(was, now) else was for (i, was), now in _paired(before, after)}
+        placed = after["items"]
+        moved_items = {i: placed[i] if world_move(was, placed[i]) else was for i, was in before["items"].items()}
         self.moved = {**before, "location": after["location"], "items": moved_items}
+        """The state once the turn's moves, takes and drops are done, and nothing else."""
         self.candidates = [
             (action_id, action)
             for action_id, action in pack.actions.items()
@@ -171,7 +173,7 @@ class _Turn:
         return any(values.get(change.key, object()) == change.now for values in effects)
 
     def explains(self, change: Change) -> bool:
-        """Whether some candidate action alone can account for this one change."""
+        """Whether the candidate actions can account for this one change, leaving the others aside."""
         if change.section != "stats":
             return self._sets((a for _, a in self.candidates), change)
         stat = self.pack.stats[change.key]
@@ -237,11 +239,6 @@ class _Turn:
             f"({ready}). Patch exactly the whole effects of the actions the narrative tells."
         )
         return Issue(changes[0].path, RULE, message)
-
-
-def _paired(before: WorldState, after: WorldState) -> Iterator[tuple[tuple[str, str], str]]:
-    for item_id, was in before["items"].items():
-        yield (item_id, was), after["items"][item_id]
 
 
 def _subsets(actions: list[Action]) -> Iterator[tuple[Action, ...]]:
