@@ -59,7 +59,7 @@ from storyloom.engine.narration import (
     TransientNarratorError,
 )
 from storyloom.engine.packs import Ending, StoryPack
-from storyloom.engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
+from storyloom.engine.rules import OUTPUT_MAX_CHARS, RULE_SET, RULE_SETS, Verdict, judge
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.engine.turns import Issue
 
@@ -255,10 +255,15 @@ class Session:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         attempt_timeout: float = ATTEMPT_MAX_SECONDS,
         loop_turn_every: float = LOOP_TURN_EVERY,
+        rules: int = RULE_SET,
     ):
         if budget < 0:
             raise ValueError("the correction budget cannot be negative")
+        if rules not in RULE_SETS:
+            raise ValueError(f"unknown rule set {rules!r}")
         self.pack = pack
+        self.rules = rules
+        """The rule set every turn is judged by (`storyloom.engine.rules.RULE_SETS`): a save keeps its own."""
         self.narrator = narrator
         self.budget = budget
         self.state: WorldState = state if state is not None else initial_state(pack)
@@ -505,7 +510,7 @@ class Session:
     def _judge(self, attempt: _Attempt, request: NarrationRequest) -> Verdict:
         """The judge's verdict on an attempt, against the committed state; an answer cut off (by the
         model's token limit or by the engine's own) is judged as that, whatever part of it parses."""
-        verdict = judge(attempt.raw, request.state, self.pack, kept_narrative=request.kept_narrative)
+        verdict = judge(attempt.raw, request.state, self.pack, kept_narrative=request.kept_narrative, rules=self.rules)
         if attempt.finish.stop_reason == "max_tokens" and verdict.turn is None:
             cut = Issue(
                 "",

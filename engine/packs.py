@@ -124,6 +124,19 @@ class Action(_Strict):
     """Prose for when the verb and item match but `requires` does not hold."""
 
 
+class Free(_Strict):
+    """What the narrator may change at will, outside the story's actions (see `storyloom.engine.story`).
+
+    Every other flag and stat, and every item's place (beyond taking and dropping it), changes
+    only as the effect of an action whose requirements hold: a story that wants its narrator
+    to improvise names here what it may improvise with.
+    """
+
+    flags: list[str] = []
+    stats: list[str] = []
+    items: list[str] = []
+
+
 class Ending(_Strict):
     """A state that ends the story, with its closing prose."""
 
@@ -146,11 +159,18 @@ class StoryPack(_Strict):
     flags: dict[str, bool] = {}
     actions: dict[str, Action] = {}
     endings: dict[str, Ending] = {}
+    free: Free = Free()
+    """Flags, stats and items the narrator may change without an action."""
 
     @cached_property
     def digest(self) -> str:
-        """A hash of the pack's content, so a save can tell the pack changed."""
-        canonical = self.model_dump_json(round_trip=True)
+        """A hash of the pack's content, so a save can tell the pack changed.
+
+        A field added after saves began recording digests counts only when the pack sets it,
+        so a pack that does not use it keeps the digest its saves recorded.
+        """
+        unset = {name for name in _LATER_FIELDS if name not in self.model_fields_set}
+        canonical = self.model_dump_json(round_trip=True, exclude=unset)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     def item_words(self, item_id: str) -> tuple[str, ...]:
@@ -162,6 +182,10 @@ class StoryPack(_Strict):
         """Every word a narrative or a player may use for a room."""
         room = self.rooms[room_id]
         return (room.name, *room.aliases)
+
+
+_LATER_FIELDS = ("free",)
+"""`StoryPack` fields added since the first saves, left out of the digest of a pack that does not set them."""
 
 
 @dataclass(frozen=True)
@@ -256,7 +280,7 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(p) for p in loc) or "-"
 
 
-_SECTIONS = frozenset({"rooms", "items", "stats", "flags", "actions", "endings"})
+_SECTIONS = frozenset({"rooms", "items", "stats", "flags", "actions", "endings", "free"})
 
 
 def _entity(key: str) -> str:
@@ -416,7 +440,19 @@ def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
         found += _effects_problems(f"{key}.effects", action.effects, pack)
     for ending_id, ending in pack.endings.items():
         found += _condition_problems(f"endings.{ending_id}.when", ending.when, pack)
+    found += _free_problems(pack)
     return found
+
+
+def _free_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    free = pack.free
+    named = (("flags", free.flags, pack.flags), ("stats", free.stats, pack.stats), ("items", free.items, pack.items))
+    return [
+        (f"free.{section}", f"unknown {section[:-1]} {ident!r}")
+        for section, idents, declared in named
+        for ident in idents
+        if ident not in declared
+    ]
 
 
 def _condition_problems(key: str, cond: Condition, pack: StoryPack) -> list[tuple[str, str]]:

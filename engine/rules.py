@@ -21,6 +21,7 @@ from pydantic_core import ErrorDetails
 
 from storyloom.engine.packs import NOWHERE, PLAYER, StoryPack
 from storyloom.engine.state import WorldState, describe_place, state_model
+from storyloom.engine.story import story_issues
 from storyloom.engine.turns import Issue, Turn
 
 OUTPUT_MAX_CHARS = 200_000
@@ -42,6 +43,16 @@ RULES: dict[str, str] = {
     "stat.bounds": "a stat left its declared bounds",
     "prose.item": "an item changed place but the narrative does not name it",
     "prose.room": "the player moved but the narrative does not name the new room",
+    "story.action": "a flag, a stat or an item's place changed other than as the whole effects of "
+    "story actions that can be done now (or than the story leaves free)",
+}
+
+RULE_SET = 2
+"""The rules new turns are judged by. A save names the set it was played under (its header's
+`rules`), and is judged by that set ever after; see `RULE_SETS`."""
+RULE_SETS: dict[int, str] = {
+    1: "the world's rules only, from before story.action",
+    2: "the world's rules and the story's",
 }
 
 
@@ -152,7 +163,14 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrative: str | None = None) -> Verdict:
+def judge(
+    raw: str | None,
+    before: WorldState,
+    pack: StoryPack,
+    *,
+    kept_narrative: str | None = None,
+    rules: int = RULE_SET,
+) -> Verdict:
     """Judge a narrator's raw output against the committed state.
 
     Args:
@@ -161,18 +179,26 @@ def judge(raw: str | None, before: WorldState, pack: StoryPack, *, kept_narrativ
         pack: the story the turn is played in.
         kept_narrative: for a correction, the prose on screen; used when the
             correction leaves `narrative` out to keep it.
+        rules: the rule set (`RULE_SETS`): a save is judged by the one it was played under.
     """
     data, issues = parse_output(raw)
     if data is None:
         return Verdict(None, None, issues)
-    return judge_data(data, before, pack, kept_narrative=kept_narrative)
+    return judge_data(data, before, pack, kept_narrative=kept_narrative, rules=rules)
 
 
 def judge_data(
-    data: dict[str, Any], before: WorldState, pack: StoryPack, *, kept_narrative: str | None = None
+    data: dict[str, Any],
+    before: WorldState,
+    pack: StoryPack,
+    *,
+    kept_narrative: str | None = None,
+    rules: int = RULE_SET,
 ) -> Verdict:
     """`judge` over output already parsed into a JSON object: a save's recorded commit is judged
     as read, without spelling it as JSON again to parse it back."""
+    if rules not in RULE_SETS:
+        raise ValueError(f"unknown rule set {rules!r}; this storyloom knows {', '.join(map(str, RULE_SETS))}")
     if "narrative" not in data and kept_narrative is not None:
         data = {**data, "narrative": kept_narrative}
     try:
@@ -189,7 +215,8 @@ def judge_data(
     issues = tuple(_state_issues(after, pack))
     if issues:
         return Verdict(turn, None, issues)
-    issues = tuple(issue for rule in WORLD_RULES for issue in rule(before, after, turn, pack))
+    checks = WORLD_RULES if rules < 2 else (*WORLD_RULES, _story_actions)
+    issues = tuple(issue for rule in checks for issue in rule(before, after, turn, pack))
     return Verdict(turn, None if issues else after, issues)
 
 
@@ -380,5 +407,9 @@ def _prose_agrees(before: WorldState, after: WorldState, turn: Turn, pack: Story
         )
 
 
+def _story_actions(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
+    return story_issues(before, after, pack)
+
+
 WORLD_RULES: tuple[WorldRule, ...] = (_movement, _item_moves, _stat_bounds, _prose_agrees)
-"""Rules over (before_state, after_state, turn, pack); story rules may be added here later."""
+"""Rules over (before_state, after_state, turn, pack); rule set 2 adds the story's (`storyloom.engine.story`)."""

@@ -127,7 +127,7 @@ def read_story(
         InvalidCommit: as `rebuild`.
     """
     commits = _Commits()
-    built = rebuild_records(path, commits.watch(records), pack)
+    built = rebuild_records(path, commits.watch(records), pack, rules=header.rules)
     return SavedStory(header, pack, tuple(commits.turns), built, commits.last_time or header_time)
 
 

@@ -28,6 +28,7 @@ import pydantic_core
 
 from storyloom.engine.events import AttemptFinished, Event
 from storyloom.engine.packs import StoryPack
+from storyloom.engine.rules import RULE_SET, RULE_SETS
 from storyloom.engine.state import canonical_json
 
 FORMAT = "storyloom-save"
@@ -126,6 +127,8 @@ class SaveHeader:
         faults: the offline narrator's fault rate.
         storyloom: the version that created the save.
         version: the save format version.
+        rules: the rule set the save is played and judged under (`storyloom.engine.rules.RULE_SETS`);
+            a header without one is from before the story's rules (set 1).
     """
 
     story_id: str
@@ -139,6 +142,7 @@ class SaveHeader:
     faults: float = 0.0
     storyloom: str = field(default_factory=storyloom_version)
     version: int = VERSION
+    rules: int = RULE_SET
 
     @classmethod
     def for_session(
@@ -180,6 +184,7 @@ class SaveHeader:
             "seed": self.seed,
             "budget": self.budget,
             "faults": self.faults,
+            "rules": self.rules,
         }
 
     @classmethod
@@ -198,11 +203,17 @@ class SaveHeader:
             faults=float(data.get("faults", 0.0)),
             storyloom=str(data.get("storyloom", "")),
             version=int(data["version"]),
+            rules=int(data.get("rules", 1)),
         )
         if not header.story_id or len(header.story_digest) != 64:
             raise ValueError("the story id or digest is missing")
         if header.budget < 0 or not 0.0 <= header.faults <= 1.0:
             raise ValueError("its correction budget must be 0 or more and its fault rate between 0 and 1")
+        if header.rules not in RULE_SETS:
+            raise ValueError(
+                f"it was played under rule set {header.rules}, which this storyloom does not know "
+                f"(it knows {min(RULE_SETS)} to {max(RULE_SETS)}); a newer storyloom can read it"
+            )
         return header
 
 

@@ -352,6 +352,7 @@ class Replayer:
             plan.pack,
             plan.narrator,
             budget=plan.save.header.budget,
+            rules=plan.save.header.rules,
             sleep=scaled,
             attempt_timeout=limit,
             loop_turn_every=loop_turn_every,

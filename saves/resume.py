@@ -197,10 +197,11 @@ def _reopen(
         pack = open_pack(header, path, pack)
         narrator = make_narrator(pack, header)
         try:
-            built, tries = _rebuilt(journal, pack)
+            built, tries = _rebuilt(journal, pack, header.rules)
         except NotStreamable:  # a record in an older shape: read whole, from the start
-            built, tries = _rebuilt(journal, pack)
-        session = restored(pack, narrator, built, header.budget if budget is None else budget, **session_options)
+            built, tries = _rebuilt(journal, pack, header.rules)
+        budget = header.budget if budget is None else budget
+        session = restored(pack, narrator, built, budget, rules=header.rules, **session_options)
         try:
             journal.note_resumed(narrator)
             if built.interrupted is not None:
@@ -213,10 +214,10 @@ def _reopen(
     return Resumed(session, journal, header, built, pack, notes, tries.past(session.history))
 
 
-def _rebuilt(journal: Journal, pack: StoryPack) -> tuple[Rebuilt, _Tries]:
+def _rebuilt(journal: Journal, pack: StoryPack, rules: int) -> tuple[Rebuilt, _Tries]:
     tries = _Tries()
     with gc_paused():
-        built = rebuild_records(journal.path, tries.watch(journal.records()), pack)
+        built = rebuild_records(journal.path, tries.watch(journal.records()), pack, rules=rules)
     return built, tries
 
 

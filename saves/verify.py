@@ -41,7 +41,7 @@ from storyloom.engine.lifecycle import (
 from storyloom.engine.limits import UNDO_TURNS, command_too_long
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
-from storyloom.engine.rules import judge_data, parse_output
+from storyloom.engine.rules import RULE_SET, RULE_SETS, judge_data, parse_output
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
 from storyloom.saves.format import TALLIED, TALLY, Record, Save, SaveHeader, Tally
@@ -68,6 +68,8 @@ class Rebuilt:
             change (the next command was not played yet); None once it is fixed.
         alternatives, choices: other versions committed (each re-judged) and choices made among them.
         ending: the ending the story stands at, followed as a live session follows it.
+        refused_today, refused_notes: for verify of a save played under older rules, how many commits
+            today's rules would refuse, and the first few (turn and rule ids).
     """
 
     state: WorldState
@@ -85,6 +87,8 @@ class Rebuilt:
     alternatives: int = 0
     choices: int = 0
     ending: StoryEnding | None = None
+    refused_today: int = 0
+    refused_notes: list[str] = field(default_factory=list)
 
     @property
     def standing(self) -> int:
@@ -162,7 +166,7 @@ def rebuild(save: Save, pack: StoryPack, *, against_answers: bool = False) -> Re
             hash, is not what its recorded answer gives, or an undo with nothing to undo
             (the record is named).
     """
-    return rebuild_records(save.path, save.records, pack, against_answers=against_answers)
+    return rebuild_records(save.path, save.records, pack, rules=save.header.rules, against_answers=against_answers)
 
 
 def rebuild_records(
@@ -170,16 +174,19 @@ def rebuild_records(
     records: Iterable[Record],
     pack: StoryPack,
     *,
+    rules: int,
     against_answers: bool = False,
 ) -> Rebuilt:
     """`rebuild` over records as they are read (verify and resume stream them): memory holds what a
     session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length.
 
     Args:
-        against_answers: see `rebuild`.
+        rules: the rule set the save was played under (its header's), which every commit is judged by.
+        against_answers: see `rebuild`; then a save played under older rules also notes the first
+            commits today's rules would refuse (`Rebuilt.refused_today`).
     """
     built = Rebuilt(state=initial_state(pack))
-    save = _Where(path)
+    save = _Where(path, rules, against_answers and rules != RULE_SET)
     started: TurnStarted | None = None
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
     answers: dict[int, Record] = {}
@@ -242,9 +249,12 @@ def rebuild_records(
 
 @dataclass(frozen=True)
 class _Where:
-    """The save being rebuilt, as its errors name it."""
+    """The save being rebuilt, as its errors name it, and the rules its commits are judged by."""
 
     path: Path
+    rules: int
+    note_today: bool = False
+    """Also judge each commit by today's rules, to note what they would refuse."""
 
 
 def _check_tally(save: _Where, built: Rebuilt, record: Record) -> None:
@@ -290,6 +300,8 @@ def _commit(
         raise InvalidCommit(save.path, f"record {seq} commits turn {event.turn}, {why}", line=line, seq=seq)
     exchange, after = _rejudged(save, pack, built.state, seq, line, event, started.player_input)
     before = built.state
+    if save.note_today:
+        _note_today(pack, built, before, exchange, event.turn)
     built.undo_stack.append((before, built.history))
     built.state = after
     built.history = remembered(built.history, exchange)
@@ -310,7 +322,7 @@ def _rejudged(
         "state_patch": list(event.state_patch),
         "suggestions": list(event.suggestions),
     }
-    verdict = judge_data(turn, before, pack)
+    verdict = judge_data(turn, before, pack, rules=save.rules)
     if not verdict.ok:
         problems = "; ".join(f"{i.rule}: {i.message}" for i in verdict.issues)
         raise InvalidCommit(
@@ -331,6 +343,19 @@ def _rejudged(
             seq=seq,
         )
     return Exchange(player_input, verdict.turn, event.turn), verdict.after
+
+
+NOTED_TODAY = 3
+"""How many commits today's rules would refuse a verify report names (it counts them all)."""
+
+
+def _note_today(pack: StoryPack, built: Rebuilt, before: WorldState, exchange: Exchange, turn: int) -> None:
+    """Judge a commit of a save played under older rules by today's too, and note a refusal."""
+    verdict = judge_data(exchange.turn.to_json(), before, pack)
+    if not verdict.ok:
+        built.refused_today += 1
+        if len(built.refused_notes) < NOTED_TODAY:
+            built.refused_notes.append(f"turn {turn} ({', '.join(sorted({i.rule for i in verdict.issues}))})")
 
 
 def _open_versions(save: _Where, built: Rebuilt, seq: int, line: int, event: AlternativeStarted) -> Versions:
@@ -415,7 +440,9 @@ def _check_answer(
     if raw is not None and _as_committed(raw, event):
         return
     data = parse_output(raw)[0]
-    verdict = judge_data(data, before, pack, kept_narrative=event.narrative) if data is not None else None
+    verdict = (
+        judge_data(data, before, pack, kept_narrative=event.narrative, rules=save.rules) if data is not None else None
+    )
     turn = verdict.turn if verdict is not None else None
     if turn is None:
         differs = ["the answer does not give a turn"]
@@ -506,7 +533,7 @@ def _verify_streamed(path: Path, pack: StoryPack | None) -> Report:
     records = stream.records()
     try:
         pack = open_pack(stream.header, path, pack)
-        built = rebuild_records(path, records, pack, against_answers=True)
+        built = rebuild_records(path, records, pack, rules=stream.header.rules, against_answers=True)
     finally:
         records.close()
     return _sound(path, stream.header, stream.count, tuple(stream.warnings), built)
@@ -524,7 +551,7 @@ def _verify_whole(path: Path, pack: StoryPack | None) -> Report:
     try:
         pack = open_pack(save.header, path, pack)
         lines.append("pack: digest matches")
-        built = rebuild_records(path, save.records, pack, against_answers=True)
+        built = rebuild_records(path, save.records, pack, rules=save.header.rules, against_answers=True)
     except SaveError as exc:
         lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
         return Report(path, False, True, tuple(lines))
@@ -535,7 +562,8 @@ def _read_lines(header: SaveHeader, records: int, warnings: tuple[str, ...]) -> 
     lines = [f"warning: {warning}" for warning in warnings]
     lines.append(
         f"story: {header.story_id} ({header.story_title}), narrator {header.narrator}"
-        f"{' / ' + header.model if header.model else ''}, format version {header.version}"
+        f"{' / ' + header.model if header.model else ''}, format version {header.version}, "
+        f"rule set {header.rules} ({RULE_SETS[header.rules]})"
     )
     lines.append(f"records: {records + 1}, hash chain intact")
     return lines
@@ -555,6 +583,12 @@ def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ..
         )
     if built.ending is not None:
         lines.append(f"ending: {built.ending.title} (reached at turn {built.ending_turn})")
+    if built.refused_today:
+        lines.append(
+            f"note: played under rule set {header.rules}, and judged by it; today's rules (set {RULE_SET}) "
+            f"would refuse {built.refused_today} of its commits: {', '.join(built.refused_notes)}"
+            f"{', …' if built.refused_today > len(built.refused_notes) else ''}"
+        )
     if built.interrupted is not None:
         lines.append(f"note: turn {built.interrupted} was in flight when the save stopped; it was never committed")
     lines.append(f"final state: {state_hash(built.state)}")

@@ -64,6 +64,10 @@ door_open = false
 title = "Light"
 text = "The lamp burns over the sea."
 when = { location = "tower", items = { lamp = "player" } }
+
+[free]                          # no actions: the narrator opens the door and spends health as it likes
+flags = ["door_open"]
+stats = ["health"]
 """
 
 

@@ -50,11 +50,46 @@ def test_a_missing_file_exits_2_and_lists_the_built_in_stories(capsys):
     assert "lighthouse" in capsys.readouterr().err
 
 
-def test_a_good_pack_exits_0_with_a_one_line_summary(capsys):
+def test_a_good_pack_exits_0_with_a_summary_and_what_its_actions_bind(capsys):
     assert main(["check-story", str(PACKS / "example.toml")]) == 0
+    first, *rest = capsys.readouterr().out.splitlines()
+    assert first.startswith("ok: cellar") and "3 rooms, 5 items" in first
+    assert rest == [
+        "bound (changed only by these actions; any item also by taking and dropping it):",
+        "  flags/cellar_open: open_door, use_key, close_door",
+        "  flags/candle_lit: light_candle",
+        "  stats/courage: light_candle",
+        "free (the narrator's to change at will): none",
+        "never changes (no action changes it, and it is not free): none",
+        "actions whose requirements can never hold: none",
+        "endings that can never be reached: none",
+    ]
+
+
+def test_check_story_names_free_state_state_that_never_changes_and_what_can_never_happen(tmp_path, capsys):
+    """The cellar with a free mood flag, a stat no action touches, a jar the door's key is locked
+    behind for good (no action opens the cellar once open_door needs a key that is nowhere)."""
+    text = (PACKS / "example.toml").read_text(encoding="utf-8")
+    text = text.replace('at = "kitchen"\n\n[items.table]', 'at = "nowhere"\n\n[items.table]')  # the key
+    text = text.replace("candle_lit = false", "candle_lit = false\nmood = false")
+    text += '\n[stats.luck]\ninitial = 0\nmin = 0\nmax = 3\n\n[free]\nflags = ["mood"]\n'
+    path = tmp_path / "locked.toml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["check-story", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.count("\n") == 1
-    assert out.startswith("ok: cellar") and "3 rooms, 5 items" in out
+    assert "free (the narrator's to change at will): flags/mood\n" in out
+    assert "never changes (no action changes it, and it is not free): stats/luck\n" in out
+    assert "actions whose requirements can never hold: open_door, use_key, close_door\n" in out
+    assert "endings that can never be reached: plums\n" in out
+
+
+def test_a_free_table_naming_what_the_story_does_not_declare_is_a_problem(tmp_path, capsys):
+    text = (PACKS / "example.toml").read_text(encoding="utf-8") + '\n[free]\nflags = ["moood"]\nitems = ["spoon"]\n'
+    path = tmp_path / "typo.toml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["check-story", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "free.flags: unknown flag 'moood'" in err and "free.items: unknown item 'spoon'" in err
 
 
 def test_the_docs_example_pack_is_a_complete_story():

@@ -53,7 +53,7 @@ def test_the_story_so_far_and_the_new_command_are_worded_by_the_prompt_files(pac
     request = request_after_one_turn(pack)
     committed, current = user_texts(narrator.messages(request))
     assert committed == prompts.command_message("take lamp") == "Player command: take lamp"
-    assert current == prompts.player_message("look", request.state)
+    assert current == prompts.player_message("look", request.state, pack)
     assert current.startswith(prompts.command_message("look") + "\n\nCurrent state (JSON):\n")
 
 
@@ -82,6 +82,6 @@ def test_another_version_is_the_turns_own_request_with_the_instruction_after_it(
     *_, current = user_texts(other)
     instruction = prompts.regenerate_message(again)
     assert current.endswith(instruction) or user_texts(other)[-1] == instruction
-    assert prompts.player_message("look", request.state) in "\n\n".join(user_texts(other))
+    assert prompts.player_message("look", request.state, pack) in "\n\n".join(user_texts(other))
     assert "version 3" in instruction and "Version 2:\nGrey water, black rocks." in instruction
     assert instruction not in "\n\n".join(user_texts(plain))

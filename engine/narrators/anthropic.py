@@ -217,7 +217,7 @@ class AnthropicNarrator:
             messages.append({"role": "assistant", "content": [assistant]})
         if messages:
             messages[-1]["content"][-1]["cache_control"] = _CACHE
-        current = [*_opt(pending_result), _text(player_message(request.player_input, request.state))]
+        current = [*_opt(pending_result), _text(player_message(request.player_input, request.state, request.pack))]
         current[-1]["cache_control"] = _CACHE
         if request.is_regeneration:  # after the cached prefix: the turn's own request still hits the cache
             current.append(_text(regenerate_message(request)))

@@ -229,7 +229,7 @@ class OpenAINarrator:
         for index, exchange in enumerate(request.history):
             messages.append({"role": "user", "content": command_message(exchange.player_input)})
             messages.extend(self._committed(exchange, index))
-        current = player_message(request.player_input, request.state)
+        current = player_message(request.player_input, request.state, request.pack)
         if request.is_regeneration:  # after the turn's own request, so a prefix cache still serves it
             current += "\n\n" + regenerate_message(request)
         messages.append({"role": "user", "content": current})

@@ -19,6 +19,7 @@ from typing import Any
 from storyloom.engine.narration import NarrationRequest, Rejection
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.state import WorldState
+from storyloom.engine.story import describe_action, describe_effects, possible_now
 
 TOOL_NAME = "report_turn"
 TOOL_DESCRIPTION = (
@@ -75,6 +76,9 @@ def world_json(pack: StoryPack) -> dict[str, Any]:
         world["actions"] = actions
     if endings:
         world["endings"] = endings
+    free = pack.free.model_dump(exclude_defaults=True)
+    if free:
+        world["free"] = free
     return world
 
 
@@ -110,10 +114,25 @@ def command_message(command: str) -> str:
     return _template("command").substitute(command=command)
 
 
-def player_message(command: str, state: WorldState) -> str:
-    """The player's command with the committed state it applies to."""
+def player_message(command: str, state: WorldState, pack: StoryPack) -> str:
+    """The player's command with the committed state it applies to and the story actions possible in it.
+
+    All of it changes from turn to turn, so it comes after the cached prefix (the rules, the world
+    and the story so far) and never breaks it; a correction sends this same message again.
+    """
     state_json = json.dumps(state, ensure_ascii=False, sort_keys=True)
-    return _template("player").substitute(command=command_message(command), state=state_json)
+    return _template("player").substitute(
+        command=command_message(command), state=state_json, possible=possible_message(pack, state)
+    )
+
+
+def possible_message(pack: StoryPack, state: WorldState) -> str:
+    """The story actions that can be done in this state, one line each with its whole effects."""
+    actions = possible_now(pack, state)
+    if not actions:
+        return _template("possible_none").substitute()
+    lines = [f"- {describe_action(pack, i, a)}: {describe_effects(pack, a.effects, state)}" for i, a in actions]
+    return _template("possible").substitute(actions="\n".join(lines))
 
 
 def regenerate_message(request: NarrationRequest) -> str:

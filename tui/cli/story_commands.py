@@ -8,6 +8,7 @@ import sys
 
 from storyloom.engine.packs import PackError, builtin_pack_ids, load_pack
 from storyloom.engine.safety import safe_text
+from storyloom.engine.story import binding
 from storyloom.tui.cli.exits import EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import print_problems
 from storyloom.tui.settings import DEFAULT_STORY, SettingsError, config_path, resolve_settings
@@ -23,7 +24,8 @@ def stories(args: argparse.Namespace) -> int:
 
 
 def check_story(args: argparse.Namespace) -> int:
-    """Check a story pack and list every problem (exit 2 when it has any)."""
+    """Check a story pack and list every problem (exit 2 when it has any); for a sound one, say what
+    the story's rules bind, what the pack leaves free, and what can never happen in it."""
     try:
         pack = load_pack(args.path)
     except PackError as exc:
@@ -34,7 +36,21 @@ def check_story(args: argparse.Namespace) -> int:
         f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
         f"{len(pack.stats)} stats, {len(pack.flags)} flags, {len(pack.actions)} actions, {len(pack.endings)} endings"
     )
+    bound = binding(pack)
+    print("bound (changed only by these actions; any item also by taking and dropping it):")
+    for key, actions in bound.bound.items():
+        print(f"  {safe_text(key)}: {safe_text(', '.join(actions))}")
+    if not bound.bound:
+        print("  nothing")
+    print(f"free (the narrator's to change at will): {_listed(bound.free)}")
+    print(f"never changes (no action changes it, and it is not free): {_listed(bound.fixed)}")
+    print(f"actions whose requirements can never hold: {_listed(bound.never_done)}")
+    print(f"endings that can never be reached: {_listed(bound.never_reached)}")
     return EXIT_OK
+
+
+def _listed(keys: list[str]) -> str:
+    return safe_text(", ".join(keys)) if keys else "none"
 
 
 def default_model(narrator: str) -> str | None:

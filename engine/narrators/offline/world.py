@@ -20,6 +20,7 @@ from storyloom.engine.narrators.offline.parse import Command, matching_actions, 
 from storyloom.engine.packs import PLAYER, Action, StoryPack
 from storyloom.engine.rules import judge, names
 from storyloom.engine.state import WorldState
+from storyloom.engine.story import already_done
 from storyloom.engine.turns import SUGGESTION_MAX_CHARS, SUGGESTIONS_MAX
 
 Patch = list[dict[str, Any]]
@@ -326,12 +327,7 @@ class _World:
 
     def _done(self, action: Action) -> bool:
         """Whether doing the action again would change nothing (the door is already open)."""
-        effects = action.effects
-        if not (effects.flags or effects.items):
-            return False  # a pure stat change or flavour: it can always be done again
-        return all(self.state["flags"][f] == v for f, v in effects.flags.items()) and all(
-            self.state["items"][i] == at for i, at in effects.items.items()
-        )
+        return already_done(action, self.state)
 
     def _do_action(self, action_id: str, action: Action) -> Draft:
         if self._done(action):
