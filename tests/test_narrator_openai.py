@@ -410,3 +410,16 @@ async def test_finish_reason_error_with_the_choices_own_error_is_retried_in_its_
     assert "upstream produced an unparseable function call" in retry.reason
     assert "validation_failed" not in event_names(events)
     assert event_names(events)[-1] == "turn_committed"
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+async def test_lines_ending_in_a_lone_cr_after_a_byte_order_mark_are_lines(pack, seed):
+    # The SSE standard's third line end (CR alone) and its optional BOM, with the bytes re-chunked
+    # so that some CRs end a read: each must still end its line, and none may join two lines.
+    events = [event.replace(b"\n", b"\r") for event in sse.tool_stream(GOOD)]
+    events[0] = b"\xef\xbb\xbf" + events[0]
+    with WireServer(rechunk=seed) as wire:
+        wire.script(Stream(events))
+        events_seen = await play(session_for(pack, wire, budget=0))
+    assert event_names(events_seen)[-1] == "turn_committed"
+    assert prose_on_screen(events_seen) == LAMP_PROSE

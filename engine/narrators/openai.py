@@ -460,7 +460,8 @@ async def _lines(response: httpx.Response, where: str) -> AsyncIterator[str]:
     """The body's lines as the SSE standard cuts them: at CR, LF or CRLF and nowhere else.
 
     httpx's `aiter_lines` cuts at every line boundary `str.splitlines` knows, U+2028, U+2029
-    and U+0085 among them, which JSON strings may hold raw (httpx-sse#34). The cut is made in
+    and U+0085 among them, which JSON strings may hold raw (httpx-sse#34; httpx-sse's own reader
+    has cut right since its pull 37, but it drops the `error` field, see `_events`). The cut is made in
     the bytes, before decoding, so a character split between two reads is whole again, and a
     CR at the end of one read waits for the next to say whether an LF follows it.
     """
