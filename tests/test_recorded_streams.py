@@ -144,6 +144,9 @@ EXPECTED: dict[str, Expect] = {
     "anthropic_pause_turn_after_server_tool_use": Expect("anthropic", continued=1, usage=tokens(2100 + 42, 40 + 180)),
     "openai_non_ascii_prose": Expect("openai", prose=NON_ASCII_PROSE, usage=tokens(44, 31)),
     "xinference_crlf_line_ends": Expect("openai", output="json", prose=CRLF_PROSE, usage=tokens(52, 48)),
+    "portkey_bedrock_half_call_then_unknown_event": Expect(
+        "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
+    ),
 }
 
 
