@@ -1,4 +1,5 @@
-"""Each way a turn can fail has its own words, the same in headless play, in a replay and on the status row.
+"""Each way a turn can fail has its own words, the same in headless play, in a replay, on the status row and
+in the turn's details.
 
 A player who reads "failed after its correction budget" for an unreachable server retries a
 command that was never wrong; one who reads it for a refusal waits for a correction that never
@@ -80,9 +81,10 @@ def test_a_replay_says_how_the_turn_failed(kind, tmp_path: Path, capsys):
     ],
 )
 async def test_the_status_row_says_how_the_turn_failed(error, status):
+    from storyloom.tui.screens.issue_details import IssueDetailsScreen
     from storyloom.tui.testing.narrators import GatedReply
     from storyloom.tui.testing.pilot import until
-    from tests.test_tui_app import make_app, send
+    from tests.test_tui_app import make_app, painted, send
 
     async def no_wait(_: float) -> None:
         return None
@@ -92,3 +94,8 @@ async def test_the_status_row_says_how_the_turn_failed(error, status):
         await send(pilot, "take lamp")
         await until(pilot, lambda: (m := app.game.latest_message()) is not None and m.outcome == "failed")
         assert app.game.latest_message().status.plain_text == status
+        await pilot.press("ctrl+d")  # the details say the same, and that no correction was spent
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        outcome = f"Outcome: not committed — {status.split(' · ')[0]} (no correction spent)."
+        assert outcome in painted(app) and "budget was spent" not in painted(app)
