@@ -123,7 +123,7 @@ class OpenAINarrator:
                     await source.response.aread()
                     raise self._status_fault(source.response)
                 _require_event_stream(source.response, self.base_url)
-                async for event in _events(source.response, self.base_url):
+                async for event in _events(source.response):
                     if event.error is not None:  # old llama.cpp: `error: {...}` then `data: [DONE]`
                         raise self._stream_fault(event.error)
                     if event.data.strip() == "[DONE]":  # the server's own end of the answer
@@ -426,7 +426,7 @@ class _Event:
     error: str | None
 
 
-async def _events(response: httpx.Response, where: str) -> AsyncIterator[_Event]:
+async def _events(response: httpx.Response) -> AsyncIterator[_Event]:
     """The response's server-sent events (WHATWG rules: comments skipped, `data` lines joined).
 
     httpx-sse drops fields the standard does not name, and with them old llama.cpp's
@@ -438,7 +438,7 @@ async def _events(response: httpx.Response, where: str) -> AsyncIterator[_Event]
     """
     data: list[str] = []
     error: list[str] = []
-    async for line in _lines(response, where):
+    async for line in _lines(response):
         if not line:
             if data or error:
                 yield _Event("\n".join(data), "\n".join(error) if error else None)
@@ -456,7 +456,7 @@ async def _events(response: httpx.Response, where: str) -> AsyncIterator[_Event]
         yield _Event("\n".join(data), "\n".join(error) if error else None)
 
 
-async def _lines(response: httpx.Response, where: str) -> AsyncIterator[str]:
+async def _lines(response: httpx.Response) -> AsyncIterator[str]:
     """The body's lines as the SSE standard cuts them: at CR, LF or CRLF and nowhere else.
 
     httpx's `aiter_lines` cuts at every line boundary `str.splitlines` knows, U+2028, U+2029
@@ -473,23 +473,21 @@ async def _lines(response: httpx.Response, where: str) -> AsyncIterator[str]:
         *lines, rest = _LINE_END.split(pending[:held])
         pending = rest + pending[held:]
         for line in lines:
-            yield _decoded(line, first, where)
+            yield _decoded(line, first)
             first = False
     *lines, rest = _LINE_END.split(pending)
     for line in [*lines, rest] if rest else lines:
-        yield _decoded(line, first, where)
+        yield _decoded(line, first)
         first = False
 
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-def _decoded(line: bytes, first: bool, where: str) -> str:
-    """One line's text: UTF-8, as the standard says; a byte order mark opening the stream is dropped."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TransientNarratorError(f"{where} sent a stream line that is not UTF-8") from None
+def _decoded(line: bytes, first: bool) -> str:
+    """One line's text: UTF-8, as the standard says, a bad byte read as U+FFFD (as httpx reads it, so
+    stray bytes in text the narrator skips change nothing); a byte order mark opening the stream is dropped."""
+    text = line.decode("utf-8", "replace")
     return text.removeprefix("\ufeff") if first else text
 
 
