@@ -75,10 +75,7 @@ def test_a_replay_says_how_the_turn_failed(kind, tmp_path: Path, capsys):
 
 @pytest.mark.parametrize(
     ("error", "status"),
-    [
-        (BUSY, "narrator unavailable · r retry · d details"),
-        (NarratorRefusal("The model declined."), "the model declined this turn · r retry · d details"),
-    ],
+    [(BUSY, "narrator unavailable"), (NarratorRefusal("The model declined."), "the model declined this turn")],
 )
 async def test_the_status_row_says_how_the_turn_failed(error, status):
     from storyloom.tui.screens.issue_details import IssueDetailsScreen
@@ -93,9 +90,10 @@ async def test_the_status_row_says_how_the_turn_failed(error, status):
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
         await until(pilot, lambda: (m := app.game.latest_message()) is not None and m.outcome == "failed")
-        assert app.game.latest_message().status.plain_text == status
+        said, *keys = app.game.latest_message().status.plain_text.split(" · ")
+        assert said == status and any("retry" in key for key in keys)
         await pilot.press("ctrl+d")  # the details say the same, and that no correction was spent
         await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
         await pilot.pause()
-        outcome = f"Outcome: not committed — {status.split(' · ')[0]} (no correction spent)."
+        outcome = f"Outcome: not committed — {status} (no correction spent)."
         assert outcome in painted(app) and "budget was spent" not in painted(app)
