@@ -32,6 +32,10 @@ NON_ASCII_PROSE = (
     "You crouch on the wet rocks \u2014 \u201cthe lamp,\u201d you whisper \u2014 and lift it: "
     "caf\u00e9-brown brass, na\u00efve little flame \U0001f3ee."
 )
+ANTHROPIC_NON_ASCII_PROSE = (
+    "You crouch on the wet rocks \u2014 \u201cthe lamp,\u201d you whisper\u2028\u2014 and lift it: "
+    "caf\u00e9-brown brass, na\u00efve little flame \U0001f3ee."
+)
 CRLF_PROSE = (
     "You crouch on the wet rocks and lift the brass lamp \u2014 its glass is cracked, but the wick is dry; "
     "\u201cstill good,\u201d you murmur."
@@ -144,6 +148,7 @@ EXPECTED: dict[str, Expect] = {
     "anthropic_pause_turn_after_server_tool_use": Expect("anthropic", continued=1, usage=tokens(2100 + 42, 40 + 180)),
     "openai_non_ascii_prose": Expect("openai", prose=NON_ASCII_PROSE, usage=tokens(44, 31)),
     "xinference_crlf_line_ends": Expect("openai", output="json", prose=CRLF_PROSE, usage=tokens(52, 48)),
+    "anthropic_non_ascii_prose": Expect("anthropic", prose=ANTHROPIC_NON_ASCII_PROSE, usage=tokens(377, 65)),
     "portkey_bedrock_half_call_then_unknown_event": Expect(
         "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
     ),
