@@ -342,7 +342,9 @@ async def test_old_llama_cpp_error_field_before_done_is_retried_then_named(pack,
     assert len(server.requests) == 5
 
 
-async def test_done_without_a_finish_reason_is_a_broken_stream_not_a_turn(pack, server):
+async def test_half_a_turn_then_done_is_a_broken_stream_not_a_turn(pack, server):
+    # A gateway that closes the stream with `[DONE]` after an upstream error: the call's JSON is
+    # not complete, so nothing is judged (a whole call then `[DONE]` is: see the vLLM recording).
     cut = [*sse.tool_stream(GOOD)[:6], sse.DONE]
     server.script(Stream(cut), Stream(sse.tool_stream(GOOD)))
     events = await play(session_for(pack, server, sleeps=[], budget=0))
@@ -380,3 +382,44 @@ async def test_calls_without_an_index_are_told_apart_by_their_ids(pack, server):
     events = await play(session)
     assert event_names(events)[-1] == "turn_committed"
     assert prose_on_screen(events) == LAMP_PROSE and session.state["items"]["lamp"] == "player"
+
+
+async def test_finish_reason_error_with_the_choices_own_error_is_retried_in_its_words(pack, server):
+    failing = [
+        sse.chunk({"role": "assistant", "content": ""}),
+        sse.data(
+            {
+                "id": "gen-1",
+                "object": "chat.completion.chunk",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"content": ""},
+                        "finish_reason": "error",
+                        "native_finish_reason": "MALFORMED_FUNCTION_CALL",
+                        "error": {"code": 502, "message": "upstream produced an unparseable function call"},
+                    }
+                ],
+            }
+        ),
+        sse.DONE,
+    ]
+    server.script(Stream(failing), Stream(sse.tool_stream(GOOD)))
+    events = await play(session_for(pack, server, sleeps=[], budget=0))
+    retry = next(e for e in events if e.event == "narrator_retrying")
+    assert "upstream produced an unparseable function call" in retry.reason
+    assert "validation_failed" not in event_names(events)
+    assert event_names(events)[-1] == "turn_committed"
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+async def test_lines_ending_in_a_lone_cr_after_a_byte_order_mark_are_lines(pack, seed):
+    # The SSE standard's third line end (CR alone) and its optional BOM, with the bytes re-chunked
+    # so that some CRs end a read: each must still end its line, and none may join two lines.
+    events = [event.replace(b"\n", b"\r") for event in sse.tool_stream(GOOD)]
+    events[0] = b"\xef\xbb\xbf" + events[0]
+    with WireServer(rechunk=seed) as wire:
+        wire.script(Stream(events))
+        events_seen = await play(session_for(pack, wire, budget=0))
+    assert event_names(events_seen)[-1] == "turn_committed"
+    assert prose_on_screen(events_seen) == LAMP_PROSE

@@ -4,7 +4,10 @@ Each recording in `tests/wire/recorded/` is the first answer to "take lamp"; wha
 player must see is written beside it here: how the turn ends, how many corrections and
 "narrator busy" retries it took, and the usage recorded for the first judged attempt.
 Any request after the first is answered by a well-formed stream, so a recording that
-needs a correction or a retry is seen to recover.
+needs a correction, a retry or a continuation is seen to recover.
+
+The whole suite plays twice more with the server's re-chunking mode (`WireServer(rechunk=seed)`):
+the same bytes cut anywhere, joined, split inside UTF-8 characters and between CR and LF.
 """
 
 from __future__ import annotations
@@ -22,6 +25,23 @@ from tests.wire import anthropic_sse, openai_sse, recordings
 from tests.wire.server import Stream, WireServer
 
 PROSE = "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry."
+SEPARATED_PROSE = (
+    "You crouch on the wet rocks\u2028and lift the brass lamp.\u2029Its glass is cracked\u0085but the wick is dry."
+)
+NON_ASCII_PROSE = (
+    "You crouch on the wet rocks \u2014 \u201cthe lamp,\u201d you whisper \u2014 and lift it: "
+    "caf\u00e9-brown brass, na\u00efve little flame \U0001f3ee."
+)
+ANTHROPIC_NON_ASCII_PROSE = (
+    "You crouch on the wet rocks \u2014 \u201cthe lamp,\u201d you whisper\u2028\u2014 and lift it: "
+    "caf\u00e9-brown brass, na\u00efve little flame \U0001f3ee."
+)
+CRLF_PROSE = (
+    "You crouch on the wet rocks and lift the brass lamp \u2014 its glass is cracked, but the wick is dry; "
+    "\u201cstill good,\u201d you murmur."
+)
+SEEDS = (None, 1, 2)
+"""Plain (one event per chunk), then re-chunked with two seeds."""
 GOOD = turn_json(PROSE, [{"op": "replace", "path": "/items/lamp", "value": "player"}])
 
 
@@ -44,6 +64,10 @@ class Expect:
     """Words the failure (or the retry notice) must contain: the server's or the model's own."""
     corrections: int = 0
     retries: int = 0
+    continued: int = 0
+    """Requests that continued a paused answer (`pause_turn`)."""
+    prose: str = PROSE
+    """The committed narrative, as the recording writes it."""
     usage: dict[str, int] | None = field(default=None)
     """Usage of the first judged attempt, as the recording reports it."""
 
@@ -115,6 +139,19 @@ EXPECTED: dict[str, Expect] = {
         "openai", retries=1, says="Tool call validation failed", usage=SYNTHETIC_USAGE_OPENAI
     ),
     "gemini_whole_call_without_index": Expect("openai", usage=tokens(108, 19)),
+    "vllm_tools_done_without_finish_reason": Expect("openai", usage=tokens()),
+    "vllm_raw_line_separators_in_content": Expect("openai", output="json", prose=SEPARATED_PROSE, usage=tokens()),
+    "poolside_tool_call_id_changes_on_later_deltas": Expect("openai", usage=tokens()),
+    "openrouter_finish_reason_error_without_error_object": Expect(
+        "openai", retries=1, says="MALFORMED_FUNCTION_CALL", usage=SYNTHETIC_USAGE_OPENAI
+    ),
+    "anthropic_pause_turn_after_server_tool_use": Expect("anthropic", continued=1, usage=tokens(2100 + 42, 40 + 180)),
+    "openai_non_ascii_prose": Expect("openai", prose=NON_ASCII_PROSE, usage=tokens(44, 31)),
+    "xinference_crlf_line_ends": Expect("openai", output="json", prose=CRLF_PROSE, usage=tokens(52, 48)),
+    "anthropic_non_ascii_prose": Expect("anthropic", prose=ANTHROPIC_NON_ASCII_PROSE, usage=tokens(377, 65)),
+    "portkey_bedrock_half_call_then_unknown_event": Expect(
+        "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
+    ),
 }
 
 
@@ -139,11 +176,13 @@ def _well_formed(expect: Expect) -> Stream:
     return Stream(openai_sse.content_stream(GOOD) if expect.output == "json" else openai_sse.tool_stream(GOOD))
 
 
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: "plain" if seed is None else f"rechunked-{seed}")
 @pytest.mark.parametrize("name", recordings.names())
-async def test_a_recorded_stream_plays_as_the_player_should_see_it(pack, name):
+async def test_a_recorded_stream_plays_as_the_player_should_see_it(pack, name, seed):
     expect = EXPECTED[name]
-    with WireServer() as server:
-        server.script(Stream(recordings.events(name)), *[_well_formed(expect)] * (expect.corrections + expect.retries))
+    later = expect.corrections + expect.retries + expect.continued
+    with WireServer(rechunk=seed) as server:
+        server.script(Stream(recordings.events(name)), *[_well_formed(expect)] * later)
 
         async def no_wait(_: float) -> None:
             return None
@@ -154,7 +193,7 @@ async def test_a_recorded_stream_plays_as_the_player_should_see_it(pack, name):
     assert names[-1] == expect.ends, [getattr(e, "issues", None) for e in events if e.event == "turn_failed"]
     assert names.count("correction_started") == expect.corrections
     assert names.count("narrator_retrying") == expect.retries
-    assert len(server.requests) == 1 + expect.corrections + expect.retries
+    assert len(server.requests) == 1 + later
     if expect.corrections:
         assert next(e for e in events if e.event == "validation_failed").issues[0].rule == expect.rule
     retried = [e.reason for e in events if e.event == "narrator_retrying"]
@@ -164,9 +203,34 @@ async def test_a_recorded_stream_plays_as_the_player_should_see_it(pack, name):
         assert session.history == () and session.state["items"]["lamp"] == "shore"
     else:
         committed = events[-1]
-        assert committed.narrative == PROSE == prose_on_screen(events)
+        assert committed.narrative == expect.prose == prose_on_screen(events)
         assert session.state["items"]["lamp"] == "player"
         assert all(expect.says in reason for reason in retried)
     judged = [e.usage for e in events if e.event == "attempt_finished"]
     if expect.usage is not None:
         assert judged[0] == expect.usage
+
+
+async def test_a_paused_answer_goes_back_with_its_server_tool_input_whole(pack):
+    """`pause_turn`: the continuation sends the paused answer back as received, the server tool's
+    input assembled from its `input_json_delta` pieces (its start says `input: {}`)."""
+    expect = EXPECTED["anthropic_pause_turn_after_server_tool_use"]
+    with WireServer() as server:
+        server.script(Stream(recordings.events("anthropic_pause_turn_after_server_tool_use")), _well_formed(expect))
+        session = Session(pack, _narrator(expect, server.url))
+        events = [event async for event in session.play("take lamp")]
+    assert event_names(events)[-1] == "turn_committed"
+    first, continuation = (request.body["messages"] for request in server.requests)
+    assert continuation[:-1] == first
+    assert continuation[-1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me look that up."},
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_01WebSearch",
+                "name": "web_search",
+                "input": {"query": "how to light an old brass lamp"},
+            },
+        ],
+    }

@@ -288,8 +288,6 @@ class _Answer:
             self._blocks[event.index] = block
             if block.get("type") == "tool_use" and block.get("name") == TOOL_NAME and self._turn_block is None:
                 self._turn_block = event.index
-            if block.get("type") == "tool_use":
-                self._json[event.index] = []
         elif kind == "content_block_delta":
             return self._delta(event.index, event.delta)
         elif kind == "message_delta":
@@ -331,12 +329,18 @@ class _Answer:
         return f"The model declined to write this turn{detail}. Try a different command."
 
     def blocks(self) -> list[dict[str, Any]]:
-        """The content so far, to send back when a paused answer is continued."""
+        """The content so far, to send back when a paused answer is continued.
+
+        The API wants the paused answer back as it was sent, so every block whose input
+        streamed as `input_json_delta` pieces (`tool_use`, and the server's own tools'
+        `server_tool_use`, whose start carries `input: {}`) goes back with its input whole.
+        """
         blocks = []
         for index in sorted(self._blocks):
             block = dict(self._blocks[index])
-            if block.get("type") == "tool_use":
-                block["input"] = _json_object("".join(self._json.get(index, []))) or {}
+            pieces = "".join(self._json.get(index, []))
+            if pieces.strip():
+                block["input"] = _json_object(pieces) or block.get("input") or {}
             if block.get("type") == "text" and not block.get("text"):
                 continue
             blocks.append(block)

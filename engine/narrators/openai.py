@@ -15,6 +15,7 @@ the strict part.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -125,7 +126,8 @@ class OpenAINarrator:
                 async for event in _events(source.response):
                     if event.error is not None:  # old llama.cpp: `error: {...}` then `data: [DONE]`
                         raise self._stream_fault(event.error)
-                    if event.data.strip() == "[DONE]":  # the end, but only a finish reason says the answer is whole
+                    if event.data.strip() == "[DONE]":  # the server's own end of the answer
+                        answer.done = True
                         break
                     if not event.data.strip():
                         continue
@@ -143,8 +145,10 @@ class OpenAINarrator:
             raise stall_fault(self.base_url, self.timeouts.read) from None
         except httpx.TransportError as exc:
             raise connection_fault("the model server", self.base_url, exc) from None
-        if answer.finish_reason is None:  # `[DONE]` or the body's end, mid-answer: a broken stream
+        if answer.finish_reason is None and not answer.whole_at_done():  # cut off mid-answer: a broken stream
             raise TransientNarratorError(f"{self.base_url} stopped the answer before it was complete")
+        if answer.finish_reason == "error":  # the server failed mid-answer (OpenRouter: `native_finish_reason`)
+            raise self._finish_fault(answer)
         if answer.refusal:
             raise NarratorRefusal(
                 f"The model declined to write this turn ({answer.refusal_text()}). Try a different command."
@@ -152,6 +156,14 @@ class OpenAINarrator:
         if answer.finish_reason == "content_filter":
             raise NarratorRefusal("The server's content filter stopped this turn. Try a different command.")
         yield Finish(answer.stop_reason(), answer.usage)
+
+    def _finish_fault(self, answer: _Answer) -> NarratorError:
+        """`finish_reason: "error"`: a fault on the server's side, never a turn to judge; with the
+        choice's own `error` object when it sent one, in its words, else a transient fault."""
+        if answer.choice_error is not None:
+            return self._stream_fault({"error": answer.choice_error})
+        native = f", {answer.native_finish_reason}" if answer.native_finish_reason else ""
+        return TransientNarratorError(f"{self.base_url} reported an error in its answer (finish_reason error{native})")
 
     def _parse(self, data: str) -> dict[str, Any]:
         """One chunk's JSON; an `error` object in the stream is a fault like an HTTP error."""
@@ -286,6 +298,14 @@ class _Answer:
     def __init__(self, *, json_mode: bool):
         self.json_mode = json_mode
         self.finish_reason: str | None = None
+        self.native_finish_reason: str | None = None
+        """OpenRouter's word from the model's own provider ("MALFORMED_FUNCTION_CALL")."""
+        self.choice_error: dict[str, Any] | None = None
+        """An `error` object inside the choice (beside `finish_reason: "error"`)."""
+        self.done = False
+        """The server sent `data: [DONE]`."""
+        self._structured: list[str] = []
+        """The turn's JSON text as it arrived: the turn call's arguments, or the content in json mode."""
         self.refusal: list[str] = []
         self.usage = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
         self._call: _Call | None = None
@@ -303,6 +323,11 @@ class _Answer:
         choice = choices[0]
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
+        native = choice.get("native_finish_reason")
+        if isinstance(native, str) and native:
+            self.native_finish_reason = _printable(native)
+        if isinstance(choice.get("error"), dict):
+            self.choice_error = choice["error"]
         delta = choice.get("delta") or {}
         chunks: list[Chunk] = []
         content = _content_text(delta.get("content"))
@@ -313,7 +338,14 @@ class _Answer:
             self.refusal.append(refusal)
         for call in delta.get("tool_calls") or []:
             chunks.extend(self._tool_call(call))
+        self._structured.extend(chunk.text for chunk in chunks if isinstance(chunk, StructuredDelta))
         return chunks
+
+    def whole_at_done(self) -> bool:
+        """`[DONE]` without a finish reason (vLLM with tools, Snowflake Cortex) ends a whole answer
+        when the turn's JSON arrived complete; half a turn and then `[DONE]` (a gateway closing the
+        stream after an upstream error) is still a broken stream."""
+        return self.done and _is_json_object("".join(self._structured))
 
     def _tool_call(self, delta: Any) -> list[Chunk]:
         """Argument pieces of the first call of the turn tool; any other call is ignored."""
@@ -336,19 +368,18 @@ class _Answer:
     def _call_of(self, delta: dict[str, Any]) -> _Call:
         """The call a tool-call delta continues, or a new one.
 
-        OpenAI numbers calls with `index` and names each call's `id` in its first delta only.
-        Gemini's endpoint sends no `index` and a whole call per delta, each with its own `id`.
-        So a delta starts a new call when its `index` or its `id` differs from the current
-        call's; one with neither continues the current call.
+        OpenAI numbers calls with `index` and names each call's `id` in its first delta only;
+        the `index` is what ties the deltas together (poolside sends one `id` with the name and
+        another on every later delta of the same `index`). Gemini's endpoint sends no `index` and
+        a whole call per delta, each with its own `id`: only there does a new `id` start a new
+        call. A delta with neither continues the current call.
         """
         index = delta.get("index")
         call_id = delta.get("id") if isinstance(delta.get("id"), str) and delta.get("id") else None
         current = self._call
-        if (
-            current is None
-            or (index is not None and index != current.index)
-            or (call_id is not None and current.id is not None and call_id != current.id)
-        ):
+        if current is None or (index is not None and index != current.index):
+            return _Call(index=index, id=call_id)
+        if index is None and call_id is not None and current.id is not None and call_id != current.id:
             return _Call(index=index, id=call_id)
         if current.id is None:
             current.id = call_id
@@ -371,8 +402,11 @@ class _Answer:
         return self.finish_reason or "end"
 
     def refusal_text(self) -> str:
-        text = "".join(ch if ch.isprintable() else " " for ch in "".join(self.refusal)).strip()
-        return text[:300] or "no reason given"
+        return _printable("".join(self.refusal)) or "no reason given"
+
+
+def _printable(text: str) -> str:
+    return "".join(ch if ch.isprintable() else " " for ch in text).strip()[:300]
 
 
 @dataclass
@@ -404,7 +438,7 @@ async def _events(response: httpx.Response) -> AsyncIterator[_Event]:
     """
     data: list[str] = []
     error: list[str] = []
-    async for line in response.aiter_lines():
+    async for line in _lines(response):
         if not line:
             if data or error:
                 yield _Event("\n".join(data), "\n".join(error) if error else None)
@@ -420,6 +454,41 @@ async def _events(response: httpx.Response) -> AsyncIterator[_Event]:
             error.append(value)
     if data or error:
         yield _Event("\n".join(data), "\n".join(error) if error else None)
+
+
+async def _lines(response: httpx.Response) -> AsyncIterator[str]:
+    """The body's lines as the SSE standard cuts them: at CR, LF or CRLF and nowhere else.
+
+    httpx's `aiter_lines` cuts at every line boundary `str.splitlines` knows, U+2028, U+2029
+    and U+0085 among them, which JSON strings may hold raw (httpx-sse#34; httpx-sse's own reader
+    has cut right since its pull 37, but it drops the `error` field, see `_events`). The cut is made in
+    the bytes, before decoding, so a character split between two reads is whole again, and a
+    CR at the end of one read waits for the next to say whether an LF follows it.
+    """
+    pending = b""
+    first = True
+    async for piece in response.aiter_bytes():
+        pending += piece
+        held = len(pending) - 1 if pending.endswith(b"\r") else len(pending)
+        *lines, rest = _LINE_END.split(pending[:held])
+        pending = rest + pending[held:]
+        for line in lines:
+            yield _decoded(line, first)
+            first = False
+    *lines, rest = _LINE_END.split(pending)
+    for line in [*lines, rest] if rest else lines:
+        yield _decoded(line, first)
+        first = False
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _decoded(line: bytes, first: bool) -> str:
+    """One line's text: UTF-8, as the standard says, a bad byte read as U+FFFD (as httpx reads it, so
+    stray bytes in text the narrator skips change nothing); a byte order mark opening the stream is dropped."""
+    text = line.decode("utf-8", "replace")
+    return text.removeprefix("\ufeff") if first else text
 
 
 def _require_event_stream(response: httpx.Response, base_url: str) -> None:

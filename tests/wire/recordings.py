@@ -7,6 +7,7 @@ the body exactly as the source shows it, served as is by `tests.wire.server`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -26,6 +27,7 @@ def header(name: str) -> list[str]:
 def events(name: str) -> list[bytes]:
     """The body, cut after each blank line so the server sends one event per chunk, as a server would.
 
+    A blank line is LF LF or, from servers that end lines with CRLF (sse-starlette), CRLF CRLF.
     Nothing is added or dropped: joined again, the pieces are the body byte for byte.
     """
     raw = (RECORDED / f"{name}.sse").read_bytes()
@@ -34,12 +36,15 @@ def events(name: str) -> list[bytes]:
     body = b"\n".join(lines[skip:])
     pieces: list[bytes] = []
     start = 0
-    while (end := body.find(b"\n\n", start)) != -1:
-        pieces.append(body[start : end + 2])
-        start = end + 2
+    for blank in _BLANK_LINE.finditer(body):
+        pieces.append(body[start : blank.end()])
+        start = blank.end()
     if start < len(body):
         pieces.append(body[start:])
     return pieces
+
+
+_BLANK_LINE = re.compile(rb"\r\n\r\n|\n\n")
 
 
 def _header_lines(lines: list[str]):

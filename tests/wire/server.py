@@ -6,11 +6,18 @@ encoding, as the real APIs send it), an error status, a reset connection, or a s
 that stalls until the client gives up. The server notes when a client closes a
 connection it was still streaming to, so a test can measure how fast a cancel
 reaches the wire.
+
+With `rechunk=seed` every streamed body is delivered as a real network might deliver it:
+a seeded random choice cuts events anywhere or joins several into one piece, and cuts on
+purpose inside multi-byte UTF-8 characters and between a CR and its LF, pausing there longer
+than the client's read pacing so the two halves arrive in separate reads.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import re
 import select
 import socket
 import struct
@@ -91,7 +98,9 @@ class WireServer:
     `closed_at` the monotonic times at which clients dropped a stream mid-way.
     """
 
-    def __init__(self, replies: Sequence[Reply] = ()):
+    def __init__(self, replies: Sequence[Reply] = (), *, rechunk: int | None = None):
+        self.rechunk = rechunk
+        """The seed of the re-chunking mode (see the module docstring), or None to send one event per chunk."""
         self.replies: list[Reply] = list(replies)
         self.requests: list[Received] = []
         self.closed_at: list[float] = []
@@ -222,11 +231,16 @@ class WireServer:
             )
         )
         self.streams_started.set()
-        for index, event in enumerate(reply.events):
-            if index and reply.delay and self._client_left(conn, reply.delay):
+        if self.rechunk is None:
+            pieces = [(reply.delay if index else 0.0, event) for index, event in enumerate(reply.events)]
+        else:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each piece its own segment
+            pieces = rechunked(b"".join(reply.events), random.Random(self.rechunk))
+        for wait, piece in pieces:
+            if wait and self._client_left(conn, wait):
                 return False
             try:
-                conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
             except OSError:
                 self.closed_at.append(time.monotonic())
                 return False
@@ -254,6 +268,49 @@ class WireServer:
                     return True
                 time.sleep(0.002)  # a pipelined request; not expected while streaming
         return False
+
+
+PACED_PAUSE = (0.015, 0.03)
+"""Seconds of a pause at a deliberate cut: longer than the client's least time between reads (10 ms)."""
+MAX_PACED_PAUSES = 8
+"""Deliberate pauses per stream, so that a long recording does not slow the suite down."""
+
+
+def rechunked(body: bytes, rng: random.Random) -> list[tuple[float, bytes]]:
+    """The body in pieces, each with the wait before it is sent: the re-chunking mode.
+
+    Each event (up to its blank line) ends its piece or, one time in three, is joined to the
+    next; up to three random cuts fall inside it; and about half the places where a cut splits
+    a UTF-8 character (before a continuation byte) or a CRLF (between CR and LF) are cut, with a
+    pause longer than the client's read pacing before the second half, up to `MAX_PACED_PAUSES`.
+    Joined again, the pieces are the body byte for byte.
+    """
+    cuts: dict[int, float] = {}
+    start = 0
+    for end in [*(m.end() for m in _EVENT_END.finditer(body)), len(body)]:
+        if end <= start:
+            continue
+        for _ in range(rng.randrange(4)):
+            cuts.setdefault(rng.randrange(start, end) or 1, 0.0)
+        if rng.random() >= 1 / 3:
+            cuts.setdefault(end, 0.0)
+        start = end
+    paced = 0
+    for at in range(1, len(body)):
+        splits = 0x80 <= body[at] < 0xC0 or body[at - 1 : at + 1] == b"\r\n"
+        if splits and paced < MAX_PACED_PAUSES and rng.random() < 0.5:
+            cuts[at] = rng.uniform(*PACED_PAUSE)
+            paced += 1
+    pieces: list[tuple[float, bytes]] = []
+    last, wait = 0, 0.0
+    for at in sorted(cut for cut in cuts if 0 < cut < len(body)):
+        pieces.append((wait, body[last:at]))
+        last, wait = at, cuts[at]
+    pieces.append((wait, body[last:]))
+    return [(w, piece) for w, piece in pieces if piece]
+
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n")
 
 
 def _head(code: int, headers: dict[str, str]) -> bytes:

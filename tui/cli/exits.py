@@ -13,4 +13,4 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 """Bad arguments, or an input that cannot be read or played (a story, a commands file, a save, the settings)."""
 EXIT_TURN_FAILED = 3
-"""Headless play: a turn failed after its correction budget (the save stays valid and resumable)."""
+"""Headless play: a turn failed, its budget spent or its narrator failing (the save stays valid and resumable)."""

@@ -25,6 +25,7 @@ from storyloom.engine.events import (
 )
 from storyloom.engine.packs import PackError, StoryPack
 from storyloom.engine.safety import safe_text
+from storyloom.tui.failures import failure
 
 
 class EventPrinter:
@@ -81,7 +82,7 @@ class EventPrinter:
             what = "rewrites the prose" if event.changed else "keeps the prose"
             self._note(f"turn {event.turn}: the correction {what}")
         elif isinstance(event, TurnFailed):
-            self._note(f"turn {event.turn} failed after its correction budget:")
+            self._note(f"turn {event.turn} failed {failure(event).outcome}:")
             for issue in event.issues:
                 print(f"  [{issue.rule}] {issue.path or '/'}: {safe_text(issue.message)}", file=self.err)
 
@@ -118,7 +119,7 @@ class EventPrinter:
             write(f"[{_chosen(event)}]\n{safe_text(event.narrative)}\n\n")
         elif isinstance(event, TurnFailed):
             reasons = "; ".join(safe_text(i.message) for i in event.issues)
-            write(f"[turn {event.turn} failed: {reasons}]\n\n")
+            write(f"[turn {event.turn} failed {failure(event).outcome}: {reasons}]\n\n")
         elif isinstance(event, TurnCancelled):
             write(f"[turn {event.turn} cancelled]\n\n")
         elif isinstance(event, TurnUndone):

@@ -16,6 +16,7 @@ from textual.widgets import Static
 from storyloom.engine.events import AttemptFinished, Event, ProseDelta, ProseReplaced, TurnCommitted, TurnFailed
 from storyloom.engine.safety import safe_text
 from storyloom.engine.turns import Issue
+from storyloom.tui.failures import BUDGET_SPENT, failure
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,11 @@ class IssueDetailsScreen(ModalScreen[None]):
         if isinstance(last, TurnCommitted):
             text = "Outcome: committed after correction."
         elif isinstance(last, TurnFailed):
-            text = "Outcome: not committed — the correction budget was spent. Nothing changed in the story."
+            said = failure(last)
+            spent = "the correction budget was spent"
+            if said is not BUDGET_SPENT:
+                spent = f"{said.status} (no correction spent)"
+            text = f"Outcome: not committed — {spent}. Nothing changed in the story."
             if last.issues and not any(e.event == "attempt_finished" and e.issues == last.issues for e in self._events):
                 extra = [
                     Static(Content(f"• {i.rule}: {safe_text(i.message)}"), markup=False, classes="-issue")

@@ -8,6 +8,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from storyloom.tui._textual_internals import no_layout_virtual_size
+from storyloom.tui.failures import BUDGET_SPENT
 
 
 class StatusRow(Static):
@@ -82,9 +83,9 @@ class StatusRow(Static):
         seconds = max(1, math.ceil(delay))
         self._set("retrying", Content.styled(f"narrator busy, retrying in {seconds} s", "dim italic"))
 
-    def failed(self, *, can_retry: bool) -> None:
-        """The budget is spent: nothing was committed."""
-        parts: list[str | tuple[str, str]] = [("couldn't make this turn consistent", "bold $text-warning")]
+    def failed(self, *, can_retry: bool, words: str = BUDGET_SPENT.status) -> None:
+        """The turn failed (`words` say how: `storyloom.tui.failures`): nothing was committed."""
+        parts: list[str | tuple[str, str]] = [(words, "bold $text-warning")]
         if can_retry:
             parts += [" · ", ("r", "bold"), " retry"]
         parts += [" · ", ("d", "bold"), " details"]

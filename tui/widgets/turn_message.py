@@ -26,6 +26,7 @@ from storyloom.engine.events import (
     TurnStarted,
 )
 from storyloom.tui._textual_internals import no_layout_virtual_size
+from storyloom.tui.failures import BUDGET_SPENT, failure
 from storyloom.tui.widgets.archived_turns import TurnRecord
 from storyloom.tui.widgets.prose import Paragraph, Prose, plain
 from storyloom.tui.widgets.status_row import StatusRow
@@ -114,6 +115,8 @@ class TurnMessage(Vertical, can_focus=True):
         """"streaming", "correcting", "committed", "failed", "cancelled" or "undone"."""
         self.can_retry = False
         """True while the engine would retry this turn (it is the session's pending turn)."""
+        self.failure = BUDGET_SPENT
+        """How the latest failure of this turn is said (when its outcome is "failed")."""
         self.can_regenerate = False
         """True while the engine would write another version of this turn (the latest, not fixed)."""
         self.versions: list[tuple[str, tuple[Event, ...]]] = []
@@ -189,6 +192,7 @@ class TurnMessage(Vertical, can_focus=True):
             )
         elif isinstance(event, TurnFailed):
             self.outcome = "failed"
+            self.failure = failure(event)
             self.add_class("-failed")
             self.offer_retry(True)
         elif isinstance(event, TurnCancelled):
@@ -253,7 +257,7 @@ class TurnMessage(Vertical, can_focus=True):
         """Say whether this failed or cancelled turn can still be retried."""
         self.can_retry = can_retry
         if self.outcome == "failed":
-            self.status.failed(can_retry=can_retry)
+            self.status.failed(can_retry=can_retry, words=self.failure.status)
         elif self.outcome == "cancelled":
             self.status.cancelled(can_retry=can_retry)
         self.refresh_bindings()
