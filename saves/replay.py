@@ -29,7 +29,7 @@ from storyloom.engine.state import canonical_json, state_hash
 from storyloom.saves.errors import CorruptRecord
 from storyloom.saves.format import Record, Save
 from storyloom.saves.reader import gc_paused
-from storyloom.saves.verify import open_pack, rebuild
+from storyloom.saves.verify import from_where_they_part, open_pack, rebuild
 
 _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
 """Recorded events after which a cancel lands in the engine at the same point (not mid-stream)."""
@@ -283,21 +283,9 @@ def _differences(expected: dict[str, Any] | None, actual: dict[str, Any] | None)
     for name in sorted(set(expected) | set(actual)):
         was, now = expected.get(name), actual.get(name)
         if was != now:
-            was_text, now_text = _from_where_they_part(canonical_json(was), canonical_json(now))
+            was_text, now_text = from_where_they_part(canonical_json(was), canonical_json(now))
             parts.append(f"its {name} differs (the record: {was_text}; the replay: {now_text})")
     return "; ".join(parts)
-
-
-def _from_where_they_part(first: str, second: str, width: int = 40) -> tuple[str, str]:
-    """Two texts shown from a little before their first difference, each cut to `width` characters."""
-    at = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), min(len(first), len(second)))
-    start = max(0, at - 10)
-
-    def cut(text: str) -> str:
-        shown = text[start : start + width]
-        return ("…" if start else "") + shown + ("…" if start + width < len(text) else "")
-
-    return cut(first), cut(second)
 
 
 def _describe(event: dict[str, Any] | None) -> str:
