@@ -35,6 +35,9 @@ _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
 """Recorded events after which a cancel lands in the engine at the same point (not mid-stream)."""
 _IGNORED_FIELDS = {"state", "partial", "interrupted", "tally"}
 _TERMINAL = {"turn_committed", "turn_failed", "turn_cancelled", "story_ended"}
+_OUTCOMES = {"turn_committed", "story_ended"}
+"""What a turn the record leaves in flight must not reach when replayed: it changes the story (a failure
+or a cancel leaves the turn to retry, as the interrupted turn is left)."""
 
 
 @dataclass(frozen=True)
@@ -363,8 +366,22 @@ class Replayer:
                         on_event(event)
                 if self.result.divergence is not None:
                     break
-        self.result.final_hash = state_hash(self.session.state)
+        self.finish()
         return self.result
+
+    def finish(self) -> None:
+        """Note the state the replay ends in; if it is not the record's and no event differed, the
+        end is where it diverges, named as such (a replay never differs without saying where)."""
+        result = self.result
+        result.final_hash = state_hash(self.session.state)
+        if result.divergence is None and result.final_hash != result.expected_final_hash:
+            last = self.plan.steps[-1].turn if self.plan.steps else 0
+            result.divergence = Divergence(
+                last,
+                -1,
+                {"event": "the end of the save", "state_hash": result.expected_final_hash},
+                {"event": "the end of the save", "state_hash": result.final_hash},
+            )
 
     async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:
         """Play one recorded step, yielding the engine's events (prose deltas included) as they come."""
@@ -391,6 +408,8 @@ class Replayer:
                 yield event
                 continue
             if step.interrupted and index >= len(step.expected):
+                if event.event in _OUTCOMES and self.result.divergence is None:
+                    self._compare(step, index, event)  # the record stops mid-turn; the replay went on to an end
                 self.session.cancel()  # the record stops here: the rest of this turn never happened
                 index += 1
                 continue
