@@ -128,3 +128,26 @@ def test_a_deleted_save_is_rescued_into_its_own_folder_when_the_temp_folder_is_f
     journal.close()
     assert rescued == saves_dir() / "lighthouse-game-rescued.jsonl"
     assert verify_save(rescued).sound and _commits(rescued) == 3  # look, take rope, and the look after the loss
+
+
+def test_the_app_quit_after_its_save_was_changed_in_place_names_the_rescue_not_the_file(
+    tmp_path, monkeypatch, capsys
+):
+    from storyloom.tui.app import StoryloomApp
+    from storyloom.tui.cli import main
+    from tests.test_saves_kit import played_save
+
+    save, _, _ = played_save(tmp_path / "game.jsonl", ["look", "take rope", "north"], faults=0.0)
+
+    def play_while_another_program_edits(app, *args, **kwargs):  # the player quits after the edit
+        _edit_one_byte_in_place(save)
+        return 0
+
+    monkeypatch.setattr(StoryloomApp, "run", play_while_another_program_edits)
+    code = main(["play", "--resume", str(save)])
+    err = capsys.readouterr().err
+    rescued = tmp_path / "game-rescued.jsonl"
+    assert code == 0, err
+    assert "changed in place" in err and f"saved to {rescued}" in err, err
+    assert f"saved to {save}\n" not in err
+    assert verify_save(rescued).sound and _commits(rescued) == 3
