@@ -130,9 +130,7 @@ def test_a_deleted_save_is_rescued_into_its_own_folder_when_the_temp_folder_is_f
     assert verify_save(rescued).sound and _commits(rescued) == 3  # look, take rope, and the look after the loss
 
 
-def test_the_app_quit_after_its_save_was_changed_in_place_names_the_rescue_not_the_file(
-    tmp_path, monkeypatch, capsys
-):
+def test_the_app_quit_after_its_save_was_changed_in_place_names_the_rescue_not_the_file(tmp_path, monkeypatch, capsys):
     from storyloom.tui.app import StoryloomApp
     from storyloom.tui.cli import main
     from tests.test_saves_kit import played_save
