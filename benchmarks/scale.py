@@ -12,6 +12,9 @@ One 5,000-turn session of the lighthouse story is played on the offline narrator
 - `storyloom verify`: peak resident memory of a fresh interpreter verifying the large save
   against the small one (bounded is about 1x), and against json-decoding every line of the
   large save into a list (the least a whole reading holds);
+- `storyloom replay SAVE --headless`: peak resident memory of a fresh interpreter replaying the
+  large save as text, against replaying the small one (bounded is about 1x) and against verifying
+  the large one (the same memory is the goal: both read the save a record at a time);
 - `storyloom replay SAVE --headless --speed inf` and `storyloom play --headless --resume SAVE`
   (one command) of the large save, as a player runs them, against json-decoding the save;
 - the UI: peak resident memory of the installed `storyloom play --resume SAVE` in a pty, from start
@@ -50,6 +53,12 @@ def peak():
 if sys.argv[1] == "verify":
     report = verify_save(sys.argv[2])
     assert report.sound, report.lines
+elif sys.argv[1] == "replay":  # `storyloom replay SAVE --headless`, its text thrown away
+    import contextlib, os
+    from storyloom.tui.cli import main
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        code = main(["replay", sys.argv[2], "--headless"])
+    assert code == 0, code
 else:
     with open(sys.argv[2], "rb") as save:
         records = [json.loads(line) for line in save]
@@ -216,6 +225,23 @@ def run(quick: bool = False) -> Figure:
                 met=verify_large <= 1.3 * verify_small,
             ),
             Row(f"MB peak, verify of a {turns:,}-turn save (vs json-decoding it whole)", verify_large, decoded_large),
+        )
+        replay_large, replay_small = _peak_mb("replay", large_save), _peak_mb("replay", small_save)
+        figure.add(
+            Row(
+                f"MB peak, replay --headless of a {turns:,}-turn save (vs a {small}-turn one)",
+                replay_large,
+                replay_small,
+                target="bounded (ratio <= 1.3)",
+                met=replay_large <= 1.3 * replay_small,
+            ),
+            Row(
+                f"MB peak, replay --headless of a {turns:,}-turn save (vs verify of it)",
+                replay_large,
+                verify_large,
+                target="as verify (ratio <= 1.3)",
+                met=replay_large <= 1.3 * verify_large,
+            ),
         )
 
         decode = min(_json_decode_s(large_save) for _ in range(3))

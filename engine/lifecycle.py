@@ -486,7 +486,7 @@ class Session:
                 if cancel.done():
                     raise _Cancelled
                 if verdict.ok:
-                    for event in self._commit(state, verdict):
+                    for event in self._commit(state, verdict, cancel):
                         yield event
                     return
                 yield ValidationFailed(turn=turn, attempt=state.request.attempt, issues=verdict.issues)
@@ -530,11 +530,13 @@ class Session:
             verdict = Verdict(None, None, (too_large,))
         return verdict
 
-    def _commit(self, state: _TurnState, verdict: Verdict) -> Iterator[Event]:
+    def _commit(self, state: _TurnState, verdict: Verdict, cancel: asyncio.Future[None]) -> Iterator[Event]:
         """Make an accepted turn the committed one, and tell it.
 
         A correction's prose shows only now, in one step (`prose_replaced`), before the
-        state changes: a consumer that stops reading there has committed nothing.
+        state changes: a consumer that stops reading there has committed nothing, and a cancel
+        asked for there lands there (as after any event before the commit), so a save that stops
+        after it replays to the state it holds.
         """
         accepted, after = verdict.turn, verdict.after
         assert accepted is not None and after is not None
@@ -543,6 +545,8 @@ class Session:
         if request.is_correction:
             changed = accepted.narrative != state.shown
             yield ProseReplaced(turn=turn, changed=changed, text=accepted.narrative if changed else "")
+            if cancel.done():
+                raise _Cancelled
         before = request.state
         exchange = Exchange(request.player_input, accepted, turn)
         version = Alternative(exchange, after)

@@ -209,12 +209,17 @@ def rescue_folders() -> list[Path]:
 
 
 def rescue_paths(failed: Path) -> list[Path]:
-    """Where a save that cannot be written is written instead: the saves folder, then the temp folder."""
+    """Where a save that cannot be written is written instead: beside it under a new name (a save
+    deleted or changed in place leaves its folder writable, and that is where the player looks),
+    then the saves folder, then the temp folder."""
     name = f"{failed.stem}-rescued{SUFFIX}"
-    paths = []
-    for folder in rescue_folders():
+    paths: list[Path] = []
+    seen: set[Path] = set()
+    for folder in (failed.parent, *rescue_folders()):
         try:
-            if folder.resolve() != failed.parent.resolve():
+            place = folder.resolve()
+            if place not in seen:
+                seen.add(place)
                 paths.append(_fresh(folder / name))
         except OSError:
             continue  # a folder that cannot even be looked at takes no save

@@ -16,25 +16,29 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-from storyloom.engine.events import Event, ProseDelta
+from storyloom.engine.events import Event, ProseDelta, TurnCommitted
 from storyloom.engine.lifecycle import ATTEMPT_MAX_SECONDS, LOOP_TURN_EVERY, Session
 from storyloom.engine.narration import Finish
 from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.state import canonical_json, state_hash
-from storyloom.saves.errors import CorruptRecord
-from storyloom.saves.format import Record, Save
-from storyloom.saves.reader import gc_paused
-from storyloom.saves.verify import open_pack, rebuild
+from storyloom.saves.errors import CorruptRecord, SaveError
+from storyloom.saves.format import Record, Save, SaveHeader
+from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_stream
+from storyloom.saves.verify import from_where_they_part, open_pack, rebuild, rebuild_records
 
 _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
 """Recorded events after which a cancel lands in the engine at the same point (not mid-stream)."""
 _IGNORED_FIELDS = {"state", "partial", "interrupted", "tally"}
 _TERMINAL = {"turn_committed", "turn_failed", "turn_cancelled", "story_ended"}
+_OUTCOMES = {"turn_committed", "story_ended"}
+"""What a turn the record leaves in flight must not reach when replayed: it changes the story (a failure
+or a cancel leaves the turn to retry, as the interrupted turn is left)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class ReplayStep:
         cancel_after: index in `expected` after whose event the player cancelled, if they did.
         interrupted: the save stopped during this step (a crash); its end is not compared.
         alternative: for `choose`, the version chosen (1-based).
+        last: the save's last step (an interrupted last step is where the save stops).
     """
 
     action: str
@@ -59,6 +64,7 @@ class ReplayStep:
     cancel_after: int | None = None
     interrupted: bool = False
     alternative: int = 0
+    last: bool = False
 
 
 @dataclass
@@ -71,6 +77,14 @@ class ReplayPlan:
     save: Save
     final_hash: str
     """The state hash the recorded session ended in."""
+
+    @property
+    def header(self) -> SaveHeader:
+        return self.save.header
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.save.warnings
 
     @property
     def inputs(self) -> list[str]:
@@ -112,6 +126,8 @@ class ReplayResult:
     expected_final_hash: str = ""
     interrupted: int | None = None
     """The turn in flight where the save stops (a crash ended it there), if it does."""
+    commits: int = 0
+    """Commits the replay made (kept as a count: a text replay keeps no events)."""
     went_on_after: list[int] = field(default_factory=list)
     """Turns a crash interrupted that the save then went on after (a resume closed them)."""
 
@@ -163,32 +179,117 @@ def replay_plan(
     """
     pack = open_pack(save.header, save.path, pack)
     final_hash = state_hash(rebuild(save, pack).state)
-    try:
-        answers = _answers(save.records)
-        steps = _steps(save.records)
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:  # a doctored `partial` or deltas
-        raise CorruptRecord(
-            save.path,
-            f"a record holds data of the wrong shape to replay ({type(exc).__name__}: "
-            f"{exc}); the file was damaged or edited",
-        ) from None
+    answers: list[RecordedAnswer] = []
+    steps = list(_read_steps(save.path, save.records, answers.append))
     narrator = ReplayNarrator(answers, speed=speed, model=save.header.model, sleep=sleep)
     return ReplayPlan(pack, steps, narrator, save, final_hash)
 
 
-def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
-    """The model's recorded answers, one per request the engine made."""
-    answers: list[RecordedAnswer] = []
-    turn, attempt, open_attempt = 0, 1, False
-    for record in records:
+@dataclass
+class StreamedPlan:
+    """A replay plan read a record at a time (`stream_plan`): its steps are read as they are played,
+    and each step's recorded answers reach the narrator just before it, so a replay of a save of any
+    size holds one step's records, never the save."""
+
+    pack: StoryPack
+    steps: Iterator[ReplayStep]
+    narrator: ReplayNarrator
+    header: SaveHeader
+    path: Path
+    final_hash: str
+    warnings: tuple[str, ...] = ()
+    """What reading the save had to overlook (a torn last line), for the player to read."""
+
+
+def stream_plan(path: Path, *, speed: float = math.inf, pack: StoryPack | None = None) -> StreamedPlan | ReplayPlan:
+    """`replay_plan` for a save read twice a record at a time: once judged (`rebuild_records`, as
+    verify reads it), then again for its steps as they are replayed. A save the streamed reading
+    does not take (an older shape, damage) is read whole (`replay_plan` of `load_save`), which names
+    any fault.
+
+    Raises:
+        SaveError: as `replay_plan` (a record of the wrong shape only when the replay reaches it).
+    """
+    try:
+        stream = open_stream(path)
+        pack = open_pack(stream.header, path, pack)
+        records = stream.records()
+        try:
+            final_hash = state_hash(rebuild_records(path, records, pack, rules=stream.header.rules).state)
+        finally:
+            records.close()
+    except (NotStreamable, SaveError):
+        return replay_plan(load_save(path), speed=speed, pack=pack)
+    narrator = ReplayNarrator((), speed=speed, model=stream.header.model)
+
+    def steps() -> Iterator[ReplayStep]:
+        again = open_stream(path).records()
+        try:
+            yield from _read_steps(path, again, narrator.add)
+        except NotStreamable:
+            raise CorruptRecord(path, "the save changed while it was replayed") from None
+        finally:
+            again.close()
+
+    return StreamedPlan(pack, steps(), narrator, stream.header, path, final_hash, tuple(stream.warnings))
+
+
+def _read_steps(
+    path: Path, records: Iterable[Record], answer: Callable[[RecordedAnswer], None]
+) -> Iterator[ReplayStep]:
+    """The player's steps, each with the events it produced as recorded, read in one pass over the
+    records; the model's recorded answers go to `answer` as they are read (one per request the
+    engine made), each before the step that asks for it. The last step is marked `last`."""
+    reading = _Reading(answer)
+    held: ReplayStep | None = None
+    try:
+        for record in records:
+            for step in reading.feed(record):
+                if held is not None:
+                    yield held
+                held = step
+        for step in reading.end():
+            if held is not None:
+                yield held
+            held = step
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:  # a doctored `partial` or deltas
+        raise CorruptRecord(
+            path,
+            f"a record holds data of the wrong shape to replay ({type(exc).__name__}: "
+            f"{exc}); the file was damaged or edited",
+        ) from None
+    if held is not None:
+        yield replace(held, last=True)
+
+
+class _Reading:
+    """What a replay reads of a save's records, one record at a time (`feed`): the model's answers,
+    handed on as they are read, and the player's steps, each given once the record after it shows it
+    is over (`end` gives the last)."""
+
+    def __init__(self, answer: Callable[[RecordedAnswer], None]) -> None:
+        self._answer = answer
+        self._turn, self._attempt, self._open_attempt = 0, 1, False
+        self._current: dict[str, Any] | None = None
+
+    def feed(self, record: Record) -> list[ReplayStep]:
         kind, data = record.kind, record.data
+        self._answers(kind, data)
+        return self._steps(kind, data)
+
+    def end(self) -> list[ReplayStep]:
+        return self._close()
+
+    def _answers(self, kind: str, data: dict[str, Any]) -> None:
+        """The model's recorded answers, one per request the engine made."""
+        turn, attempt = self._turn, self._attempt
         if kind in ("turn_started", "alternative_started"):
-            turn, attempt, open_attempt = data["turn"], 1, True
+            self._turn, self._attempt, self._open_attempt = data["turn"], 1, True
         elif kind == "correction_started":
-            attempt, open_attempt = data["attempt"], True
+            self._attempt, self._open_attempt = data["attempt"], True
         elif kind == "narrator_retrying":
             prose = [(int(a), str(t)) for a, t in (data.get("partial") or {}).get("prose", [])]
-            answers.append(
+            self._answer(
                 RecordedAnswer(
                     turn,
                     data["attempt"],
@@ -200,53 +301,46 @@ def _answers(records: tuple[Record, ...]) -> list[RecordedAnswer]:
         elif kind == "attempt_finished":
             deltas = tuple([(int(d[0]), str(d[1]), str(d[2])) for d in data.get("deltas", ())])
             finish = Finish(data.get("stop_reason", "end"), dict(data.get("usage", {})))
-            answers.append(RecordedAnswer(turn, data["attempt"], deltas, finish))
-            open_attempt = False
-        elif kind == "turn_failed" and open_attempt:
+            self._answer(RecordedAnswer(turn, data["attempt"], deltas, finish))
+            self._open_attempt = False
+        elif kind == "turn_failed" and self._open_attempt:
             issue = (data.get("issues") or [{"rule": "narrator.error", "message": "the narrator failed"}])[0]
             prose = [(int(a), str(t)) for a, t in (data.get("partial") or {}).get("prose", [])]
-            answers.append(
+            self._answer(
                 RecordedAnswer(
                     turn, attempt, RecordedAnswer.prose_deltas(prose), error=(issue["rule"], issue["message"])
                 )
             )
-            open_attempt = False
+            self._open_attempt = False
         elif kind == "turn_cancelled" and data.get("interrupted"):
-            open_attempt = False  # the save stopped here (a crash): the replay cancels, nothing is asked
-        elif kind == "turn_cancelled" and open_attempt:
+            self._open_attempt = False  # the save stopped here (a crash): the replay cancels, nothing is asked
+        elif kind == "turn_cancelled" and self._open_attempt:
             prose = (data.get("partial") or {}).get("prose", [])
-            answers.append(RecordedAnswer.cancelled_with_prose(turn, attempt, [(int(a), str(t)) for a, t in prose]))
-            open_attempt = False
-    return answers
+            self._answer(RecordedAnswer.cancelled_with_prose(turn, attempt, [(int(a), str(t)) for a, t in prose]))
+            self._open_attempt = False
 
-
-def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
-    """The player's actions, each with the events it produced as recorded."""
-    steps: list[ReplayStep] = []
-    current: dict[str, Any] | None = None
-
-    def close(interrupted: bool = False) -> None:
-        nonlocal current
+    def _close(self, interrupted: bool = False) -> list[ReplayStep]:
+        current, self._current = self._current, None
         if current is None:
-            return
+            return []
         events = current["events"]
         interrupted = interrupted or not (events and events[-1]["event"] in _TERMINAL)
         cancel_after = current["cancel_after"]
         if interrupted:
             cancel_after = len(events) - 1  # cancel where the record stops, so nothing more is committed
-        steps.append(
+        return [
             ReplayStep(current["action"], current["turn"], current["input"], tuple(events), cancel_after, interrupted)
-        )
-        current = None
+        ]
 
-    for record in records:
-        kind, data = record.kind, record.data
+    def _steps(self, kind: str, data: dict[str, Any]) -> list[ReplayStep]:
+        """The player's actions, each with the events it produced as recorded."""
         if kind == "resumed":
-            continue
+            return []
+        closed: list[ReplayStep] = []
         if kind in ("turn_started", "alternative_started"):
-            close()
+            closed = self._close()
             action = "regenerate" if kind == "alternative_started" else "retry" if data.get("retry", 0) else "play"
-            current = {
+            self._current = {
                 "action": action,
                 "turn": data["turn"],
                 "input": data.get("player_input", ""),
@@ -254,24 +348,20 @@ def _steps(records: tuple[Record, ...]) -> list[ReplayStep]:
                 "cancel_after": None,
             }
         elif kind == "turn_undone":
-            close()
-            steps.append(ReplayStep("undo", data["turn"], expected=(comparable(kind, data),)))
-            continue
+            return [*self._close(), ReplayStep("undo", data["turn"], expected=(comparable(kind, data),))]
         elif kind == "alternative_chosen":
-            close()
             chosen = int(data["alternative"])
-            steps.append(ReplayStep("choose", data["turn"], expected=(comparable(kind, data),), alternative=chosen))
-            continue
+            step = ReplayStep("choose", data["turn"], expected=(comparable(kind, data),), alternative=chosen)
+            return [*self._close(), step]
+        current = self._current
         if current is None:
-            continue
+            return closed
         if kind == "turn_cancelled" and data.get("interrupted"):
-            close(interrupted=True)
-            continue
+            return [*closed, *self._close(interrupted=True)]
         if kind == "turn_cancelled" and current["events"] and current["events"][-1]["event"] in _CANCEL_AFTER:
             current["cancel_after"] = len(current["events"]) - 1
         current["events"].append(comparable(kind, data))
-    close()
-    return steps
+        return closed
 
 
 def _differences(expected: dict[str, Any] | None, actual: dict[str, Any] | None) -> str:
@@ -283,21 +373,9 @@ def _differences(expected: dict[str, Any] | None, actual: dict[str, Any] | None)
     for name in sorted(set(expected) | set(actual)):
         was, now = expected.get(name), actual.get(name)
         if was != now:
-            was_text, now_text = _from_where_they_part(canonical_json(was), canonical_json(now))
+            was_text, now_text = from_where_they_part(canonical_json(was), canonical_json(now))
             parts.append(f"its {name} differs (the record: {was_text}; the replay: {now_text})")
     return "; ".join(parts)
-
-
-def _from_where_they_part(first: str, second: str, width: int = 40) -> tuple[str, str]:
-    """Two texts shown from a little before their first difference, each cut to `width` characters."""
-    at = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), min(len(first), len(second)))
-    start = max(0, at - 10)
-
-    def cut(text: str) -> str:
-        shown = text[start : start + width]
-        return ("…" if start else "") + shown + ("…" if start + width < len(text) else "")
-
-    return cut(first), cut(second)
 
 
 def _describe(event: dict[str, Any] | None) -> str:
@@ -333,12 +411,16 @@ class Replayer:
 
     def __init__(
         self,
-        plan: ReplayPlan,
+        plan: ReplayPlan | StreamedPlan,
         *,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         loop_turn_every: float = LOOP_TURN_EVERY,
+        keep_events: bool = True,
     ):
         self.plan = plan
+        self.keep_events = keep_events
+        """Keep every event in `result.events` (the screen counts them); a text replay keeps none."""
+        self._last_turn = 0
         speed = plan.narrator.speed
 
         async def scaled(delay: float) -> None:
@@ -351,8 +433,8 @@ class Replayer:
         self.session = Session(
             plan.pack,
             plan.narrator,
-            budget=plan.save.header.budget,
-            rules=plan.save.header.rules,
+            budget=plan.header.budget,
+            rules=plan.header.rules,
             sleep=scaled,
             attempt_timeout=limit,
             loop_turn_every=loop_turn_every,
@@ -376,15 +458,34 @@ class Replayer:
                         on_event(event)
                 if self.result.divergence is not None:
                     break
-        self.result.final_hash = state_hash(self.session.state)
+        self.finish()
         return self.result
+
+    def finish(self) -> None:
+        """Note the state the replay ends in; if it is not the record's and no event differed, the
+        end is where it diverges, named as such (a replay never differs without saying where)."""
+        result = self.result
+        result.final_hash = state_hash(self.session.state)
+        if result.divergence is None and result.final_hash != result.expected_final_hash:
+            result.divergence = Divergence(
+                self._last_turn,
+                -1,
+                {"event": "the end of the save", "state_hash": result.expected_final_hash},
+                {"event": "the end of the save", "state_hash": result.final_hash},
+            )
+
+    def _keep(self, event: Event) -> None:
+        self.result.commits += isinstance(event, TurnCommitted)
+        if self.keep_events:
+            self.result.events.append(event)
 
     async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:
         """Play one recorded step, yielding the engine's events (prose deltas included) as they come."""
+        self._last_turn = step.turn
         if step.action in ("undo", "choose"):
             done = self.session.undo() if step.action == "undo" else self.session.choose(step.alternative)
             if done is not None:
-                self.result.events.append(done)
+                self._keep(done)
                 yield done
             self._compare(step, 0, done)
             return
@@ -399,11 +500,13 @@ class Replayer:
             events = self.session.play(step.player_input)
         index = 0
         async for event in events:
-            self.result.events.append(event)
+            self._keep(event)
             if isinstance(event, ProseDelta):
                 yield event
                 continue
             if step.interrupted and index >= len(step.expected):
+                if event.event in _OUTCOMES and self.result.divergence is None:
+                    self._compare(step, index, event)  # the record stops mid-turn; the replay went on to an end
                 self.session.cancel()  # the record stops here: the rest of this turn never happened
                 index += 1
                 continue
@@ -415,7 +518,7 @@ class Replayer:
             index += 1
         if self.result.divergence is None and index < len(step.expected) and not step.interrupted:
             self._compare(step, index, None)
-        if step.interrupted and step is self.plan.steps[-1]:
+        if step.interrupted and step.last:
             self.result.interrupted = step.turn
         elif step.interrupted:
             self.result.went_on_after.append(step.turn)

@@ -42,6 +42,9 @@ class PastTurn:
 
     turn: int
     events: tuple[Event, ...] = ()
+    versions: tuple[int, int] | None = None
+    """(the chosen version, how many) for a turn that got other versions, fixed since by the next
+    command played (even one cancelled); None for a turn of one version."""
 
 
 _ISSUES = {"validation_failed", "turn_failed"}
@@ -76,11 +79,25 @@ class _Tries:
         past: list[PastTurn] = []
         for exchange in history:
             records = self._tries.get(exchange.number, [])
+            versions = _versions(records)
             if any(record.kind in _ISSUES for record in records):
-                past.append(PastTurn(exchange.number, tuple(e for r in records if (e := r.event) is not None)))
+                events = tuple(e for r in records if (e := r.event) is not None)
+                past.append(PastTurn(exchange.number, events, versions))
             else:
-                past.append(PastTurn(exchange.number))
+                past.append(PastTurn(exchange.number, versions=versions))
         return tuple(past)
+
+
+def _versions(records: Iterable[Record]) -> tuple[int, int] | None:
+    """(chosen, count) of a turn's committed versions from the records of its latest try, if more than one."""
+    count = chosen = 0
+    for record in records:
+        if record.kind == "turn_committed":
+            count += 1
+            chosen = count  # a version committed is the chosen one
+        elif record.kind == "alternative_chosen":
+            chosen = int(record.data["alternative"])
+    return (chosen, count) if count > 1 else None
 
 
 @dataclass

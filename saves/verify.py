@@ -1,9 +1,11 @@
 """Rebuilding a session's committed story from its save, re-judging every commit on the way.
 
-`rebuild` is shared by `storyloom verify` and resume: both must agree on what
-a save holds, so both run each recorded commit through `storyloom.engine.rules.judge`
-against the state before it and compare the resulting `state_hash` with the
-recorded one. A save that fails either check is refused, never patched up.
+`rebuild` is the one judging reader of a save, shared by `storyloom verify`, replay, export and
+resume: all must agree on what a save holds, so each recorded commit goes through
+`storyloom.engine.rules.judge` against the state before it, its resulting `state_hash` is
+compared with the recorded one, and the commit is compared with what the model's recorded answer
+for its turn gives. A save that fails any check is refused, with the same words by every
+command, never patched up.
 
 Other versions of a turn are re-judged the same way, each against the state before
 that turn (never the state after an earlier version), and each recorded choice
@@ -42,7 +44,7 @@ from storyloom.engine.limits import UNDO_TURNS, command_too_long
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import RULE_SET, RULE_SETS, judge_data, parse_output
-from storyloom.engine.state import WorldState, initial_state, state_hash
+from storyloom.engine.state import WorldState, canonical_json, initial_state, state_hash
 from storyloom.saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
 from storyloom.saves.format import TALLIED, TALLY, Record, Save, SaveHeader, Tally
 from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_stream
@@ -152,21 +154,21 @@ def _find_pack(header: SaveHeader, path: Path) -> StoryPack:
 
 
 @gc_paused()
-def rebuild(save: Save, pack: StoryPack, *, against_answers: bool = False) -> Rebuilt:
+def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     """Replay a save's commits and undos over the pack's initial state, re-judging each commit.
 
-    Args:
-        against_answers: also judge the model's recorded answer that each commit was made
-            from, and check the commit is what it gives (`storyloom verify`: a commit whose
-            prose was edited, the hash chain recomputed, passes every other check). Resume
-            leaves it out: it parses every accepted answer again, and the replay checks it too.
+    Every reader of a save (verify, replay, export, resume) holds it to these same rules, here:
+    each commit passes the rules against the state before it, leads to its recorded state hash
+    (the state hash is what the patch gives), and is what the model's recorded answer for its turn
+    gives (the commit is what its answer gives: a commit whose prose was edited, the hash chain
+    recomputed, passes every other check).
 
     Raises:
         InvalidCommit: the first commit that fails the rules, leads to another state
             hash, is not what its recorded answer gives, or an undo with nothing to undo
             (the record is named).
     """
-    return rebuild_records(save.path, save.records, pack, rules=save.header.rules, against_answers=against_answers)
+    return rebuild_records(save.path, save.records, pack, rules=save.header.rules)
 
 
 def rebuild_records(
@@ -175,18 +177,18 @@ def rebuild_records(
     pack: StoryPack,
     *,
     rules: int,
-    against_answers: bool = False,
+    note_today: bool = False,
 ) -> Rebuilt:
-    """`rebuild` over records as they are read (verify and resume stream them): memory holds what a
-    session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length.
+    """`rebuild` over records as they are read (verify, export and resume stream them): memory holds
+    what a session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length.
 
     Args:
         rules: the rule set the save was played under (its header's), which every commit is judged by.
-        against_answers: see `rebuild`; then a save played under older rules also notes the first
-            commits today's rules would refuse (`Rebuilt.refused_today`).
+        note_today: (verify) a save played under older rules also notes the first commits today's
+            rules would refuse (`Rebuilt.refused_today`).
     """
     built = Rebuilt(state=initial_state(pack))
-    save = _Where(path, rules, against_answers and rules != RULE_SET)
+    save = _Where(path, rules, note_today and rules != RULE_SET)
     started: TurnStarted | None = None
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
     answers: dict[int, Record] = {}
@@ -198,7 +200,7 @@ def rebuild_records(
             tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
             last_turn = max(last_turn, record.turn or 0)
-            if against_answers and record.turn is not None:
+            if record.turn is not None:
                 answers[record.turn] = record
             continue
         event = record.event
@@ -215,13 +217,13 @@ def rebuild_records(
             in_flight = event
         elif isinstance(event, TurnCommitted) and isinstance(in_flight, AlternativeStarted):
             _commit_version(save, pack, built, record.seq, record.line, event)
-            if against_answers and event.turn in answers:  # a version is judged from the state before its turn
+            if event.turn in answers:  # a version is judged from the state before its turn
                 _check_answer(save, pack, built.undo_stack[-1][0], record, event, answers.pop(event.turn))
             in_flight = None
         elif isinstance(event, TurnCommitted):
             before = built.state
             _commit(save, pack, built, record.seq, record.line, event, started)
-            if against_answers and event.turn in answers:
+            if event.turn in answers:
                 _check_answer(save, pack, before, record, event, answers.pop(event.turn))
             in_flight = None
         elif isinstance(event, AlternativeChosen):
@@ -453,7 +455,13 @@ def _check_answer(
             "suggestions": tuple(turn.suggestions),
         }
         committed = {"narrative": event.narrative, "state_patch": event.state_patch, "suggestions": event.suggestions}
-        differs = [f"its {name} differs" for name in _COMMITTED_FIELDS if given[name] != committed[name]]
+        differs = [
+            "its {} differs (the commit: {}; the answer: {})".format(
+                name, *from_where_they_part(canonical_json(committed[name]), canonical_json(given[name]))
+            )
+            for name in _COMMITTED_FIELDS
+            if given[name] != committed[name]
+        ]
     if differs:
         raise InvalidCommit(
             save.path,
@@ -462,6 +470,18 @@ def _check_answer(
             line=record.line,
             seq=record.seq,
         )
+
+
+def from_where_they_part(first: str, second: str, width: int = 40) -> tuple[str, str]:
+    """Two texts shown from a little before their first difference, each cut to `width` characters."""
+    at = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), min(len(first), len(second)))
+    start = max(0, at - 10)
+
+    def cut(text: str) -> str:
+        shown = text[start : start + width]
+        return ("…" if start else "") + shown + ("…" if start + width < len(text) else "")
+
+    return cut(first), cut(second)
 
 
 def _as_committed(raw: str, event: TurnCommitted) -> bool:
@@ -533,7 +553,7 @@ def _verify_streamed(path: Path, pack: StoryPack | None) -> Report:
     records = stream.records()
     try:
         pack = open_pack(stream.header, path, pack)
-        built = rebuild_records(path, records, pack, rules=stream.header.rules, against_answers=True)
+        built = rebuild_records(path, records, pack, rules=stream.header.rules, note_today=True)
     finally:
         records.close()
     return _sound(path, stream.header, stream.count, tuple(stream.warnings), built)
@@ -551,7 +571,7 @@ def _verify_whole(path: Path, pack: StoryPack | None) -> Report:
     try:
         pack = open_pack(save.header, path, pack)
         lines.append("pack: digest matches")
-        built = rebuild_records(path, save.records, pack, rules=save.header.rules, against_answers=True)
+        built = rebuild_records(path, save.records, pack, rules=save.header.rules, note_today=True)
     except SaveError as exc:
         lines.append(f"NOT SOUND: {_where(exc)}{exc.reason}")
         return Report(path, False, True, tuple(lines))

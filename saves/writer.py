@@ -438,7 +438,7 @@ class Journal:
         """
         if self._broken is None and self._fd is not None and self._placed:
             try:
-                changed = self._changed_on_disk(tail=True)
+                changed = self._changed_on_disk(tail=True) or self._changed_inside()
             except OSError as exc:
                 changed = f"the save could not be checked ({exc.strerror or exc})"
             if changed:
@@ -471,6 +471,24 @@ class Journal:
                 or os.pread(self._fd, len(last), self._size - len(last)) != last
             ):
                 return cut
+        return None
+
+    def _changed_inside(self) -> str | None:
+        """Why the file no longer reads back as the records this journal holds, byte for byte, or None.
+
+        `_changed_on_disk` reads the first and last records only (it runs after every outcome); a
+        byte changed in place inside an earlier record leaves the size, the first and the last
+        record as they were, and the save unreadable from there on. This reads the whole file back
+        against the journal's own copy of its lines, once, before the game says the story is saved.
+        """
+        assert self._fd is not None
+        if self._truncate_to is not None:
+            return None  # a reopened save not written yet: it is the file that was read
+        offset = 0
+        for block in self._chain.blocks():
+            if os.pread(self._fd, len(block), offset) != block:
+                return "the save file was changed in place while the game was running (it no longer reads back)"
+            offset += len(block)
         return None
 
     @property

@@ -48,12 +48,12 @@ def test_replay_help_offers_speed_inf():
 def test_a_headless_replay_runs_as_fast_as_possible_unless_told(tmp_path: Path, monkeypatch, extra, speed, capsys):
     path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope"], faults=0.0)
     seen: list[float] = []
-    real = saves_replay.replay_plan
+    real = saves_replay.stream_plan  # a headless replay reads the save as it replays it
 
     def spy(save: Any, **options: Any) -> Any:
         seen.append(options["speed"])
         return real(save, **options)
 
-    monkeypatch.setattr(saves_replay, "replay_plan", spy)
+    monkeypatch.setattr(saves_replay, "stream_plan", spy)
     assert main(["replay", str(path), *extra]) == 0
     assert seen == [speed]

@@ -82,6 +82,17 @@ def _run(argv: list[str], env: dict[str, str], kill_after: float | None) -> int:
     return process.wait(timeout=60)
 
 
+def _last_records(save: Path, count: int = 8) -> str:
+    """The failing save, kept where pytest keeps this test's folder, and its last records (what the kill
+    interrupted), each cut to a line's worth."""
+    kept = save.with_name(save.stem + "-failed" + save.suffix)
+    kept.write_bytes(save.read_bytes())
+    lines = save.read_bytes().splitlines()[-count:]
+    return f"the save is kept at {kept}; its last {len(lines)} records:\n" + "\n".join(
+        line.decode("utf-8", "replace")[:300] for line in lines
+    )
+
+
 @pytest.mark.slow
 def test_a_writer_killed_at_random_moments_never_loses_a_committed_turn(tmp_path: Path) -> None:
     (tmp_path / "commands.txt").write_text("\n".join(COMMANDS) + "\n", encoding="utf-8")
@@ -121,13 +132,13 @@ def test_a_writer_killed_at_random_moments_never_loses_a_committed_turn(tmp_path
         figures["saves checked"] += 1
         figures["torn lines dropped"] += len(loaded.warnings)
         report = verify_save(save)
-        assert report.sound, "\n".join(report.lines)
+        assert report.sound, "\n".join(report.lines) + "\n" + _last_records(save)
         saved = {(e.turn, e.state_hash) for _, e in loaded.events if e.event == "turn_committed"}
         missing = [c for c in reported if c not in saved]
         figures["turns lost"] += len(missing)
         lost += [f"run {n}: turn {turn} ({digest[:12]}…)" for turn, digest in missing]
         result = asyncio.run(Replayer(replay_plan(loaded)).run())
-        assert result.faithful, f"run {n}: {result.divergence}"
+        assert result.faithful, f"run {n}: {result.divergence}\n{_last_records(save)}"
     print(
         f"\ncrash test (seed {SEED}, a full run takes {full_run:.2f} s): "
         + ", ".join(f"{k} {v}" for k, v in figures.items())
@@ -155,3 +166,22 @@ def test_a_save_cut_at_any_byte_loads_verifies_and_keeps_every_whole_commit(tmp_
         assert len(loaded.records) == whole_lines - 1
         assert len(loaded.warnings) == (0 if cut in ends else 1)
         assert verify_save(cut_path).sound
+
+
+def test_a_save_cut_after_any_record_replays_to_the_state_it_holds(tmp_path: Path) -> None:
+    """A kill lands between any two records: after each record of every kind (a correction's swapped prose
+    before its commit, an undo, another version, a choice), the save cut there replays faithfully, or the
+    replay names where it parts from the record; never another world with no divergence named."""
+    from tests.test_saves_kit import played_save
+
+    walk = [*LIGHTHOUSE_WALK[:8], "drop rope", "/undo", "look", "/regenerate", "/choose 1", "/cancel east", "west"]
+    source, _, _ = played_save(tmp_path / "whole.jsonl", walk, faults=0.5, seed=3)
+    lines = source.read_bytes().splitlines(keepends=True)
+    kinds = [json.loads(line)["kind"] for line in lines]
+    for kind in ("prose_replaced", "correction_started", "validation_failed", "turn_undone", "alternative_chosen"):
+        assert kind in kinds, f"the session should hold a {kind} to cut after"
+    cut = tmp_path / "cut.jsonl"
+    for end in range(2, len(lines) + 1):
+        cut.write_bytes(b"".join(lines[:end]))
+        result = asyncio.run(Replayer(replay_plan(load_save(cut))).run())
+        assert result.faithful, f"cut after record {end - 1} ({kinds[end - 1]}): {result.divergence}"

@@ -392,7 +392,7 @@ def test_the_app_quit_after_its_save_was_deleted_rescues_it_and_names_the_rescue
     pack = Path(__file__).parent / "packs" / "example.toml"
     code = main(["play", "--story", str(pack), "--save", str(save)])
     err = capsys.readouterr().err
-    rescued = next(saves_dir().glob("*-rescued.jsonl"))
+    rescued = save.with_name("game-rescued.jsonl")  # beside the lost save, where the player looks
     assert code == 0
     assert "deleted or replaced while the game was running" in err
     assert f"saved to {rescued}" in err and f"saved to {save}\n" not in err

@@ -18,6 +18,7 @@ from storyloom.engine.narrators.offline import OfflineNarrator
 from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from storyloom.engine.packs import load_pack
 from storyloom.engine.state import state_hash
+from storyloom.saves.errors import InvalidCommit
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.reader import load_save
 from storyloom.saves.replay import Replayer, replay_plan
@@ -191,6 +192,20 @@ async def test_a_rewritten_model_output_is_reported_as_a_divergence(tmp_path: Pa
         return records
 
     rewrite_records(path, swap_output)
+    with pytest.raises(InvalidCommit, match="the commit of turn 2 is not what the model's answer recorded for it"):
+        await _replay(path)  # refused as verify refuses it, before anything is replayed
+
+
+async def test_an_answer_judged_otherwise_than_recorded_is_reported_as_a_divergence(tmp_path: Path) -> None:
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", ["look", "take rope", "north"], faults=0.0)
+
+    def add_issue(records):
+        for record in records:
+            if record["kind"] == "attempt_finished" and record["data"]["turn"] == 2:
+                record["data"]["issues"] = [{"path": "", "rule": "made.up", "message": "not found by the rules"}]
+        return records
+
+    rewrite_records(path, add_issue)  # every commit still holds: only a replay can see it
     result = await _replay(path)
     assert result.divergence is not None and result.divergence.turn == 2
     assert "the record has" in str(result.divergence) and "replay gave" in str(result.divergence)
@@ -211,8 +226,8 @@ def test_replay_headless_exits_1_and_says_where_it_diverged(tmp_path: Path, caps
 
     def other_hash(records):
         for record in records:
-            if record["kind"] == "turn_committed" and record["data"]["turn"] == 1:
-                record["data"]["narrative"] += " "  # a commit the model never wrote
+            if record["kind"] == "attempt_finished" and record["data"]["turn"] == 1:
+                record["data"]["issues"] = [{"path": "", "rule": "made.up", "message": "not found by the rules"}]
         return records
 
     rewrite_records(path, other_hash)

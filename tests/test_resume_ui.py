@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from storyloom.engine.lifecycle import Session
-from storyloom.engine.packs import parse_pack
+from storyloom.engine.packs import load_pack, parse_pack
 from storyloom.saves import preview
 from storyloom.saves.preview import newest_turns, story_source
 from storyloom.tui.app import Opening, StoryloomApp
@@ -93,3 +93,33 @@ async def test_a_long_resumed_story_shows_its_newest_turns_first_and_folds_in_ev
         shown = [r.player_input for b in blocks for r in b.records]
         assert shown == [x.player_input for x in session.history[:-1]]  # in story order, none twice
         assert game.transcript.children[0].id == "intro"  # the intro stays on top
+
+
+CHOSE_THEN_CANCELLED = ["look", "/regenerate", "/choose 1", "/cancel wait"]
+"""`look`, ctrl+g, ← (version 1 of 2), then `wait` cancelled at once: the look turn is fixed with two versions."""
+
+
+def test_a_resumed_turn_keeps_its_versions_after_a_choice_and_a_cancelled_command(tmp_path: Path) -> None:
+    from storyloom.engine.narrators.offline import OfflineNarrator
+    from storyloom.saves.resume import resume
+
+    path, live, _ = played_save(tmp_path / "s.jsonl", CHOSE_THEN_CANCELLED, faults=0.0)
+    assert live.versions is None  # the command played fixed the look turn, as live play shows it
+    resumed = resume(path, OfflineNarrator(live.pack, seed=7))
+    resumed.journal.close()
+    assert [(p.turn, p.versions) for p in resumed.past] == [(1, (1, 2))]
+    assert resumed.session.history[-1].turn.narrative == live.history[-1].turn.narrative  # version 1
+
+
+async def test_the_resumed_screen_shows_the_version_line_of_a_fixed_turn(tmp_path: Path) -> None:
+    from storyloom.engine.narrators.offline import OfflineNarrator
+    from storyloom.saves.resume import resume
+
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", CHOSE_THEN_CANCELLED, faults=0.0)
+    resumed = resume(path, OfflineNarrator(load_pack("lighthouse"), seed=7))
+    resumed.journal.close()
+    app = StoryloomApp(resumed.session, blink=False, past=lambda: resumed.past)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        blocks = list(app.game.transcript.query(ArchivedTurns))
+        assert "version 1 of 2" in "".join(str(b.render()) for b in blocks)

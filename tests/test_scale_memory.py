@@ -194,3 +194,39 @@ def test_export_reads_a_sound_save_a_record_at_a_time_and_a_respelled_one_whole(
     path.write_bytes(b"".join(lines))
     assert save_commands.export(argparse.Namespace(save=str(path), format="md")) == 0
     assert read_whole == [path] and capsys.readouterr().out == streamed
+
+
+def test_replay_headless_reads_a_sound_save_a_record_at_a_time_and_a_respelled_one_whole(
+    tmp_path: Path, capsys, monkeypatch
+):
+    """`storyloom replay --headless` of a save of any size holds one step of it, never the whole save
+    (its peak beside verify's is figure 8); one with a line spelled otherwise is read whole, and
+    replays the same."""
+    import argparse
+    import math
+
+    from storyloom.saves import replay
+    from storyloom.tui.cli import save_commands
+
+    path, live, _ = played_save(tmp_path / "s.jsonl", [*_commands(60), "/regenerate", "/choose 1", "look", "/undo"])
+    commits = sum(record.kind == "turn_committed" for record in load_save(path).records)
+    whole = load_save
+    read_whole: list[Path] = []
+
+    def counted(at):
+        read_whole.append(Path(at))
+        return whole(at)
+
+    monkeypatch.setattr(replay, "load_save", counted, raising=False)
+    monkeypatch.setattr(save_commands, "load_save", counted)
+    headless = argparse.Namespace(save=str(path), speed=math.inf, headless=True)
+    assert save_commands.replay(headless) == 0
+    streamed = capsys.readouterr()
+    assert read_whole == []
+    assert f"replayed {commits} commit(s); every decision and state hash matches" in streamed.err
+    assert live.history[-1].turn.narrative.split("\n")[0] in streamed.out
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[len(lines) // 2] = (json.dumps(json.loads(lines[len(lines) // 2]), separators=(", ", ": ")) + "\n").encode()
+    path.write_bytes(b"".join(lines))
+    assert save_commands.replay(headless) == 0
+    assert read_whole == [path] and capsys.readouterr() == streamed

@@ -305,3 +305,31 @@ def test_headless_play_ignores_the_config_files_pace_unless_pace_is_given_on_the
     assert main(["play", "--headless", "--commands", str(commands), "--pace", "0.25"]) == 0
     assert paces == [0.0, 0.25]
     capsys.readouterr()
+
+
+def test_a_huge_config_value_is_named_not_echoed_whole(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, f'budget = "{"x" * 900_000}"\n')
+    with pytest.raises(SettingsError) as caught:
+        load_settings(None, env={}, path=path)
+    message = str(caught.value)
+    assert "budget must be a whole number" in message and "900,000 characters" in message
+    assert len(message) < 400
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg" / "storyloom").mkdir(parents=True)
+    (tmp_path / "xdg" / "storyloom" / "config.toml").write_text(f'narrator = "{"n" * 900_000}"\n', encoding="utf-8")
+    commands = tmp_path / "commands.txt"
+    commands.write_text("look\n", encoding="utf-8")
+    assert main(["play", "--headless", "--commands", str(commands)]) == 2
+    err = capsys.readouterr().err
+    assert "narrator must be one of" in err and len(err) < 400
+
+
+def test_a_config_file_starting_with_a_byte_order_mark_is_read(tmp_path):
+    from storyloom.tui.settings import save_theme
+
+    path = tmp_path / "config.toml"
+    path.write_bytes(b'\xef\xbb\xbfnarrator = "openai"\nbudget = 3\n')
+    settings = load_settings(None, env={}, path=path)
+    assert settings.narrator == "openai" and settings.budget == 3
+    save_theme("nord", path)  # the palette's theme is written into the same file, which still reads
+    assert load_settings(None, env={}, path=path).theme == "nord"

@@ -181,10 +181,8 @@ async def test_a_tampered_save_shows_the_divergence_and_exits_1(save: Path) -> N
     def take_the_boat(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for record in records:
             data = record["data"]
-            if record["kind"] == "attempt_finished" and data["turn"] == 1:
-                raw = json.loads("".join(d[2] for d in data["deltas"] if d[1] == "s"))
-                raw["state_patch"] = [{"op": "replace", "path": "/items/boat", "value": "player"}]
-                data["deltas"] = [[0, "s", json.dumps(raw)]]
+            if record["kind"] == "attempt_finished" and data["turn"] == 1:  # the commit still holds
+                data["issues"] = [{"path": "/items/boat", "rule": "item.not_portable", "message": "too heavy"}]
         return records
 
     rewrite_records(save, take_the_boat)

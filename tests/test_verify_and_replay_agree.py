@@ -18,7 +18,7 @@ def _replay(path: Path) -> int:
     return commands.replay(argparse.Namespace(save=str(path), speed=math.inf, headless=True))
 
 
-def test_prose_edited_with_the_chain_recomputed_is_refused_by_verify_and_named_by_replay(tmp_path, capsys):
+def test_prose_edited_with_the_chain_recomputed_is_refused_by_verify_and_replay_in_the_same_words(tmp_path, capsys):
     path, _, _ = played_save(tmp_path / "s.jsonl", ["look", "take rope", "north"], faults=0.0)
 
     def edit_prose(records):
@@ -36,10 +36,12 @@ def test_prose_edited_with_the_chain_recomputed_is_refused_by_verify_and_named_b
     assert commands.verify(argparse.Namespace(save=str(path))) == 1
     capsys.readouterr()
 
+    assert "dragon" in text  # what differs, from where it parts
+
     assert _replay(path) == 1
     err = capsys.readouterr().err
-    assert "DIVERGED" in err and "turn 2" in err
-    assert "its narrative differs" in err and "dragon" in err  # what differs, not the same state twice
+    assert "the commit of turn 2 is not what the model's answer recorded for it" in err  # verify's words
+    assert "its narrative differs" in err and "dragon" in err
 
 
 def test_a_sound_save_with_corrections_and_faults_still_verifies(tmp_path):

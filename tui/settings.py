@@ -156,7 +156,7 @@ def resolve_settings(
             if "narrator" in from_flags
             else ("STORYLOOM_NARRATOR" if "narrator" in from_env else str(path))
         )
-        raise SettingsError(f"{source}: narrator must be one of {', '.join(NARRATORS)}, not {narrator!r}")
+        raise SettingsError(f"{source}: narrator must be one of {', '.join(NARRATORS)}, not {_shown(narrator)}")
     if top.get("narrator", narrator) != narrator:  # the file's model and URL belong to its own narrator
         top = {k: v for k, v in top.items() if k not in _NARRATOR_KEYS}
     table = data.get(narrator, {}) if narrator in KEY_VARS else {}
@@ -194,6 +194,8 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{path}: the config file must be a regular file: {exc.strerror}") from None
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+    if blob.startswith(BOM):  # some editors start a UTF-8 file with a byte-order mark; TOML has no use for it
+        blob = blob[len(BOM) :]
     try:
         data = tomllib.loads(blob.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -214,7 +216,8 @@ def _read_file(path: Path) -> dict[str, Any]:
         unknown = set(keys) - allowed
         if unknown:
             raise SettingsError(
-                f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(allowed))}"
+                f"{where}: unknown setting(s) {', '.join(_shown(k, quoted=False) for k in sorted(unknown))}; "
+                f"known: {', '.join(sorted(allowed))}"
             )
         for key, value in keys.items():
             if key not in KEY_VARS:  # every value is checked, even in a table this story does not use
@@ -229,7 +232,7 @@ def save_theme(theme: str, path: Path | None = None) -> None:
         OSError: the file cannot be written.
     """
     path = path or config_path()
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    lines = path.read_text(encoding="utf-8-sig").splitlines() if path.is_file() else []
     tables = next((n for n, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
     setting = f"theme = {json.dumps(theme)}"
     found = next((n for n in range(tables) if re.match(r"\s*theme\s*=", lines[n])), None)
@@ -251,7 +254,7 @@ def _merge(settings: Settings, values: Mapping[str, Any], source: str) -> Settin
 
 def _check(key: str, value: Any, source: str) -> Any:
     def bad(expected: str) -> SettingsError:
-        return SettingsError(f"{source}: {key} must be {expected}, not {value!r}")
+        return SettingsError(f"{source}: {key} must be {expected}, not {_shown(value)}")
 
     if key in ("budget", "max_tokens", "seed"):
         number = _parse(value, int)
@@ -283,6 +286,21 @@ def _check(key: str, value: Any, source: str) -> Any:
     if key == "theme" and value != DEFAULT_THEME and value not in _themes():
         raise bad(f"one of Textual's themes ({', '.join(sorted(_themes()))})")
     return value
+
+
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte-order mark."""
+SHOWN_CHARS = 60
+"""How much of a wrong value a message repeats: enough to recognise it, never a whole pasted file."""
+
+
+def _shown(value: Any, *, quoted: bool = True) -> str:
+    """A wrong value as a message quotes it, cut to `SHOWN_CHARS` with how long it was."""
+    text = repr(value) if quoted else str(value)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    size = f"{len(value):,} characters" if isinstance(value, str) else f"{len(text):,} characters written out"
+    return f"{text[:SHOWN_CHARS]}… ({size})"
 
 
 def _themes() -> set[str]:

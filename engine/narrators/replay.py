@@ -133,7 +133,12 @@ class ReplayNarrator:
         self._clock = clock
         self._answers: dict[tuple[int, int], deque[RecordedAnswer]] = defaultdict(deque)
         for answer in answers:
-            self._answers[(answer.turn, answer.attempt)].append(answer)
+            self.add(answer)
+
+    def add(self, answer: RecordedAnswer) -> None:
+        """One more recorded answer, after those given (a save replayed as it is read hands them on a
+        step at a time)."""
+        self._answers[(answer.turn, answer.attempt)].append(answer)
 
     async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
         queue = self._answers.get((request.turn, request.attempt))
@@ -145,6 +150,8 @@ class ReplayNarrator:
                 f"the save holds no recorded answer for turn {request.turn}, attempt {request.attempt}"
             )
         answer = queue.popleft()
+        if not queue:  # answered: a long replay keeps only the answers still to come
+            del self._answers[(request.turn, request.attempt)]
         started = self._clock()
         paced = math.isfinite(self.speed)
         for at, kind, text in answer.deltas:

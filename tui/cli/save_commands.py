@@ -14,7 +14,6 @@ import math
 import sys
 from pathlib import Path
 
-from storyloom.engine.events import TurnCommitted
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveUnreadable
 from storyloom.saves.format import Save
@@ -124,21 +123,28 @@ def export(args: argparse.Namespace) -> int:
 def replay(args: argparse.Namespace) -> int:
     """Play a save back through a fresh engine; exit 1 on any divergence from the record."""
     from storyloom.engine.lifecycle import HEADLESS_LOOP_TURN
-    from storyloom.saves.replay import Replayer, replay_plan
+    from storyloom.saves.replay import Replayer, replay_plan, stream_plan
 
     headless = bool(getattr(args, "headless", False))
     speed = getattr(args, "speed", None) or (math.inf if headless else 1.0)
-    try:
-        save = _load(args.save)
-        plan = replay_plan(save, speed=speed)
-    except SaveError as exc:
-        return _fail(exc)
     if not headless:
+        try:
+            plan = replay_plan(_load(args.save), speed=speed)
+        except SaveError as exc:
+            return _fail(exc)
         from storyloom.tui.cli.ui import run_replay
 
         return run_replay(args, plan)
-    printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed))
-    result = asyncio.run(Replayer(plan, loop_turn_every=HEADLESS_LOOP_TURN).run(printer))
+    try:  # as text, the save is read as it is replayed: a save of any size in bounded memory
+        path = resolve_save(args.save)
+        streamed = stream_plan(path, speed=speed)
+        for warning in streamed.warnings:
+            print(f"storyloom: warning: {safe_text(str(path))}: {warning}", file=sys.stderr)
+        printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed))
+        replayer = Replayer(streamed, loop_turn_every=HEADLESS_LOOP_TURN, keep_events=False)
+        result = asyncio.run(replayer.run(printer))
+    except SaveError as exc:
+        return _fail(exc)
     printer.end()
     for turn in result.went_on_after:
         print(
@@ -161,7 +167,7 @@ def replay(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
-    turns = sum(isinstance(e, TurnCommitted) for e in result.events)
+    turns = result.commits
     print(
         f"storyloom: replayed {turns} commit(s); every decision and state hash matches the record "
         f"(final state {result.final_hash[:12]}…)",

@@ -72,7 +72,7 @@ class StatusRow(Static):
         if count <= 1:
             self.clear()
             return
-        self._set("fixed", Content.styled(f"version {chosen} of {count}", "dim"))
+        self._set("fixed", Content.styled(fixed_versions(chosen, count), "dim"))
 
     def correcting(self, correction: int, budget: int) -> None:
         """The engine is asking the narrator to correct this turn."""
@@ -101,3 +101,8 @@ class StatusRow(Static):
     def undone(self) -> None:
         """The player undid this committed turn."""
         self._set("undone", Content.styled("undone · this turn no longer counts", "dim italic"))
+
+
+def fixed_versions(chosen: int, count: int) -> str:
+    """A turn's versions once the next command fixed it, as its status row says it (and a folded turn)."""
+    return f"version {chosen} of {count}"

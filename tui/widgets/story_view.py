@@ -15,6 +15,7 @@ from storyloom.engine.events import (
     TurnUndone,
 )
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
+from storyloom.tui.widgets.status_row import fixed_versions
 from storyloom.tui.widgets.story_text import EarlierTurns, EndingText, StoryText
 from storyloom.tui.widgets.transcript import FollowHint, Transcript
 from storyloom.tui.widgets.turn_message import TurnMessage, details_events
@@ -136,7 +137,7 @@ class StoryView(Transcript):
                 exchange.player_input,
                 exchange.turn.narrative,
                 "committed",
-                "",
+                fixed_versions(*past[i].versions) if known and past[i].versions else "",
                 details=details_events(past[i].events) if known and past[i].events else (),
             )
             for i, exchange in enumerate(history[:folded])
