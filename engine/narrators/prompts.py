@@ -17,7 +17,7 @@ from string import Template
 from typing import Any
 
 from storyloom.engine.narration import NarrationRequest, Rejection
-from storyloom.engine.packs import StoryPack
+from storyloom.engine.packs import Described, StoryPack
 from storyloom.engine.state import WorldState
 
 TOOL_NAME = "report_turn"
@@ -42,6 +42,7 @@ def world_json(pack: StoryPack) -> dict[str, Any]:
             "description": room.description,
             "exits": room.exits,
             **({"gates": room.gates} if room.gates else {}),
+            **_described(room.descriptions),
         }
         for room_id, room in pack.rooms.items()
     }
@@ -51,6 +52,7 @@ def world_json(pack: StoryPack) -> dict[str, Any]:
             **({"aliases": item.aliases} if item.aliases else {}),
             "portable": item.portable,
             **({"description": item.description} if item.description else {}),
+            **_described(item.descriptions),
         }
         for item_id, item in pack.items.items()
     }
@@ -76,6 +78,14 @@ def world_json(pack: StoryPack) -> dict[str, Any]:
     if endings:
         world["endings"] = endings
     return world
+
+
+def _described(descriptions: list[Described]) -> dict[str, Any]:
+    """A room's or item's descriptions for other states, when it has any: the first whose `when` holds
+    replaces `description`, so a model describes the lamp as filled once it is."""
+    if not descriptions:
+        return {}
+    return {"descriptions": [d.model_dump(exclude_defaults=True) for d in descriptions]}
 
 
 def system_prompt(pack: StoryPack, *, channel: str = f"the `{TOOL_NAME}` tool") -> str:
