@@ -25,6 +25,7 @@ from storyloom.saves.reader import load_save, summarize_save
 from storyloom.saves.verify import open_pack, story_turns, verify_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter
+from storyloom.tui.words import plural
 
 
 def _fail(exc: SaveError) -> int:
@@ -240,7 +241,7 @@ def replay(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     turns = sum(isinstance(e, TurnCommitted) for e in result.events)
     print(
-        f"storyloom: replayed {turns} commit(s); every decision and state hash matches the record "
+        f"storyloom: replayed {plural(turns, 'commit')}; every decision and state hash matches the record "
         f"(final state {result.final_hash[:12]}…)",
         file=sys.stderr,
     )

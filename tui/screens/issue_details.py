@@ -16,6 +16,7 @@ from textual.widgets import Static
 from storyloom.engine.events import AttemptFinished, Event, ProseDelta, ProseReplaced, TurnCommitted, TurnFailed
 from storyloom.engine.safety import safe_text
 from storyloom.engine.turns import Issue
+from storyloom.tui.words import plural
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,7 @@ class IssueDetailsScreen(ModalScreen[None]):
                 yield Static(Content.styled(said, "dim"), markup=False)
             for index, view in enumerate(views):
                 title = "First attempt" if view.kind == "turn" else f"Correction {view.number - 1}"
-                count = len(view.issues)
-                verdict = "accepted" if not count else f"rejected: {count} issue{'' if count == 1 else 's'}"
+                verdict = "accepted" if not view.issues else f"rejected: {plural(len(view.issues), 'issue')}"
                 yield Static(Content(f"{title} — {verdict}"), markup=False, classes="-heading")
                 if usage_text(view.usage):
                     yield Static(Content.styled(usage_text(view.usage), "dim"), markup=False, classes="-issue")

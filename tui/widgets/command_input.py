@@ -8,6 +8,7 @@ from textual.widgets import Input
 
 from storyloom.engine.limits import COMMAND_MAX_CHARS
 from storyloom.engine.safety import safe_text
+from storyloom.tui.words import plural
 
 
 class CommandInput(Input):
@@ -100,8 +101,7 @@ class CommandInput(Input):
 
     def say_not_played(self, count: int) -> None:
         """Pasted commands were left unplayed (a turn failed, was cancelled or ended the story): say how many."""
-        lines = f"{count} pasted line{'' if count == 1 else 's'}"
-        self.border_subtitle = f"{lines} not played: the turn before did not go on"
+        self.border_subtitle = f"{plural(count, 'pasted line')} not played: the turn before did not go on"
 
     def say_busy(self, busy: bool = True) -> None:
         """Say on the line's own border that a turn is still being written (a toast would cover the prose)."""
