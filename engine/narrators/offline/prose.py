@@ -115,7 +115,7 @@ def items_here(items: Sequence[Item], rng: Random) -> str:
             "Your eye falls on {list}.",
             "{List} {verb} to hand.",
             "You spot {list}.",
-            "Someone has left {list} here.",
+            "Here you find {list}.",
         ),
         list=listing,
         List=cap(listing),
@@ -506,13 +506,13 @@ def retelling(rng: Random) -> str:
     return pick(
         rng,
         (
-            "You take a breath before you start.",
+            "You take a breath first.",
             "This time you take it slowly.",
             "You steady yourself first.",
-            "Without hurrying, you set about it.",
+            "Without hurrying, you go about it.",
             "You gather yourself.",
             "You think it through once more.",
-            "Your hands are steadier now.",
-            "You shake the water from your eyes.",
+            "A moment passes before you move.",
+            "You let your breath settle.",
         ),
     )
