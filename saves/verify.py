@@ -85,6 +85,10 @@ class Rebuilt:
     alternatives: int = 0
     choices: int = 0
     ending: StoryEnding | None = None
+    fixed_versions: deque[Versions | None] = field(default_factory=lambda: deque(maxlen=UNDO_TURNS))
+    """Beside `undo_stack`: the versions each commit fixed, which an undo opens again (as `Session` does)."""
+    fixing: Versions | None = None
+    """The versions the command in flight fixed, until it commits."""
 
     @property
     def standing(self) -> int:
@@ -99,7 +103,13 @@ class Rebuilt:
     def story(self) -> CommittedStory:
         """What a session continues from (`Session.restore`)."""
         return CommittedStory(
-            self.state, self.history, tuple(self.undo_stack), self.standing, self.versions, self.ending
+            self.state,
+            self.history,
+            tuple(self.undo_stack),
+            self.standing,
+            self.versions,
+            self.ending,
+            tuple(self.fixed_versions),
         )
 
     def turns_in_story(self) -> str:
@@ -202,7 +212,8 @@ def rebuild_records(
             _check_command(save, record.seq, record.line, event)
             started = event
             in_flight = event
-            built.versions = None  # the next command fixes the latest turn
+            if built.versions is not None:  # the next command fixes the latest turn
+                built.fixing, built.versions = built.versions, None
         elif isinstance(event, AlternativeStarted):
             _open_versions(save, built, record.seq, record.line, event)
             in_flight = event
@@ -291,6 +302,8 @@ def _commit(
     exchange, after = _rejudged(save, pack, built.state, seq, line, event, started.player_input)
     before = built.state
     built.undo_stack.append((before, built.history))
+    built.fixed_versions.append(built.fixing)
+    built.fixing = None
     built.state = after
     built.history = remembered(built.history, exchange)
     built.pending = None
@@ -471,7 +484,7 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
         )
     built.state, built.history, built.pending = state, history, None
     built.undos += 1
-    built.versions = None
+    built.versions, built.fixing = built.fixed_versions.pop(), None  # the turn before is the latest again
     if built.ending is not None and built.ending.commit >= built.standing:
         built.ending = None
 

@@ -227,3 +227,32 @@ async def test_a_format_1_save_opens_verifies_replays_and_resumes(tmp_path: Path
     report = verify_save(path, pack)
     assert report.sound, report.lines
     assert (await Replayer(replay_plan(load_save(path), pack=pack)).run()).faithful
+
+
+async def test_after_an_undo_the_turn_before_is_latest_again_with_its_versions_in_the_save_too(
+    tmp_path: Path,
+) -> None:
+    """ctrl+z made the turn before the latest again but left its versions fixed: they come back, in
+    the live session and in every reading of the save (verify, replay, resume)."""
+    walk = ["take rope", "/regenerate", "/choose 1", "north", "/undo", "/choose 2"]
+    path, live, events = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    assert events[-1].event == "alternative_chosen" and events[-1].turn == 1 and events[-1].alternative == 2
+    assert live.versions is not None and live.versions.turn == 1 and live.versions.chosen == 2
+    report = verify_save(path)
+    assert report.sound, report.lines
+    assert (await Replayer(replay_plan(load_save(path))).run()).faithful
+    resumed = resume(path, _narrator(faults=0.0))
+    with resumed.journal:
+        session = resumed.session
+        assert session.versions is not None and session.versions.turn == 1 and session.versions.chosen == 2
+        assert session.state == live.state and session.can_regenerate
+
+
+async def test_a_save_whose_last_act_is_an_undo_resumes_with_the_new_latest_turns_versions(tmp_path: Path) -> None:
+    walk = ["take rope", "/regenerate", "/regenerate", "/choose 2", "north", "/undo"]
+    path, live, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    resumed = resume(path, _narrator(faults=0.0))
+    with resumed.journal:
+        versions = resumed.session.versions
+        assert versions is not None and versions.turn == 1 and len(versions.alternatives) == 3
+        assert versions.chosen == 2 and resumed.session.state == live.state

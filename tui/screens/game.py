@@ -302,8 +302,12 @@ class GameScreen(StoryScreen):
     def show_undo(self, event: TurnUndone) -> None:
         self._offer_next()  # the undone turn's suggestions (or its ending) no longer apply: the turn before's do
         self.command_input.say_busy(False)
-        self._update_retry_offer()
         super().show_undo(event)
+        versions = self.session.versions  # the turn before is the latest again: its versions come back
+        for message in self.transcript.live_messages():
+            if versions is not None and message.turn == versions.turn and message.fixed:
+                message.open_versions()
+        self._update_retry_offer()
 
     def say_undone(self) -> None:
         """Nothing more: the undone turn's own status line says *undone* where the player is reading,
