@@ -29,6 +29,16 @@ def _field(app: StoryloomApp) -> CommandInput:
     return app.game.query_one(CommandInput)
 
 
+async def _details_after(pilot: Any, app: StoryloomApp, command: str) -> str:
+    """Play a command, press ctrl+d, and read the details screen."""
+    await send(pilot, command)
+    await finished(pilot, app)
+    await pilot.press("ctrl+d")
+    await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+    await pilot.pause()
+    return painted(app)
+
+
 async def test_ctrl_d_on_a_turn_without_corrections_says_so_and_never_deletes_a_typed_letter() -> None:
     app = _app(GatedReply(turn_text(PROSE, TAKE_LAMP)))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -55,12 +65,7 @@ async def test_the_details_of_an_offline_turn_say_it_counts_no_tokens() -> None:
     pack = parse_pack(SHORE_PACK, "shore.toml")
     app = StoryloomApp(Session(pack, OfflineNarrator(pack)), blink=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, "look")
-        await finished(pilot, app)
-        await pilot.press("ctrl+d")
-        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
-        await pilot.pause()
-        assert "offline: no tokens" in painted(app)
+        assert "offline: no tokens" in await _details_after(pilot, app, "look")
 
 
 async def test_the_side_panel_shows_what_the_story_marks_visible_and_the_details_the_rest() -> None:
@@ -69,12 +74,7 @@ async def test_the_side_panel_shows_what_the_story_marks_visible_and_the_details
         panel = app.game.side_panel.render().plain
         assert "Rocky Shore" in panel and "health 10/10" in panel
         assert "door open" not in panel and "Flags" not in panel  # a flag could give the plot away
-        await send(pilot, "take lamp")
-        await finished(pilot, app)
-        await pilot.press("ctrl+d")
-        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
-        await pilot.pause()
-        assert "door open: no" in painted(app)
+        assert "door open: no" in await _details_after(pilot, app, "take lamp")
 
     shown = SHORE_PACK.replace('start = "shore"', 'start = "shore"\nvisible = ["room", "door_open"]')
     app = _app(pack=shown)
