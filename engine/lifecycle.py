@@ -162,6 +162,9 @@ class CommittedStory:
     """How many commits stand in the story."""
     versions: Versions | None = None
     ending: StoryEnding | None = None
+    fixed_versions: tuple[Versions | None, ...] = ()
+    """Beside `undo_stack`, entry for entry: the versions of the turn before each of those commits,
+    as they were when the commit fixed them (an undo makes that turn the latest again)."""
 
 
 @dataclass(frozen=True)
@@ -274,6 +277,10 @@ class Session:
         """The committed versions of the latest turn while it may still change; None once it is fixed."""
         self._undo_stack: deque[tuple[WorldState, tuple[Exchange, ...]]] = deque(maxlen=UNDO_TURNS)
         """(state before, history before) of the latest `UNDO_TURNS` standing commits."""
+        self._fixed: deque[Versions | None] = deque(maxlen=UNDO_TURNS)
+        """Beside `_undo_stack`: the versions each of those commits fixed (see `CommittedStory.fixed_versions`)."""
+        self._fixing: Versions | None = None
+        """The versions the command in flight fixed, kept until it commits (or an undo drops them)."""
         self.commits = 0
         """How many commits stand in the story (a resumed one's included; undone ones are not)."""
         self._clock = clock
@@ -416,7 +423,8 @@ class Session:
         self.state, self.history = self._undo_stack.pop()
         self.commits -= 1
         self.pending = None
-        self.versions = None  # the turn goes with all its versions; the one before it stays fixed
+        # the turn goes with all its versions; the one before it is the latest again, its versions browsable
+        self.versions, self._fixing = self._fixed.pop(), None
         if self._ending is not None and self._ending.commit >= self.commits:
             self._ending = None  # this undo took back the commit that reached it
         return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
@@ -432,6 +440,9 @@ class Session:
             raise ValueError("the chosen version must be the committed state, over a turn on the undo stack")
         self.state, self.history, self.versions = story.state, story.history, story.versions
         self._undo_stack = deque(story.undo_stack, maxlen=UNDO_TURNS)
+        fixed = story.fixed_versions[-len(story.undo_stack) :] if story.undo_stack else ()
+        self._fixed = deque((None,) * (len(story.undo_stack) - len(fixed)) + fixed, maxlen=UNDO_TURNS)
+        self._fixing = None
         self.commits, self._ending = story.commits, story.ending
 
     def _start(self, turn: int, player_input: str, retry: int, alternative: int) -> tuple[NarrationRequest, Event]:
@@ -455,7 +466,8 @@ class Session:
                 earlier_versions=earlier,
             )
             return request, AlternativeStarted(turn=turn, alternative=alternative, player_input=player_input)
-        self.versions = None
+        if self.versions is not None:  # a retry after a failed command finds them fixed already
+            self._fixing, self.versions = self.versions, None
         request = NarrationRequest(self.pack, self.state, self.history, player_input, turn)
         return request, TurnStarted(turn=turn, attempt=1, player_input=player_input, retry=retry)
 
@@ -559,6 +571,8 @@ class Session:
             self._ending = ending_of(self.pack, self.commits - 1, turn, before, after)
         else:
             self._undo_stack.append((before, self.history))
+            self._fixed.append(self._fixing)
+            self._fixing = None
             self.history = remembered(self.history, exchange)
             self.versions = Versions(turn, (version,), 1)
             self.commits += 1

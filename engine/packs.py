@@ -43,6 +43,11 @@ DIRECTIONS = (
 """The exit names a pack may use: every narrator, the offline parser and its prose know exactly these."""
 
 
+PANEL_SECTIONS = ("room", "items", "stats", "flags")
+PANEL_DEFAULT = ("room", "items", "stats")
+"""What a story's side panel shows unless the pack says otherwise (`visible`)."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -56,6 +61,12 @@ class Room(_Strict):
     exits: dict[str, str] = {}
     gates: dict[str, str] = {}
     """Exit direction -> flag that must be true for the exit to be passable."""
+    descriptions: list[Described] = []
+    """Descriptions for states the story reaches (the first whose `when` holds stands in for `description`)."""
+
+    def description_in(self, state: dict[str, Any]) -> str:
+        """What the room looks like in this state."""
+        return _described(self.descriptions, state, self.description)
 
 
 class Item(_Strict):
@@ -66,6 +77,12 @@ class Item(_Strict):
     aliases: list[str] = []
     at: str
     portable: bool = True
+    descriptions: list[Described] = []
+    """As a room's: the first whose `when` holds stands in for `description`."""
+
+    def description_in(self, state: dict[str, Any]) -> str:
+        """What the item looks like in this state."""
+        return _described(self.descriptions, state, self.description)
 
 
 class Stat(_Strict):
@@ -97,6 +114,24 @@ class Condition(_Strict):
         if any(state["stats"].get(s, 0) < v for s, v in self.stats_at_least.items()):
             return False
         return all(state["stats"].get(s, 0) <= v for s, v in self.stats_at_most.items())
+
+
+class Described(_Strict):
+    """A room's or item's description while a condition holds: the lamp once it has oil, a door once open.
+
+    Kept to one `Condition` so a richer conditions language can take it over whole.
+    """
+
+    when: Condition
+    text: str = Field(min_length=1)
+
+
+def _described(descriptions: list[Described], state: dict[str, Any], usual: str) -> str:
+    return next((d.text for d in descriptions if d.when.holds(state)), usual)
+
+
+Room.model_rebuild()
+Item.model_rebuild()
 
 
 class Effects(_Strict):
@@ -161,17 +196,27 @@ class StoryPack(_Strict):
     endings: dict[str, Ending] = {}
     free: Free = Free()
     """Flags, stats and items the narrator may change without an action."""
+    visible: list[str] = list(PANEL_DEFAULT)
+    """What the side panel shows: "room", "items" (carried), "stats", "flags" (all), or a stat or flag id;
+    the rest of the world shows only on the details screen, so a flag cannot give the plot away."""
 
     @cached_property
     def digest(self) -> str:
-        """A hash of the pack's content, so a save can tell the pack changed.
-
-        A field added after saves began recording digests counts only when the pack sets it,
-        so a pack that does not use it keeps the digest its saves recorded.
-        """
-        unset = {name for name in _LATER_FIELDS if name not in self.model_fields_set}
-        canonical = self.model_dump_json(round_trip=True, exclude=unset)
+        """A hash of the pack's content, so a save can tell the pack changed."""
+        canonical = self.model_dump_json(round_trip=True, exclude=self._unused_later_keys())
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def _unused_later_keys(self) -> dict[str, Any]:
+        """Keys added to packs after saves existed, where a pack leaves them at their default: left out
+        of the digest, so a story that does not use them keeps the digest its saves recorded."""
+        unused: dict[str, Any] = {name: True for name in _LATER_FIELDS if name not in self.model_fields_set}
+        if tuple(self.visible) == PANEL_DEFAULT:
+            unused["visible"] = True
+        for section, things in (("rooms", self.rooms), ("items", self.items)):
+            plain = {ident: {"descriptions"} for ident, thing in things.items() if not thing.descriptions}
+            if plain:
+                unused[section] = plain
+        return unused
 
     def item_words(self, item_id: str) -> tuple[str, ...]:
         """Every word a narrative or a player may use for an item."""
@@ -430,6 +475,15 @@ def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
             found.append((f"stats.{stat_id}", f"min {stat.min} is above max {stat.max}"))
         elif not stat.min <= stat.initial <= stat.max:
             found.append((f"stats.{stat_id}.initial", f"initial {stat.initial} is outside {stat.min}..{stat.max}"))
+    for section, described in (("rooms", rooms), ("items", items)):
+        for ident, thing in described.items():
+            for index, variant in enumerate(thing.descriptions):
+                found += _condition_problems(f"{section}.{ident}.descriptions.{index}.when", variant.when, pack)
+    found += [
+        ("visible", f"{name!r} is not something the panel can show: {', '.join(PANEL_SECTIONS)}, or a stat or flag id")
+        for name in pack.visible
+        if name not in PANEL_SECTIONS and name not in stats and name not in flags
+    ]
     for action_id, action in pack.actions.items():
         key = f"actions.{action_id}"
         if action.item is not None and action.item not in items:

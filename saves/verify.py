@@ -91,6 +91,10 @@ class Rebuilt:
     ending: StoryEnding | None = None
     refused_today: int = 0
     refused_notes: list[str] = field(default_factory=list)
+    fixed_versions: deque[Versions | None] = field(default_factory=lambda: deque(maxlen=UNDO_TURNS))
+    """Beside `undo_stack`: the versions each commit fixed, which an undo opens again (as `Session` does)."""
+    fixing: Versions | None = None
+    """The versions the command in flight fixed, until it commits."""
 
     @property
     def standing(self) -> int:
@@ -105,7 +109,13 @@ class Rebuilt:
     def story(self) -> CommittedStory:
         """What a session continues from (`Session.restore`)."""
         return CommittedStory(
-            self.state, self.history, tuple(self.undo_stack), self.standing, self.versions, self.ending
+            self.state,
+            self.history,
+            tuple(self.undo_stack),
+            self.standing,
+            self.versions,
+            self.ending,
+            tuple(self.fixed_versions),
         )
 
     def turns_in_story(self) -> str:
@@ -211,7 +221,8 @@ def rebuild_records(
             _check_command(save, record.seq, record.line, event)
             started = event
             in_flight = event
-            built.versions = None  # the next command fixes the latest turn
+            if built.versions is not None:  # the next command fixes the latest turn
+                built.fixing, built.versions = built.versions, None
         elif isinstance(event, AlternativeStarted):
             _open_versions(save, built, record.seq, record.line, event)
             in_flight = event
@@ -305,6 +316,8 @@ def _commit(
     if save.note_today:
         _note_today(pack, built, before, exchange, event.turn)
     built.undo_stack.append((before, built.history))
+    built.fixed_versions.append(built.fixing)
+    built.fixing = None
     built.state = after
     built.history = remembered(built.history, exchange)
     built.pending = None
@@ -518,7 +531,7 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
         )
     built.state, built.history, built.pending = state, history, None
     built.undos += 1
-    built.versions = None
+    built.versions, built.fixing = built.fixed_versions.pop(), None  # the turn before is the latest again
     if built.ending is not None and built.ending.commit >= built.standing:
         built.ending = None
 

@@ -115,10 +115,12 @@ async def test_the_version_showing_when_the_next_command_is_played_counts_and_is
     assert narrator.requests[-1].state["items"]["lamp"] == "player"
     versions = session.versions
     assert versions is not None and versions.turn == 2 and len(versions.alternatives) == 1
-    assert session.undo() is not None
-    assert not session.can_regenerate and session.choose(2) is None  # turn 1 stays fixed
-    with pytest.raises(RuntimeError):
-        session.regenerate()
+    assert session.undo() is not None  # turn 1 is the latest again: its versions come back, as they were
+    assert session.versions is not None and session.versions.turn == 1 and session.versions.chosen == 1
+    assert session.can_regenerate
+    chosen = session.choose(2)
+    assert chosen is not None and chosen.alternative == 2 and chosen.alternatives == 2
+    assert session.state == session.versions.showing.state
 
 
 async def test_undo_removes_the_turn_with_all_its_versions(pack, script):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from storyloom.engine.packs import PackError, parse_pack
+from storyloom.engine.state import initial_state
 from tests.conftest import SHORE_PACK
 
 
@@ -77,3 +78,32 @@ def test_the_pack_digest_changes_with_its_content(pack):
     other = parse_pack(SHORE_PACK.replace("Grey water", "Green water"), "x.toml")
     assert pack.digest != other.digest
     assert pack.digest == parse_pack(SHORE_PACK, "again.toml").digest
+
+
+def test_a_packs_descriptions_and_visible_panel_are_checked_like_every_other_reference() -> None:
+    """A state description names a condition over the world, and `visible` names what the panel can show."""
+    broken = SHORE_PACK.replace(
+        'description = "Waves break on black rocks."',
+        'description = "Waves break on black rocks."\n'
+        'descriptions = [{ when = { flags = { no_such_flag = true } }, text = "Calm." }]',
+    ).replace('start = "shore"', 'start = "shore"\nvisible = ["room", "nonsense"]')
+    with pytest.raises(PackError) as caught:
+        parse_pack(broken, "shore.toml")
+    problems = {problem.key: problem.message for problem in caught.value.problems}
+    assert "unknown flag 'no_such_flag'" in problems["rooms.shore.descriptions.0.when.flags.no_such_flag"]
+    assert "'nonsense'" in problems["visible"]
+
+
+def test_a_description_for_a_state_stands_in_while_its_condition_holds() -> None:
+    pack = parse_pack(
+        SHORE_PACK.replace(
+            'description = "Waves break on black rocks."',
+            'description = "Waves break on black rocks."\n'
+            'descriptions = [{ when = { flags = { door_open = true } }, text = "The waves have calmed." }]',
+        ),
+        "shore.toml",
+    )
+    state = initial_state(pack)
+    assert pack.rooms["shore"].description_in(state) == "Waves break on black rocks."
+    opened = {**state, "flags": {**state["flags"], "door_open": True}}
+    assert pack.rooms["shore"].description_in(opened) == "The waves have calmed."

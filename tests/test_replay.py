@@ -319,7 +319,7 @@ def test_the_text_replay_streams_at_a_pace_and_flushes_only_when_full_at_speed_i
     events = [TurnStarted(turn=1, attempt=1, player_input="look"), *(ProseDelta(turn=1, text=w) for w in "ab")]
     for streaming, flushed in ((True, len(events)), (False, 0)):
         out = Counted()
-        printer = EventPrinter(out, io.StringIO(), live=True, streaming=streaming)
+        printer = EventPrinter(out, io.StringIO(), live=True, streaming=streaming, drafts=True)
         for event in events:
             printer(event)
         assert out.flushes == flushed

@@ -27,6 +27,8 @@ V1_SAVE = Path(__file__).parent / "saves" / "format_v1_lighthouse.jsonl"
 """Written by storyloom before versions existed (format 1): `storyloom play --story lighthouse
 --headless --faults 0.4 --seed 3` of look, take lamp, /undo, take lamp, go north, examine key,
 take key, go south, inventory; five commits, an undo, corrections, and a last turn that failed."""
+V1_PACK = V1_SAVE.with_suffix(".toml")
+"""The Lighthouse Keeper as it was when that save was made (its digest is the one the save records)."""
 
 WALK = ["look", "take rope", "/regenerate", "/regenerate", "/regenerate", "/choose 2", "north", "/regenerate", "up"]
 
@@ -201,17 +203,18 @@ async def test_exports_follow_the_chosen_path_and_the_json_lists_the_other_versi
 async def test_a_format_1_save_opens_verifies_replays_and_resumes(tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
     shutil.copyfile(V1_SAVE, path)
+    pack = load_pack(V1_PACK)
     save = load_save(path)
     assert save.header.version == 1 and not save.warnings
     fast, careful = _both_readings(path)
     assert fast is not None and fast[1:] == careful[1:]  # format 1 records read as written, like format 2
-    report = verify_save(path)
+    report = verify_save(path, pack)
     assert report.sound, report.lines
     assert "format version 1" in report.lines[1]
     assert "turns: 4 turns in the story (5 committed, 1 undone)" in report.lines[4]
-    replayed = await Replayer(replay_plan(save)).run()
+    replayed = await Replayer(replay_plan(save, pack=pack)).run()
     assert replayed.faithful, str(replayed.divergence)
-    resumed = resume(path, _narrator(seed=3, faults=0.0))
+    resumed = resume(path, OfflineNarrator(pack, seed=3), pack=pack)
     with resumed.journal:
         session = resumed.session
         assert session.pending is not None and session.pending.turn == 6  # the turn that failed
@@ -221,6 +224,35 @@ async def test_a_format_1_save_opens_verifies_replays_and_resumes(tmp_path: Path
         events = await play(session, resumed.journal, ["/regenerate", "/choose 1"])
         assert events[0].event == "alternative_started" and events[-1].event == "alternative_chosen"
     assert path.read_bytes().startswith(V1_SAVE.read_bytes())  # nothing written before is touched
+    report = verify_save(path, pack)
+    assert report.sound, report.lines
+    assert (await Replayer(replay_plan(load_save(path), pack=pack)).run()).faithful
+
+
+async def test_after_an_undo_the_turn_before_is_latest_again_with_its_versions_in_the_save_too(
+    tmp_path: Path,
+) -> None:
+    """ctrl+z made the turn before the latest again but left its versions fixed: they come back, in
+    the live session and in every reading of the save (verify, replay, resume)."""
+    walk = ["take rope", "/regenerate", "/choose 1", "north", "/undo", "/choose 2"]
+    path, live, events = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    assert events[-1].event == "alternative_chosen" and events[-1].turn == 1 and events[-1].alternative == 2
+    assert live.versions is not None and live.versions.turn == 1 and live.versions.chosen == 2
     report = verify_save(path)
     assert report.sound, report.lines
     assert (await Replayer(replay_plan(load_save(path))).run()).faithful
+    resumed = resume(path, _narrator(faults=0.0))
+    with resumed.journal:
+        session = resumed.session
+        assert session.versions is not None and session.versions.turn == 1 and session.versions.chosen == 2
+        assert session.state == live.state and session.can_regenerate
+
+
+async def test_a_save_whose_last_act_is_an_undo_resumes_with_the_new_latest_turns_versions(tmp_path: Path) -> None:
+    walk = ["take rope", "/regenerate", "/regenerate", "/choose 2", "north", "/undo"]
+    path, live, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    resumed = resume(path, _narrator(faults=0.0))
+    with resumed.journal:
+        versions = resumed.session.versions
+        assert versions is not None and versions.turn == 1 and len(versions.alternatives) == 3
+        assert versions.chosen == 2 and resumed.session.state == live.state

@@ -309,12 +309,14 @@ CHEATS_SAVE = Path(__file__).parent / "saves" / "rules_v1_lighthouse_cheats.json
 """Written by storyloom before story.action (commit b65c801) with a model double: `fill the lamp`
 (oil 3 from nowhere), `look`, `light the lamp` (the beacon lit from the shore, THE END)."""
 V1_SAVE = Path(__file__).parent / "saves" / "format_v1_lighthouse.jsonl"
+V1_PACK = V1_SAVE.with_suffix(".toml")
+"""The Lighthouse as both saves were played (b65c801): the story's text has changed since."""
 
 
 def test_a_save_made_before_the_story_rules_verifies_by_its_own_rules_and_notes_todays(tmp_path):
     from storyloom.saves.verify import verify_save
 
-    report = verify_save(CHEATS_SAVE)
+    report = verify_save(CHEATS_SAVE, load_pack(V1_PACK))
     assert report.sound, report.lines
     assert "rule set 1 (the world's rules only, from before story.action)" in report.lines[1]
     assert "ending: The Light on Carrow Head (reached at turn 3)" in report.lines
@@ -322,7 +324,7 @@ def test_a_save_made_before_the_story_rules_verifies_by_its_own_rules_and_notes_
         "note: played under rule set 1, and judged by it; today's rules (set 2) would refuse 2 of its commits: "
         "turn 1 (story.action), turn 3 (story.action)"
     ) in report.lines
-    older = verify_save(V1_SAVE)
+    older = verify_save(V1_SAVE, load_pack(V1_PACK))
     assert older.sound and "rule set 1" in older.lines[1]
     assert not any(line.startswith("note: played under") for line in older.lines)  # offline turns pass today's too
 
@@ -342,7 +344,7 @@ def test_the_same_commits_under_todays_rules_are_not_sound(tmp_path):
         return records
 
     rewrite_records(path, claim_rule_set_2)
-    report = verify_save(path)
+    report = verify_save(path, load_pack(V1_PACK))
     assert not report.sound
     assert "the commit of turn 1 does not pass the rules" in report.lines[-1] and "story.action" in report.lines[-1]
 
@@ -355,11 +357,12 @@ async def test_a_save_made_before_the_story_rules_replays_faithfully_and_resumes
     from storyloom.saves.replay import Replayer, replay_plan
     from storyloom.saves.resume import resume
 
-    replayed = await Replayer(replay_plan(load_save(CHEATS_SAVE))).run()
+    pack = load_pack(V1_PACK)
+    replayed = await Replayer(replay_plan(load_save(CHEATS_SAVE), pack=pack)).run()
     assert replayed.faithful, str(replayed.divergence)
     path = tmp_path / "old.jsonl"
     shutil.copyfile(V1_SAVE, path)
-    resumed = resume(path, OfflineNarrator(load_pack("lighthouse"), seed=3))
+    resumed = resume(path, OfflineNarrator(pack, seed=3), pack=pack)
     with resumed.journal:
         assert resumed.session.rules == resumed.header.rules == 1
 

@@ -154,3 +154,49 @@ async def test_a_resumed_story_browses_the_versions_of_its_latest_turn():
         await pilot.press("left")
         await pilot.pause()
         assert message.prose.text == FIRST and resumed.state["items"]["lamp"] == "player" and carrying(app)
+
+
+async def test_after_ctrl_z_the_new_latest_turns_versions_are_browsable_again():
+    app, session = make_app(
+        GatedReply(turn_text(FIRST, TAKE_LAMP)),
+        GatedReply(turn_text(SECOND, [])),
+        GatedReply(turn_text("You look around.", [])),
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press(*"take lamp", "enter")
+        await idle(pilot, app)
+        await pilot.press("ctrl+g")
+        await idle(pilot, app)
+        message = app.game.latest_message()
+        await pilot.press(*"look", "enter")
+        await idle(pilot, app)
+        assert message is not None and message.status.plain_text == "version 2 of 2" and not message.can_browse
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert message.status.plain_text == "‹ 2/2 ›" and message.can_browse and message.can_regenerate
+        message.focus()
+        await pilot.press("left")
+        await pilot.pause()
+        assert message.prose.text == FIRST and session.state["items"]["lamp"] == "player" and carrying(app)
+
+
+async def test_a_resumed_save_whose_last_act_was_an_undo_browses_the_new_latest_turns_versions(tmp_path):
+    from storyloom.engine.narrators.offline import OfflineNarrator
+    from storyloom.saves.resume import resume
+    from tests.test_saves_kit import played_save_async
+
+    walk = ["take rope", "/regenerate", "/choose 2", "north", "/undo"]
+    path, live, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    resumed = resume(path, OfflineNarrator(live.pack, seed=7))
+    with resumed.journal:
+        app = StoryloomApp(resumed.session, blink=False, past=lambda: resumed.past)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            message = app.game.latest_message()
+            assert message is not None and message.turn == 1
+            assert message.status.plain_text == "‹ 2/2 ›" and message.can_browse
+            message.focus()
+            await pilot.press("left")
+            await pilot.pause()
+            assert message.status.plain_text == "‹ 1/2 ›" and resumed.session.versions.chosen == 1

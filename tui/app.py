@@ -205,7 +205,23 @@ class StoryloomApp(App[int]):
                 "An earlier turn that had issues",
                 partial(game.show_details_of, record),
             )
-        yield from super().get_system_commands(screen)
+        yield SystemCommand("Keys", "The game's keys: sending, correcting, versions, undo, scrolling", self.action_keys)
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")  # Textual's: the input's keys
+
+    def action_keys(self) -> None:
+        """Show the game's keys (Textual's own "Keys" lists the focused input line's editing keys)."""
+        from storyloom.tui.screens.keys import KeysScreen, key_lines
+        from storyloom.tui.widgets.turn_message import TurnMessage
+
+        game = type(self.game)
+        lines = key_lines(
+            [
+                ("Playing", [Binding("enter", "", "Send the command"), *game.BINDINGS]),
+                ("On a focused turn message (shift+tab or a click)", TurnMessage.BINDINGS),
+                ("Anywhere", [Binding("ctrl+p", "", "Command palette"), *self.BINDINGS]),
+            ]
+        )
+        self.push_screen(KeysScreen(lines))
 
     def action_toggle_panel(self) -> None:
         """Show or hide the side panel, overriding the width rule."""

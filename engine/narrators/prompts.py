@@ -17,7 +17,7 @@ from string import Template
 from typing import Any
 
 from storyloom.engine.narration import NarrationRequest, Rejection
-from storyloom.engine.packs import StoryPack
+from storyloom.engine.packs import Described, StoryPack
 from storyloom.engine.state import WorldState
 from storyloom.engine.story import describe_action, describe_effects, possible_now
 
@@ -43,6 +43,7 @@ def world_json(pack: StoryPack) -> dict[str, Any]:
             "description": room.description,
             "exits": room.exits,
             **({"gates": room.gates} if room.gates else {}),
+            **_described(room.descriptions),
         }
         for room_id, room in pack.rooms.items()
     }
@@ -52,6 +53,7 @@ def world_json(pack: StoryPack) -> dict[str, Any]:
             **({"aliases": item.aliases} if item.aliases else {}),
             "portable": item.portable,
             **({"description": item.description} if item.description else {}),
+            **_described(item.descriptions),
         }
         for item_id, item in pack.items.items()
     }
@@ -80,6 +82,14 @@ def world_json(pack: StoryPack) -> dict[str, Any]:
     if free:
         world["free"] = free
     return world
+
+
+def _described(descriptions: list[Described]) -> dict[str, Any]:
+    """A room's or item's descriptions for other states, when it has any: the first whose `when` holds
+    replaces `description`, so a model describes the lamp as filled once it is."""
+    if not descriptions:
+        return {}
+    return {"descriptions": [d.model_dump(exclude_defaults=True) for d in descriptions]}
 
 
 def system_prompt(pack: StoryPack, *, channel: str = f"the `{TOOL_NAME}` tool") -> str:

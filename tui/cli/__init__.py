@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: 1, the recorded pace, in the UI; inf with --headless)",
     )
     replay.add_argument("--headless", action="store_true", help="print the replay instead of showing it")
+    replay.add_argument(
+        "--drafts",
+        action="store_true",
+        help="with --headless: print every attempt's prose as it streams, rejected drafts too "
+        "(default: the committed prose, one line per correction)",
+    )
 
     verify = commands.add_parser("verify", help="re-validate every turn of a save and check its hash chain")
     verify.add_argument("save")

@@ -39,6 +39,7 @@ from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXI
 from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro, print_problems
 from storyloom.tui.session import PlaySession
 from storyloom.tui.settings import SettingsError, load_settings
+from storyloom.tui.words import plural
 
 STORY_OVER = "the story is over (/undo takes back the ending turn, and play goes on)"
 
@@ -147,7 +148,9 @@ def _open(play: PlaySession, err: TextIO) -> bool:
         session = play.open()
     except PackError as exc:
         print_problems(exc, err)
-        print(f"storyloom: the story {play.source!r} cannot be played ({len(exc.problems)} problem(s))", file=err)
+        print(
+            f"storyloom: the story {play.source!r} cannot be played ({plural(len(exc.problems), 'problem')})", file=err
+        )
         return False
     except (SaveError, SettingsError) as exc:  # a save's text is untrusted (a model wrote some of it)
         print(f"storyloom: {safe_text(str(exc))}", file=err)
@@ -289,7 +292,10 @@ async def play_commands(
         return stop.code
     finally:
         if skipped:
-            print(f"storyloom: {len(skipped)} turn(s) failed and were skipped: {_turns(skipped)}", file=err)
+            failed = plural(len(skipped), "turn") + (
+                " failed and was skipped" if len(skipped) == 1 else " failed and were skipped"
+            )
+            print(f"storyloom: {failed}: {_turns(skipped)}", file=err)
     return EXIT_OK
 
 

@@ -33,8 +33,11 @@ class EventPrinter:
 
     - A transcript (`live=False`, headless play): each committed turn's prose once on
       `out`, so stdout is the story; rejections, corrections and failures are notes on `err`.
-    - A live view (`live=True`, text replay): the player's inputs and the prose as it
-      streams, with corrections, failures, cancels and undos marked inline on `out`.
+    - A live view (`live=True`, text replay): the player's inputs and each committed turn's
+      prose, with one short line per correction (the rule it answered; the prose kept or
+      swapped), failures, cancels and undos marked inline on `out`. With `drafts`, the prose
+      of every attempt as it streams instead, rejected ones too, and `[corrected]` where a
+      correction swapped it.
 
     Args:
         out: where the story goes.
@@ -42,12 +45,17 @@ class EventPrinter:
         live: print the live view instead of the transcript.
         streaming: flush the live view after each event, so its prose shows as it is replayed (a
             replay at `--speed inf` has no pace to show: it flushes when its buffer is full).
+        drafts: the live view streams every attempt's prose, rejected drafts included.
     """
 
-    def __init__(self, out: TextIO, err: TextIO, *, live: bool = False, streaming: bool = True):
-        self.out, self.err, self.live, self.streaming = out, err, live, streaming
+    def __init__(self, out: TextIO, err: TextIO, *, live: bool = False, streaming: bool = True, drafts: bool = False):
+        self.out, self.err, self.live, self.streaming, self.drafts = out, err, live, streaming, drafts
         self._open = False
         """The live view is in the middle of a paragraph of prose."""
+        self._rejected: list[str] = []
+        """The rules each rejected attempt of the turn in flight broke (the live view without drafts)."""
+        self._swapped = False
+        """The last correction of the turn in flight replaced the prose."""
 
     def __call__(self, event: Event) -> None:
         if self.live:
@@ -87,6 +95,8 @@ class EventPrinter:
                 print(f"  [{issue.rule}] {issue.path or '/'}: {safe_text(issue.message)}", file=self.err)
 
     def _live(self, event: Event) -> None:
+        if not self.drafts and self._corrections(event):
+            return
         write = self.out.write
         if isinstance(event, ProseDelta):
             write(safe_text(event.text))
@@ -126,6 +136,33 @@ class EventPrinter:
             write("[undo]\n\n")
         elif isinstance(event, StoryEnded):
             write(f"*** {safe_text(event.title)} ***\n{safe_text(event.text)}\n\n")
+
+    def _corrections(self, event: Event) -> bool:
+        """The live view without drafts: keep what the attempts say until the turn ends, then print the
+        committed prose after one line per correction. True when the event is handled here."""
+        if isinstance(event, ValidationFailed):
+            self._rejected.append(", ".join(sorted({issue.rule for issue in event.issues})))
+        elif isinstance(event, ProseReplaced):
+            if event.text or not event.changed:  # not a transient retry's clearing
+                self._swapped = event.changed
+        elif isinstance(event, ProseDelta):
+            pass
+        elif isinstance(event, TurnCommitted | TurnFailed | TurnCancelled):
+            answered = self._rejected[:-1] if isinstance(event, TurnFailed) else self._rejected
+            last = {TurnCommitted: "prose swapped" if self._swapped else "prose kept", TurnCancelled: "cancelled"}
+            for number, rules in enumerate(answered, 1):
+                outcome = last.get(type(event), "") if number == len(self._rejected) else "rejected again"
+                self.out.write(f"[correction {number} for {rules}: {outcome}]\n")
+            if answered and isinstance(event, TurnCommitted):
+                self.out.write("\n")
+            self._rejected, self._swapped = [], False
+            if isinstance(event, TurnCommitted) and event.narrative:
+                self.out.write(safe_text(event.narrative))
+                self._open = True
+            return False
+        else:
+            return False
+        return True
 
     def _note(self, text: str) -> None:
         print(f"storyloom: {text}", file=self.err)

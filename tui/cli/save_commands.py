@@ -11,7 +11,9 @@ import argparse
 import asyncio
 import json
 import math
+import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from storyloom.engine.safety import safe_text
@@ -22,6 +24,7 @@ from storyloom.saves.reader import load_save, summarize_save
 from storyloom.saves.verify import open_pack, story_turns, verify_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter
+from storyloom.tui.words import plural
 
 
 def _fail(exc: SaveError) -> int:
@@ -37,41 +40,115 @@ def _load(ref: str) -> Save:
 
 
 def saves(args: argparse.Namespace) -> int:
-    """List the saves: story, turns, last played, size; damaged ones say what is wrong."""
+    """List the saves: story, turns, last played, size; damaged ones say what is wrong.
+
+    In a terminal the table fits its width, as `ls -l` does: a story's title is shortened, then
+    columns go in order of importance (size, story, last played); piped, rows are whole.
+    """
     folder = saves_dir()
     found = list_saves(folder)
     if not found:
         print(f"No saves yet in {folder}. Play a story: storyloom play")
         return EXIT_OK
     print(f"Saves in {folder} (newest first):")
-    rows = [("SAVE", "STORY", "TURNS", "LAST PLAYED", "SIZE")]
-    for path in found:
-        rows.append(_row(path, folder, rescue_of(path, found)))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)).rstrip())
+    for line in _fit([_row(path, folder, rescue_of(path, found)) for path in found], _width()):
+        print(line)
     return EXIT_OK
 
 
-def _row(path: Path, folder: Path, rescue: Path | None) -> tuple[str, str, str, str, str]:
+@dataclass(frozen=True)
+class _Listing:
+    """One save's row of `storyloom saves`, with the shorter forms a narrow terminal uses."""
+
+    name: str
+    story: str
+    title: str = ""
+    turns: str = "-"
+    turns_short: str = "-"
+    when: str = "-"
+    size: str = ""
+    note: str = ""
+    """What is wrong with the save, or what supersedes it: after the columns, cut at the width."""
+
+
+_HEADINGS = {"name": "SAVE", "story": "STORY", "turns": "TURNS", "when": "LAST PLAYED", "size": "SIZE"}
+_LAYOUTS = (
+    ("name", "story", "turns", "when", "size"),
+    ("name", "story", "turns_short", "when", "size"),
+    ("name", "story", "turns_short", "when"),
+    ("name", "turns_short", "when"),
+    ("name", "turns_short"),
+    ("name",),
+)
+"""The columns of `storyloom saves`, widest first: the turns said short, then size, story, last played dropped."""
+
+
+def _width() -> int | None:
+    """The terminal's width ($COLUMNS first) when stdout is one, else None: a pipe gets whole rows."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+def _fit(rows: list[_Listing], width: int | None) -> list[str]:
+    """The table in the first layout that fits the width, its titles shortened to fit; lines cut at the width."""
+    for columns in _LAYOUTS:
+        lines = _table(rows, columns, width)
+        if width is None or all(len(line) <= width for line in lines):
+            break
+    return [_cut(line, width) if width else line for line in _notes(lines, rows, width)]
+
+
+def _table(rows: list[_Listing], columns: tuple[str, ...], width: int | None) -> list[str]:
+    cells = [[_HEADINGS.get(c, "TURNS") for c in columns]]
+    cells += [[getattr(row, c) for c in columns] for row in rows]
+    if "story" in columns:  # the story's title fills what the other columns leave, shortened to fit
+        others = sum(max(len(r[i]) for r in cells) + 2 for i, c in enumerate(columns) if c != "story")
+        room = None if width is None else width - others
+        index = columns.index("story")
+        for cell, row in zip(cells[1:], rows, strict=True):
+            cell[index] = _titled(row, room)
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip() for r in cells]
+
+
+def _titled(row: _Listing, room: int | None) -> str:
+    if not row.title:
+        return row.story
+    whole = f"{row.story} ({row.title})"
+    if room is None or len(whole) <= room:
+        return whole
+    if room < len(row.story) + 8:  # less than four letters of the title says nothing
+        return row.story
+    return f"{row.story} ({row.title[: room - len(row.story) - 4]}…)"
+
+
+def _notes(lines: list[str], rows: list[_Listing], width: int | None) -> list[str]:
+    return [lines[0]] + [f"{line}  {row.note}" if row.note else line for line, row in zip(lines[1:], rows, strict=True)]
+
+
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+
+
+def _row(path: Path, folder: Path, rescue: Path | None) -> _Listing:
     """One save's row, from its header and last records only (`summarize_save`): a listing takes about
     the same time for a save of any size (damage further in shows when the save is opened or
     verified). A save that a rescue continues says so (resuming it goes on in the rescue)."""
     name = safe_text(path.name if path.parent == folder else str(path))
     size = _size(path.stat().st_size)
+    note = ""
     if rescue is not None:
         where = rescue.name if rescue.parent == folder else str(rescue)
-        size += f"  superseded: it stopped taking writes and goes on in {safe_text(where)}"
+        note = f"superseded: it stopped taking writes and goes on in {safe_text(where)}"
     try:
         summary = summarize_save(path)
     except SaveError as exc:
-        return (name, "(damaged)", "-", "-", f"{size}  {safe_text(exc.reason)}")
+        return _Listing(name, "(damaged)", size=size, note=" ".join(filter(None, (safe_text(exc.reason), note))))
     tally = summary.tally
     turns = story_turns(tally.committed, tally.undone) if tally is not None else "?"
+    short = turns.split(" in the story", 1)[0]
     when = summary.last_time.replace("T", " ")[:16] + " UTC" if summary.last_time else "-"
-    title = safe_text(summary.header.story_title)
-    story = safe_text(summary.header.story_id) + (f" ({title})" if title else "")
-    return (name, story, turns, when, size)
+    story = safe_text(summary.header.story_id)
+    return _Listing(name, story, safe_text(summary.header.story_title), turns, short, when, size, note)
 
 
 def _size(n: int) -> str:
@@ -140,7 +217,8 @@ def replay(args: argparse.Namespace) -> int:
         streamed = stream_plan(path, speed=speed)
         for warning in streamed.warnings:
             print(f"storyloom: warning: {safe_text(str(path))}: {warning}", file=sys.stderr)
-        printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed))
+        drafts = bool(getattr(args, "drafts", False))
+        printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed), drafts=drafts)
         replayer = Replayer(streamed, loop_turn_every=HEADLESS_LOOP_TURN, keep_events=False)
         result = asyncio.run(replayer.run(printer))
     except SaveError as exc:
@@ -169,7 +247,7 @@ def replay(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     turns = result.commits
     print(
-        f"storyloom: replayed {turns} commit(s); every decision and state hash matches the record "
+        f"storyloom: replayed {plural(turns, 'commit')}; every decision and state hash matches the record "
         f"(final state {result.final_hash[:12]}…)",
         file=sys.stderr,
     )

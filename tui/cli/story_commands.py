@@ -12,6 +12,7 @@ from storyloom.engine.story import binding
 from storyloom.tui.cli.exits import EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import print_problems
 from storyloom.tui.settings import DEFAULT_STORY, SettingsError, config_path, resolve_settings
+from storyloom.tui.words import plural
 
 
 def stories(args: argparse.Namespace) -> int:
@@ -30,7 +31,7 @@ def check_story(args: argparse.Namespace) -> int:
         pack = load_pack(args.path)
     except PackError as exc:
         print_problems(exc, sys.stderr)
-        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
+        print(plural(len(exc.problems), "problem") + " found", file=sys.stderr)
         return EXIT_USAGE
     print(
         f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {len(pack.rooms)} rooms, {len(pack.items)} items, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,7 @@ class GameScreen(StoryScreen):
         Binding("escape", "cancel", "Cancel turn"),
         Binding("ctrl+r", "retry", "Retry", priority=True),
         Binding("ctrl+d", "details", "Details", priority=True),
+        Binding("ctrl+d", "any_details", show=False, priority=True),
         Binding("ctrl+z", "undo", "Undo", priority=True),
         Binding("ctrl+g", "regenerate", "Another version", priority=True),
         Binding("pageup", "page_transcript(-1)", "Scroll up", show=False),
@@ -79,6 +81,8 @@ class GameScreen(StoryScreen):
         self._blink = blink
         self._hook_error = ""
         """The last error the event hook reported (each distinct one is shown once)."""
+        self._pasted: deque[str] = deque()
+        """Commands of a multi-line paste still to play, each once the turn before has committed."""
 
     @property
     def command_input(self) -> CommandInput:
@@ -111,6 +115,21 @@ class GameScreen(StoryScreen):
         event.input.clear()
         self._start(self.session.play(text))
 
+    @on(CommandInput.Pasted)
+    def _paste(self, event: CommandInput.Pasted) -> None:
+        """A paste of several lines plays them one after another, as if each were typed and sent."""
+        self._pasted.extend(event.lines)
+        self._play_pasted()
+
+    def _play_pasted(self) -> None:
+        if self.running or not self._pasted:
+            return
+        if self.session.ending is not None or self.session.pending is not None:  # failed, cancelled or over
+            self.command_input.say_not_played(len(self._pasted))
+            self._pasted.clear()
+            return
+        self._start(self.session.play(self._pasted.popleft()))
+
     def _start(self, events: AsyncIterator[Event]) -> None:
         self.running = True
         self.refresh_bindings()
@@ -141,6 +160,7 @@ class GameScreen(StoryScreen):
             self.command_input.say_busy(False)
             self._update_retry_offer()
             self.refresh_bindings()
+            self.call_later(self._play_pasted)
 
     async def archive_old_turns(self) -> None:
         """Fold the oldest finished turns into blocks, and tell the collector the full ones are here to stay."""
@@ -282,12 +302,21 @@ class GameScreen(StoryScreen):
     def show_undo(self, event: TurnUndone) -> None:
         self._offer_next()  # the undone turn's suggestions (or its ending) no longer apply: the turn before's do
         self.command_input.say_busy(False)
-        self._update_retry_offer()
         super().show_undo(event)
+        versions = self.session.versions  # the turn before is the latest again: its versions come back
+        for message in self.transcript.live_messages():
+            if versions is not None and message.turn == versions.turn and message.fixed:
+                message.open_versions()
+        self._update_retry_offer()
+
+    def say_undone(self) -> None:
+        """Nothing more: the undone turn's own status line says *undone* where the player is reading,
+        and a toast saying it again covered the input line at 80x24."""
 
     async def restart(self, session: Session, past: Sequence[PastTurn] = ()) -> None:
         """Play a fresh session (or an opened save) in this screen: the transcript starts again from the intro."""
         self.workers.cancel_group(self, "turn")
+        self._pasted.clear()
         await super().restart(session, past)
         self._offer_next()
         self.command_input.say_busy(False)

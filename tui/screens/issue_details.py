@@ -17,6 +17,7 @@ from storyloom.engine.events import AttemptFinished, Event, ProseDelta, ProseRep
 from storyloom.engine.safety import safe_text
 from storyloom.engine.turns import Issue
 from storyloom.tui.failures import BUDGET_SPENT, failure
+from storyloom.tui.words import plural
 
 
 @dataclass(frozen=True)
@@ -128,11 +129,25 @@ class IssueDetailsScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,d", "dismiss", "Close")]
 
-    def __init__(self, turn: int, player_input: str, events: list[Event]) -> None:
+    def __init__(
+        self,
+        turn: int,
+        player_input: str,
+        events: list[Event],
+        *,
+        narrator: str = "",
+        world: tuple[list[str], list[str]] = ([], []),
+    ) -> None:
+        """Args:
+        narrator: who wrote the turn (the offline narrator counts no tokens, and says so).
+        world: the stats and flags the side panel does not show, one line each (`world_lines`).
+        """
         super().__init__()
         self._turn = turn
         self._player_input = player_input
         self._events = list(events)
+        self._narrator = narrator
+        self._world = world
 
     def compose(self) -> ComposeResult:
         box = Vertical()
@@ -145,9 +160,12 @@ class IssueDetailsScreen(ModalScreen[None]):
             corrections = [view for view in views if view.kind == "correction"]
             if corrections and usage_text(_total(corrections)):
                 yield Static(Content(f"Corrections cost: {usage_text(_total(corrections))}"), markup=False)
+            if views and not usage_text(_total(views)):
+                said = "offline: no tokens" if self._narrator == "offline" else "no token figures reported"
+                yield Static(Content.styled(said, "dim"), markup=False)
             for index, view in enumerate(views):
                 title = "First attempt" if view.kind == "turn" else f"Correction {view.number - 1}"
-                verdict = "accepted" if not view.issues else f"rejected: {len(view.issues)} issue(s)"
+                verdict = "accepted" if not view.issues else f"rejected: {plural(len(view.issues), 'issue')}"
                 yield Static(Content(f"{title} — {verdict}"), markup=False, classes="-heading")
                 if usage_text(view.usage):
                     yield Static(Content.styled(usage_text(view.usage), "dim"), markup=False, classes="-issue")
@@ -157,10 +175,18 @@ class IssueDetailsScreen(ModalScreen[None]):
                     yield Static(line, markup=False, classes="-issue")
                 if index:
                     yield from self._changes(views[index - 1], view)
+            stats, flags = self._world
+            if stats or flags:
+                yield Static(Content("Not in the side panel (the story keeps these out of sight)"), classes="-heading")
+                for line in (*stats, *flags):
+                    yield Static(Content(line), markup=False, classes="-issue")
 
     def _outcome(self) -> list[Static]:
         last = self._events[-1] if self._events else None
-        if isinstance(last, TurnCommitted):
+        corrected = any(e.event == "validation_failed" for e in self._events)
+        if isinstance(last, TurnCommitted) and not corrected:
+            text = "Outcome: committed at once. No corrections: nothing to show."
+        elif isinstance(last, TurnCommitted):
             text = "Outcome: committed after correction."
         elif isinstance(last, TurnFailed):
             said = failure(last)

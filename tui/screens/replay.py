@@ -29,6 +29,7 @@ from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
 from storyloom.saves.replay import Replayer, ReplayStep
 from storyloom.tui.screens.story import StoryScreen
+from storyloom.tui.words import plural
 
 TURN_GAP = 0.6
 """Seconds (at ×1) between the end of one recorded turn and the next input, so a watcher can follow.
@@ -144,7 +145,7 @@ class ReplayScreen(StoryScreen):
         if self.finished:
             commits = sum(e.event == "turn_committed" for e in self.replayer.result.events)
             return (
-                f"replayed {commits} commit(s); every decision and state hash matches the record "
+                f"replayed {plural(commits, 'commit')}; every decision and state hash matches the record "
                 f"(final state {self.replayer.result.final_hash[:12]}…)"
             )
         return (

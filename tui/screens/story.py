@@ -17,7 +17,7 @@ from storyloom.tui._textual_internals import crop_repaints_to_rows
 from storyloom.tui.screens.issue_details import IssueDetailsScreen
 from storyloom.tui.screens.opening import game_layout
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
-from storyloom.tui.widgets.side_panel import SidePanel
+from storyloom.tui.widgets.side_panel import SidePanel, world_lines
 from storyloom.tui.widgets.story_view import StoryView
 from storyloom.tui.widgets.turn_message import TurnMessage
 
@@ -160,6 +160,10 @@ class StoryScreen(Screen[None]):
         self.transcript.show_undo()
         self.side_panel.show_state(event.state)
         self.refresh_bindings()
+        self.say_undone()
+
+    def say_undone(self) -> None:
+        """Say the undo was done, where it covers no text (a toast at 80x24 sat over the input line)."""
         self.notify("The last turn was undone.", title="Undo")
 
     async def restart(self, session: Session, past: Sequence[PastTurn] = ()) -> None:
@@ -201,19 +205,33 @@ class StoryScreen(Screen[None]):
         """End, while the story is scrolled up: back to the newest text (as the follow hint says)."""
         self.transcript.follow()
 
+    def action_any_details(self) -> None:
+        """ctrl+d where the footer offers no details: the key still opens them (or says there are none),
+        instead of going on to the input line and deleting a character there."""
+        self.action_details()
+
     def action_details(self) -> None:
+        """ctrl+d: the latest turn's details; a turn without corrections says there is nothing to show."""
         latest = self.latest_message()
-        if latest is not None and latest.has_details:
+        if latest is not None:
             self._open_details(latest)
-        elif latest is None and (folded := self.transcript.latest_folded()) is not None and folded.details:
+        elif (folded := self.transcript.latest_folded()) is not None:  # a resumed story: its newest turn is folded
             self.show_details_of(folded)
+        else:
+            self.notify("Nothing to show yet: no turn has been played.", timeout=3)
 
     @on(TurnMessage.DetailsRequested)
     def _details_message(self, event: TurnMessage.DetailsRequested) -> None:
         self._open_details(event.message)
 
     def _open_details(self, message: TurnMessage) -> None:
-        self.app.push_screen(IssueDetailsScreen(message.turn, message.player_input, message.events))
+        self.app.push_screen(self._details_screen(message.turn, message.player_input, message.events))
+
+    def _details_screen(self, turn: int, player_input: str, events: list[Event]) -> IssueDetailsScreen:
+        """A turn's details, with the narrator's name and what the side panel keeps out of sight."""
+        session = self.session
+        hidden = world_lines(session.pack, session.state, shown=False)
+        return IssueDetailsScreen(turn, player_input, events, narrator=session.narrator.name, world=hidden)
 
     @on(ArchivedTurns.DetailsRequested)
     def _folded_details(self, event: ArchivedTurns.DetailsRequested) -> None:
@@ -226,7 +244,7 @@ class StoryScreen(Screen[None]):
 
     def show_details_of(self, record: TurnRecord) -> None:
         """Open the details of a folded turn."""
-        self.app.push_screen(IssueDetailsScreen(record.turn, record.player_input, list(record.details)))
+        self.app.push_screen(self._details_screen(record.turn, record.player_input, list(record.details)))
 
 
 def _earlier(session: Session) -> int:

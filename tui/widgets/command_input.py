@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from textual import events, on
+from textual.message import Message
 from textual.widgets import Input
 
 from storyloom.engine.limits import COMMAND_MAX_CHARS
 from storyloom.engine.safety import safe_text
+from storyloom.tui.words import plural
 
 
 class CommandInput(Input):
@@ -38,6 +40,36 @@ class CommandInput(Input):
             event.prevent_default()
             await self.action_submit()
 
+    class Pasted(Message):
+        """Several lines were pasted: each is a command, to be played in order."""
+
+        def __init__(self, field: CommandInput, lines: list[str]) -> None:
+            super().__init__()
+            self.field = field
+            self.lines = lines
+            """The commands, the first with what was typed before the paste around it."""
+
+        @property
+        def control(self) -> CommandInput:
+            return self.field
+
+    def _on_paste(self, event: events.Paste) -> None:
+        """A paste of one line goes in where the cursor is; of several, each line is a command (Input
+        kept the first and dropped the rest without a word)."""
+        lines = [line.strip() for line in event.text.splitlines() if line.strip()]
+        if len(lines) < 2:
+            return  # Input's own handler (run after this one) puts it in
+        event.prevent_default()
+        event.stop()
+        selection = self.selection
+        if selection.is_empty:
+            self.insert_text_at_cursor(lines[0])
+        else:
+            self.replace(lines[0], *selection)
+        first = self.value
+        self.clear()
+        self.post_message(self.Pasted(self, [first, *(line[:COMMAND_MAX_CHARS] for line in lines[1:])]))
+
     def suggest(self, suggestions: tuple[str, ...]) -> None:
         """Show the narrator's suggested next actions as the placeholder."""
         if suggestions:  # model text: never a control sequence in the terminal
@@ -66,6 +98,10 @@ class CommandInput(Input):
     def say_over(self) -> None:
         """A command was sent after the ending: say on the line's border why it was not played (it stays typed)."""
         self.border_subtitle = "the story is over · ctrl+z takes the ending turn back"
+
+    def say_not_played(self, count: int) -> None:
+        """Pasted commands were left unplayed (a turn failed, was cancelled or ended the story): say how many."""
+        self.border_subtitle = f"{plural(count, 'pasted line')} not played: the turn before did not go on"
 
     def say_busy(self, busy: bool = True) -> None:
         """Say on the line's own border that a turn is still being written (a toast would cover the prose)."""

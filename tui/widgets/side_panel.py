@@ -16,7 +16,8 @@ def _words(identifier: str) -> str:
 
 
 class SidePanel(Static):
-    """Story title, room, inventory, stats and flags of the committed state only.
+    """Story title, room, inventory, stats and flags of the committed state only: those the story
+    marks visible (`StoryPack.visible`: room, carried items and stats unless it says otherwise).
 
     A turn in flight, being corrected or failed never shows here: the panel is
     updated from `turn_committed` and `turn_undone` events (and the starting state).
@@ -52,24 +53,39 @@ class SidePanel(Static):
     def _render_state(self, state: dict[str, Any]) -> Content:
         pack = self._pack
         lines: list[Content] = [Content.styled(safe_text(pack.title), "bold"), Content("")]
-        room = pack.rooms.get(state.get("location", ""))
-        lines.append(Content.styled("Where", "bold $text-accent"))
-        lines.append(Content(safe_text(room.name if room else str(state.get("location", "?")))))
-        lines.append(Content(""))
-        carried = [pack.items[i].name for i, at in state.get("items", {}).items() if at == PLAYER and i in pack.items]
-        lines.append(Content.styled("Carrying", "bold $text-accent"))
-        lines += [Content(f"• {safe_text(name)}") for name in carried] or [Content.styled("nothing", "dim")]
-        if pack.stats:
+        visible = set(pack.visible)
+        if "room" in visible:
+            room = pack.rooms.get(state.get("location", ""))
+            lines.append(Content.styled("Where", "bold $text-accent"))
+            lines.append(Content(safe_text(room.name if room else str(state.get("location", "?")))))
             lines.append(Content(""))
-            lines.append(Content.styled("Stats", "bold $text-accent"))
-            for stat_id, stat in pack.stats.items():
-                value = state.get("stats", {}).get(stat_id, stat.initial)
-                label = safe_text(stat.label or _words(stat_id))
-                lines.append(Content(f"{label} {value}/{stat.max}"))
-        if pack.flags:
-            lines.append(Content(""))
-            lines.append(Content.styled("Flags", "bold $text-accent"))
-            for flag_id in pack.flags:
-                value = state.get("flags", {}).get(flag_id, False)
-                lines.append(Content(f"{_words(flag_id)}: {'yes' if value else 'no'}"))
+        if "items" in visible:
+            carried = [
+                pack.items[i].name for i, at in state.get("items", {}).items() if at == PLAYER and i in pack.items
+            ]
+            lines.append(Content.styled("Carrying", "bold $text-accent"))
+            lines += [Content(f"• {safe_text(name)}") for name in carried] or [Content.styled("nothing", "dim")]
+        stats, flags = world_lines(pack, state, shown=True)
+        for heading, found in (("Stats", stats), ("Flags", flags)):
+            if found:
+                lines += [Content(""), Content.styled(heading, "bold $text-accent"), *map(Content, found)]
         return Content("\n").join(lines)
+
+
+def world_lines(pack: StoryPack, state: dict[str, Any], *, shown: bool) -> tuple[list[str], list[str]]:
+    """The stats and flags the story marks visible (`shown`), or the rest of them, one line each.
+
+    The side panel shows the first; the rest, which could give the plot away, only the details screen.
+    """
+    visible = set(pack.visible)
+    stats = [
+        f"{safe_text(stat.label or _words(stat_id))} {state.get('stats', {}).get(stat_id, stat.initial)}/{stat.max}"
+        for stat_id, stat in pack.stats.items()
+        if ("stats" in visible or stat_id in visible) == shown
+    ]
+    flags = [
+        f"{_words(flag_id)}: {'yes' if state.get('flags', {}).get(flag_id, False) else 'no'}"
+        for flag_id in pack.flags
+        if ("flags" in visible or flag_id in visible) == shown
+    ]
+    return stats, flags

@@ -247,6 +247,13 @@ class TurnMessage(Vertical, can_focus=True):
             self.status.fixed(self.chosen, len(self.versions))
         self.refresh_bindings()
 
+    def open_versions(self) -> None:
+        """The turn after this one was undone: this is the latest turn again, its versions browsable."""
+        self.fixed = False
+        if self.outcome == "committed" and len(self.versions) > 1:
+            self.status.versions(self.chosen, len(self.versions))
+        self.refresh_bindings()
+
     def offer_regenerate(self, can: bool) -> None:
         """Say whether the engine would write another version of this turn now."""
         if self.can_regenerate != can:

@@ -181,12 +181,13 @@ def _meant(request: NarrationRequest, key: str, seen: RoomsSeen | None) -> dict[
         return write_turn(pack, state, history, command, Random(f"turn|{key}"), seen)
     otherwise = Random(f"outcome|{key}").random() < OTHER_OUTCOME_SHARE
     turn: dict[str, Any] = {}
+    earlier = request.earlier_versions
     for wording in range(WORDINGS_TRIED):
         rng = Random(f"turn|{key}|{wording}")
-        turn = write_turn(pack, state, history, command, rng, seen)
+        turn = write_turn(pack, state, history, command, rng, seen, earlier)
         if otherwise and turn["state_patch"]:
-            turn = write_held_back(pack, state, rng)
-        if turn["narrative"] not in request.earlier_versions:
+            turn = write_held_back(pack, state, history, rng, earlier)
+        if turn["narrative"] not in earlier:
             break
     return turn
 
@@ -282,7 +283,7 @@ def _faulty(kind: str, clean: dict[str, Any], request: NarrationRequest, rng: Ra
             ("You push on, and on, until you come to {the}.", "Somehow your steps bring you to {the}."),
             the=say.the(room.name),
         )
-        narrative += " " + room.description
+        narrative += " " + room.description_in(request.state)
         patch = [{"op": "replace", "path": "/location", "value": room_id}]
     elif kind == "stat_bounds":
         stat_id = rng.choice(list(pack.stats))

@@ -8,7 +8,8 @@ pack's own descriptions carry the voice; these phrases only join them up.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from random import Random
 
 from storyloom.engine.packs import Item, Room
@@ -44,13 +45,42 @@ def first_sentence(text: str) -> str:
     return found[0] if found else ""
 
 
+class Voice(Random):
+    """A seeded `Random` that also remembers the sentences the story has shown lately.
+
+    `pick` prefers a wording said least, so the same verb reads differently turn after turn
+    and another version of a turn is another telling, while the same seed and history still
+    give the same words.
+
+    Args:
+        seed: as `Random`'s.
+        said: sentences already shown, with how often (weighted up for what must not come back).
+    """
+
+    def __init__(self, seed: object, said: Counter[str] | None = None):
+        super().__init__(seed)  # type: ignore[arg-type]
+        self.said: Counter[str] = said if said is not None else Counter()
+
+    def hear(self, texts: Iterable[str], weight: int = 1) -> None:
+        """Count the sentences of these texts as said."""
+        for text in texts:
+            for sentence in sentences(text):
+                self.said[sentence] += weight
+
+
 def pick(rng: Random, options: Sequence[str], **values: str) -> str:
-    """One of the options, filled in."""
-    return rng.choice(list(options)).format(**values)
+    """One of the options, filled in; with a `Voice`, one of those said least so far."""
+    filled = [option.format(**values) for option in options]
+    if not isinstance(rng, Voice):
+        return rng.choice(filled)
+    cost = [sum(rng.said[s] for s in sentences(text)) for text in filled]
+    chosen = rng.choice([text for text, c in zip(filled, cost, strict=True) if c == min(cost)])
+    rng.hear([chosen])
+    return chosen
 
 
-def room_view(room: Room, rng: Random) -> str:
-    """The room's name and description, opened in one of several ways."""
+def room_view(room: Room, desc: str, rng: Random) -> str:
+    """The room's name and its description as it is now, opened in one of several ways."""
     name = room.name
     return pick(
         rng,
@@ -58,12 +88,15 @@ def room_view(room: Room, rng: Random) -> str:
             "{name}.\n\n{desc}",
             "You take it in: {the}. {desc}",
             "{desc}\n\nThis is {the}.",
-            "You look about you. {Name}: {desc}",
+            "You look about you: {the}. {desc}",
+            "You stand in {the} and look around. {desc}",
+            "Here is {the}. {desc}",
+            "You take a long look at {the}. {desc}",
         ),
         name=name,
         Name=cap(name),
         the=the(name),
-        desc=room.description,
+        desc=desc,
     )
 
 
@@ -80,6 +113,9 @@ def items_here(items: Sequence[Item], rng: Random) -> str:
             "{List} {verb} here.",
             "Within reach: {list}.",
             "Your eye falls on {list}.",
+            "{List} {verb} to hand.",
+            "You spot {list}.",
+            "Here you find {list}.",
         ),
         list=listing,
         List=cap(listing),
@@ -99,6 +135,9 @@ def exits_line(open_ways: Sequence[str], closed_ways: Sequence[str], rng: Random
                     "From here you can go {or_list}.",
                     "You could go {or_list}.",
                     "Exits: {and_list}.",
+                    "The ways out: {and_list}.",
+                    "You can leave {or_list}.",
+                    "You could head {or_list}.",
                 ),
                 or_list=join(open_ways, "or"),
                 and_list=join(open_ways),
@@ -114,6 +153,9 @@ def exits_line(open_ways: Sequence[str], closed_ways: Sequence[str], rng: Random
                     "The way {d} is shut.",
                     "The way {d} is closed to you for now.",
                     "The way {d} will not open yet.",
+                    "Nothing lets you go {d} just now.",
+                    "The way {d} stays barred.",
+                    "For now there is no going {d}.",
                 ),
                 d=way,
             )
@@ -122,39 +164,56 @@ def exits_line(open_ways: Sequence[str], closed_ways: Sequence[str], rng: Random
 
 
 _LEADS = {
-    "up": ("You climb up.", "You make your way up.", "Up you go."),
-    "down": ("You climb down.", "You make your way down.", "Down you go, carefully."),
-    "in": ("You step inside.", "You go in.", "You duck inside."),
-    "out": ("You step outside.", "You go out.", "You leave, out into the open."),
+    "up": ("You climb up.", "You make your way up.", "Up you go.", "You go up, step by step.", "You climb."),
+    "down": (
+        "You climb down.",
+        "You make your way down.",
+        "Down you go, carefully.",
+        "You go down, feeling for each step.",
+        "You descend.",
+    ),
+    "in": ("You step inside.", "You go in.", "You duck inside.", "In you go.", "You slip inside."),
+    "out": ("You step outside.", "You go out.", "You leave, out into the open.", "Out you go.", "You step out."),
 }
-_COMPASS_LEADS = ("You head {d}.", "You make your way {d}.", "You set off {d}.", "You follow the way {d}.")
+_COMPASS_LEADS = (
+    "You head {d}.",
+    "You make your way {d}.",
+    "You set off {d}.",
+    "You follow the way {d}.",
+    "You walk {d}.",
+    "You turn {d} and go.",
+    "{D} you go.",
+)
 
 
 def move_lead(direction: str, rng: Random) -> str:
     """The first words of a move: how the player goes."""
     if direction in _LEADS:
         return pick(rng, _LEADS[direction])
-    return pick(rng, _COMPASS_LEADS, d=direction)
+    return pick(rng, _COMPASS_LEADS, d=direction, D=cap(direction))
 
 
-def arrival(room: Room, revisit: bool, rng: Random) -> str:
-    """Where the player arrives, naming the room (the rules require it)."""
+def arrival(room: Room, desc: str, revisit: bool, rng: Random) -> str:
+    """Where the player arrives, naming the room (the rules require it); `desc` is how it looks now."""
     if not revisit:
-        return room_view(room, rng)
+        return room_view(room, desc, rng)
     return pick(
         rng,
         (
             "You are back: {the}. {first}",
             "{The} again. {first}",
             "Once more, {the}. {first}",
+            "You return to {the}. {first}",
+            "Back in {the}. {first}",
+            "You come again to {the}. {first}",
         ),
         the=the(room.name),
         The=cap(the(room.name)),
-        first=first_sentence(room.description),
+        first=first_sentence(desc),
     )
 
 
-def took(item: Item, rng: Random) -> str:
+def took(item: Item, desc: str, rng: Random) -> str:
     text = pick(
         rng,
         (
@@ -162,12 +221,14 @@ def took(item: Item, rng: Random) -> str:
             "You pick up {the}.",
             "You lift {the} and keep it close.",
             "{The} is yours now; you tuck it away.",
+            "You gather up {the}.",
+            "You take hold of {the}.",
         ),
         the=the(item.name),
         The=cap(the(item.name)),
     )
-    if item.description and rng.random() < 0.5:
-        text += " " + first_sentence(item.description)
+    if desc and rng.random() < 0.5:
+        text += " " + first_sentence(desc)
     return text
 
 
@@ -179,35 +240,47 @@ def dropped(item: Item, rng: Random) -> str:
             "You put {the} down.",
             "You leave {the} here.",
             "You let go of {the}; it stays here.",
+            "You put {the} aside here.",
+            "Down goes {the}.",
         ),
         the=the(item.name),
     )
 
 
-def examined(item: Item, where: str, rng: Random) -> str:
-    """An item looked at closely; `where` is "carried", "here" or "elsewhere"."""
-    desc = item.description or pick(
-        rng, ("Nothing about {the} stands out.", "It is just as it seems: {the}."), the=the(item.name)
-    )
+def examined(item: Item, desc: str, where: str, rng: Random) -> str:
+    """An item looked at closely, as it is now (`desc`); `where` is "carried", "here" or "elsewhere"."""
+    desc = desc or pick(rng, ("Nothing about {the} stands out.", "It is just as it seems: {the}."), the=the(item.name))
     text = pick(
         rng,
         (
             "{desc}",
             "You look closely at {the}. {desc}",
             "{The} draws your eye. {desc}",
+            "You turn your attention to {the}. {desc}",
+            "You study {the}. {desc}",
         ),
         desc=desc,
         the=the(item.name),
         The=cap(the(item.name)),
     )
     if where == "carried":
-        text += " " + pick(rng, ("You are carrying it.", "It is with you.", "You have it with you."))
+        text += " " + pick(
+            rng, ("You are carrying it.", "It is with you.", "You have it with you.", "It is yours to carry.")
+        )
     return text
 
 
 def inventory(items: Sequence[Item], rng: Random) -> str:
     if not items:
-        return pick(rng, ("You are carrying nothing.", "Your hands are empty.", "You have nothing with you."))
+        return pick(
+            rng,
+            (
+                "You are carrying nothing.",
+                "Your hands are empty.",
+                "You have nothing with you.",
+                "Your pockets hold nothing of use.",
+            ),
+        )
     listing = join([the(i.name) for i in items])
     return pick(
         rng,
@@ -215,14 +288,28 @@ def inventory(items: Sequence[Item], rng: Random) -> str:
             "You are carrying {list}.",
             "You have {list} with you.",
             "In your hands and pockets: {list}.",
+            "You check what you carry: {list}.",
+            "You have {list}, and nothing else.",
+            "Your load: {list}.",
         ),
         list=listing,
     )
 
 
-def waited(room: Room, rng: Random) -> str:
-    text = pick(rng, ("Time passes.", "You wait.", "You stand still a while.", "Moments pass, and nothing stirs."))
-    found = sentences(room.description)
+def waited(desc: str, rng: Random) -> str:
+    """Time passing where the player stands (`desc`: how the room looks now)."""
+    text = pick(
+        rng,
+        (
+            "Time passes.",
+            "You wait.",
+            "You stand still a while.",
+            "Moments pass, and nothing stirs.",
+            "You let a minute go by.",
+            "You listen, and wait.",
+        ),
+    )
+    found = sentences(desc)
     if found and rng.random() < 0.7:
         text += " " + rng.choice(found)
     return text
@@ -410,5 +497,22 @@ def held_back(rng: Random) -> str:
             "A moment's doubt stays your hand. You let it be, for now.",
             "You hesitate, and the moment passes. Nothing is changed.",
             "On second thought, you hold back and leave everything where it is.",
+        ),
+    )
+
+
+def retelling(rng: Random) -> str:
+    """The first words of another version of a turn, so it reads as another telling of it."""
+    return pick(
+        rng,
+        (
+            "You take a breath first.",
+            "This time you take it slowly.",
+            "You steady yourself first.",
+            "Without hurrying, you go about it.",
+            "You gather yourself.",
+            "You think it through once more.",
+            "A moment passes before you move.",
+            "You let your breath settle.",
         ),
     )

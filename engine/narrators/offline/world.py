@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from random import Random
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from storyloom.engine.narration import Exchange
 from storyloom.engine.narrators.offline import prose as say
 from storyloom.engine.narrators.offline.parse import Command, matching_actions, parse
-from storyloom.engine.packs import PLAYER, Action, StoryPack
+from storyloom.engine.packs import PLAYER, Action, Item, Room, StoryPack
 from storyloom.engine.rules import judge, names
 from storyloom.engine.state import WorldState
 from storyloom.engine.story import already_done
@@ -42,6 +43,12 @@ class Draft:
         return " ".join(self.parts).replace(" \n\n", "\n\n").strip()
 
 
+RECENT_TURNS = 50
+"""How many of the latest committed turns the narrator remembers the wording of, so as not to repeat it."""
+EARLIER_VERSION_WEIGHT = 10
+"""How much more a sentence of an earlier version of the turn counts against a wording than one said lately."""
+
+
 def write_turn(
     pack: StoryPack,
     state: WorldState,
@@ -49,26 +56,49 @@ def write_turn(
     player_input: str,
     rng: Random,
     seen: RoomsSeen | None = None,
+    earlier_versions: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The turn the narrator means to give for this input: always valid under the rules.
 
+    Its wording avoids the sentences of the latest turns, and for another version of a turn
+    (`earlier_versions` given) those of the versions before it above all, opening with words
+    of its own, so the version reads as another telling even where the story's text is fixed.
+
     Args:
         seen: the narrator's running record of the rooms visited (a new one reads the whole history).
+        earlier_versions: for another version of the turn, the narratives of those already told.
     """
-    draft = _World(pack, state, history, rng, seen).act(parse(player_input, pack))
+    voice = _voice(history, rng, earlier_versions)
+    draft = _World(pack, state, history, voice, seen).act(parse(player_input, pack))
+    if earlier_versions:
+        draft.parts.insert(0, say.retelling(voice))
     turn = {"narrative": draft.narrative, "state_patch": draft.patch}
     after = _apply(state, draft.patch)
-    turn["suggestions"] = suggestions(pack, after, rng)
+    turn["suggestions"] = suggestions(pack, after, voice)
     if not judge(json.dumps(turn), state, pack).ok:
         # A pack action whose effects break a rule (e.g. an item conjured into the pocket
         # from nowhere): refuse in the story rather than hand the engine an invalid turn.
-        turn = {"narrative": say.stray(rng), "state_patch": [], "suggestions": suggestions(pack, state, rng)}
+        turn = {"narrative": say.stray(voice), "state_patch": [], "suggestions": suggestions(pack, state, voice)}
     return turn
 
 
-def write_held_back(pack: StoryPack, state: WorldState, rng: Random) -> dict[str, Any]:
+def write_held_back(
+    pack: StoryPack,
+    state: WorldState,
+    history: tuple[Exchange, ...],
+    rng: Random,
+    earlier_versions: Sequence[str] = (),
+) -> dict[str, Any]:
     """Another valid outcome of a deed: the player holds back, and the world stays as it is."""
-    return {"narrative": say.held_back(rng), "state_patch": [], "suggestions": suggestions(pack, state, rng)}
+    voice = _voice(history, rng, earlier_versions)
+    return {"narrative": say.held_back(voice), "state_patch": [], "suggestions": suggestions(pack, state, voice)}
+
+
+def _voice(history: tuple[Exchange, ...], rng: Random, earlier_versions: Sequence[str]) -> say.Voice:
+    voice = say.Voice(rng.random())
+    voice.hear(exchange.turn.narrative for exchange in history[-RECENT_TURNS:])
+    voice.hear(earlier_versions, weight=EARLIER_VERSION_WEIGHT)
+    return voice
 
 
 def _apply(state: WorldState, patch: Patch) -> WorldState:
@@ -125,6 +155,10 @@ class _World:
         self.here = state["location"]
         self.room = pack.rooms[self.here]
 
+    def now(self, thing: Room | Item) -> str:
+        """How a room or item is described in this state."""
+        return thing.description_in(self.state)
+
     # where things are
     def items_at(self, place: str) -> list[str]:
         return [i for i, at in self.state["items"].items() if at == place]
@@ -154,7 +188,7 @@ class _World:
         return handler(command) if handler else self._unknown(command)
 
     def _look(self, command: Command) -> Draft:
-        return Draft().say(say.room_view(self.room, self.rng) + "\n\n" + self.surroundings())
+        return Draft().say(say.room_view(self.room, self.now(self.room), self.rng) + "\n\n" + self.surroundings())
 
     def _examine(self, command: Command) -> Draft:
         if not command.obj or self.here in command.rooms and not command.items:
@@ -166,7 +200,7 @@ class _World:
         for item_id in command.items:
             if self.reachable(item_id):
                 where = "carried" if self.state["items"][item_id] == PLAYER else "here"
-                return Draft().say(say.examined(self.pack.items[item_id], where, self.rng))
+                return Draft().say(say.examined(item := self.pack.items[item_id], self.now(item), where, self.rng))
         return Draft().say(say.not_here(command.obj, self.rng))
 
     def _look_towards(self, direction: str) -> Draft:
@@ -196,7 +230,8 @@ class _World:
         target = self.room.exits[direction]
         revisit = target in self.seen.of(self.history)
         there = _World(self.pack, {**self.state, "location": target}, self.history, self.rng, self.seen)
-        text = say.move_lead(direction, self.rng) + "\n\n" + say.arrival(there.room, revisit, self.rng)
+        lead = say.move_lead(direction, self.rng)
+        text = lead + "\n\n" + say.arrival(there.room, there.now(there.room), revisit, self.rng)
         return Draft([text, there.surroundings()], [_replace("/location", target)])
 
     def _gate_open(self, direction: str) -> bool:
@@ -210,7 +245,7 @@ class _World:
                 return Draft().say(say.nothing_to_take(self.rng))
             draft = Draft()
             for item_id in ids:
-                draft.say(say.took(self.pack.items[item_id], self.rng))
+                draft.say(say.took(item := self.pack.items[item_id], self.now(item), self.rng))
                 draft.patch.append(_replace(f"/items/{item_id}", PLAYER))
             return draft
         if not command.items:
@@ -223,7 +258,7 @@ class _World:
             return Draft().say(say.not_here(command.obj, self.rng))
         if not item.portable:
             return Draft().say(say.cannot_carry(item, self.rng))
-        return Draft([say.took(item, self.rng)], [_replace(f"/items/{item_id}", PLAYER)])
+        return Draft([say.took(item, self.now(item), self.rng)], [_replace(f"/items/{item_id}", PLAYER)])
 
     def _drop(self, command: Command) -> Draft:
         if command.everything:
@@ -247,7 +282,7 @@ class _World:
         return Draft().say(say.inventory([self.pack.items[i] for i in self.items_at(PLAYER)], self.rng))
 
     def _wait(self, command: Command) -> Draft:
-        return Draft().say(say.waited(self.room, self.rng))
+        return Draft().say(say.waited(self.now(self.room), self.rng))
 
     def _help(self, command: Command) -> Draft:
         return Draft().say(say.help_text(self.help_ways(), self.rng))
