@@ -119,6 +119,13 @@ def _add_play_arguments(play: argparse.ArgumentParser) -> None:
     play.add_argument("--pace", type=float, default=None, help="offline: seconds per streamed chunk in the UI")
     play.add_argument("--resume", default=None, help="a save file, or 'latest'")
     play.add_argument("--headless", action="store_true", help="read commands, print prose, no UI")
+    play.add_argument(
+        "--screen-reader",
+        action="store_true",
+        default=None,
+        help="play with plain lines for a screen reader: each turn printed once, whole, no redrawing "
+        "(also the setting screen_reader = true, and offered when TERM=dumb)",
+    )
     play.add_argument("--commands", default=None, help="headless: a file of commands, one a line, or -")
     play.add_argument("--save", default=None, help="where to write the save journal")
     play.add_argument("--events", default=None, help="headless: write events as JSON Lines here")
@@ -152,9 +159,31 @@ def _play(args: argparse.Namespace) -> int:
         from storyloom.tui.cli.headless import run_headless
 
         return run_headless(args)
+    if _plain_lines(args):
+        from storyloom.tui.cli.screen_reader import run_screen_reader
+
+        return run_screen_reader(args)
     from storyloom.tui.cli.ui import run_app
 
     return run_app(args)
+
+
+def _plain_lines(args: argparse.Namespace) -> bool:
+    """The screen-reader front end: asked for by the flag or the setting, or accepted on a `dumb` terminal."""
+    if args.screen_reader:
+        return True
+    from storyloom.tui.settings import SettingsError, load_settings
+
+    try:
+        if load_settings(args).screen_reader:
+            return True
+    except SettingsError:
+        return False  # the app's start reports it
+    if os.environ.get("TERM") != "dumb" or not sys.stdin.isatty():
+        return False
+    from storyloom.tui.cli.screen_reader import offer_screen_reader
+
+    return offer_screen_reader(sys.stdout)
 
 
 def _saves_command(name: str) -> Handler:
