@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -263,6 +264,10 @@ class StoryloomApp(App[int]):
             ending=(ending.title, ending.text) if ending is not None else None,
             earlier=max(0, self.session.commits - len(exchanges)),
         )
+        if self.is_web:  # served to a browser: the file goes to the player, not onto the server's disk
+            self.deliver_text(io.StringIO(text), save_filename=f"storyloom-{pack.id}.md", mime_type="text/markdown")
+            self.notify("Sent to your browser's downloads", title="Exported", markup=False, timeout=10)
+            return
         folder = saves_dir()
         path = folder / f"storyloom-{pack.id}.md"
         try:

@@ -119,7 +119,7 @@ def run_app(args: argparse.Namespace) -> int:
         new_session=play.restart,
         theme=settings.theme,
         tune_gc=True,
-        list_saves=play.other_saves,
+        list_saves=(lambda: []) if getattr(args, "served", False) else play.other_saves,  # a tab sees only its own
         open_save=play.switch_to,
         remember_theme=save_theme,
         quit_on=(signal.SIGTERM, signal.SIGHUP),
