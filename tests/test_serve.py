@@ -199,3 +199,58 @@ async def test_when_every_game_is_taken_a_new_tab_is_told_so(tmp_path):
             assert response.status == 302
     finally:
         served.stop()
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.slow
+def test_in_a_real_headless_browser_the_story_plays_in_the_tab(served, tmp_path):
+    """Debian's chromium, driven by Playwright; the screenshot is kept for a person to look at."""
+    browser_path = _chromium()
+    if browser_path is None:
+        pytest.skip("no chromium installed (Debian: apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright drives the browser (test extra)")
+    shot = Path(os.environ.get("STORYLOOM_SCREENSHOT", tmp_path / "served.png"))
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=browser_path, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 800})
+            page.goto(served.base + "/")
+            assert "/game/" in page.url
+            page.wait_for_timeout(4000)  # the terminal connects and the story loads behind its intro
+            page.locator(".xterm").click()
+            page.keyboard.type("take rope")
+            page.keyboard.press("Enter")
+            game = page.url.split("/game/")[1].split("?")[0]
+            save = served.saves / f"served-{game}.jsonl"
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and '"turn_committed"' not in save.read_text(encoding="utf-8"):
+                page.wait_for_timeout(300)
+            assert '"turn_committed"' in save.read_text(encoding="utf-8")
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(shot))
+            page.reload()  # a refresh: the same story
+            page.wait_for_timeout(4000)
+            assert page.url.split("/game/")[1].split("?")[0] == game
+            page.screenshot(path=str(shot.with_name(shot.stem + "-reloaded.png")))
+            page.locator(".xterm").click()
+            page.evaluate("window.storyloomMark = 1")
+            for key in ("Control+r", "Control+d", "Escape", "Control+p", "Escape"):  # the game's, not the browser's
+                page.keyboard.press(key)
+                page.wait_for_timeout(300)
+            assert page.evaluate("window.storyloomMark") == 1, "a key reloaded the page"
+            page.keyboard.press("Control+g")  # another version of the latest turn
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and '"alternative_started"' not in save.read_text(encoding="utf-8"):
+                page.wait_for_timeout(300)
+            assert '"alternative_started"' in save.read_text(encoding="utf-8")
+            page.wait_for_timeout(2000)
+            page.keyboard.press("F10")  # the footer's browser-safe quit (ctrl+q quits Firefox itself)
+            page.wait_for_selector("text=Session ended", timeout=20000)
+        finally:
+            browser.close()
+    _sound(served, save)

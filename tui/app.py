@@ -69,7 +69,11 @@ class StoryloomApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "storyloom"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("f10", "quit_in_browser", "Quit", priority=True),
+    ]
+    """ctrl+q quits Firefox itself before the page sees it: served to a browser, f10 quits too (and shows)."""
 
     def __init__(
         self,
@@ -248,6 +252,12 @@ class StoryloomApp(App[int]):
         self.game.session.cancel()
         self.session = session
         self.run_worker(self.game.restart(session, self._past()), exclusive=True, group="new-game")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.is_web if action == "quit_in_browser" else True
+
+    async def action_quit_in_browser(self) -> None:
+        await self.action_quit()
 
     def action_export(self) -> None:
         """Write the committed story so far as Markdown beside the saves, never over an existing file."""
