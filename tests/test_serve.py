@@ -94,6 +94,21 @@ class Tab:
                 raise AssertionError(f"the game closed before showing {words}\n{self.text}")
         return self.text
 
+    async def key(self, keys: str) -> None:
+        await self.websocket.send_json(["stdin", keys])
+
+    async def delivered(self, timeout: float = 30) -> str:
+        """The key of the next file the app delivers to the browser (textual-serve's `deliver_file_start`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (left := deadline - loop.time()) > 0:
+            message = await self.websocket.receive(timeout=left)
+            if message.type == aiohttp.WSMsgType.BINARY:
+                self.stream.feed(message.data)
+            elif message.type == aiohttp.WSMsgType.TEXT and message.json()[0] == "deliver_file_start":
+                return str(message.json()[1])
+        raise AssertionError(f"no file was delivered\n{self.text}")
+
     async def play(self, command: str) -> None:
         """Type a command and Enter; the first Enter may come while the story still loads behind its
         intro (the line keeps what was typed), so Enter is pressed again until the command is played."""
@@ -143,6 +158,19 @@ async def test_a_tab_plays_and_a_reload_goes_on_with_the_same_story(served):
             tab = Tab(websocket)
             screen = await tab.wait_for("take rope", "coil of rope")  # the same story, where it stopped
             assert "Carrying" in screen
+            await tab.key("\x10")  # ctrl+p: the palette; export goes to the browser as a download
+            await tab.wait_for("Export transcript")
+            assert "Open save" not in tab.text and "New game" not in tab.text  # a tab reaches only its own save
+            for char in "Export":
+                await tab.key(char)
+            await tab.key("\r")
+            key = await tab.delivered()
+            async with client.get(f"{served.base}/download/{key}") as download:
+                assert download.status == 200
+                assert "attachment" in download.headers["Content-Disposition"]
+                transcript = await download.text()
+            assert "take rope" in transcript and "coil of rope" in transcript
+            assert not list(served.saves.glob("*.md")), "the export was written on the server's disk"
         _sound(served, save)
         another = await _new_game(client, served.base)
         assert another != game  # the root in a new tab is a new story
