@@ -186,6 +186,10 @@ async def test_with_a_token_a_wrong_or_missing_one_gets_nothing(tmp_path):
                     assert response.status == 403
                 with pytest.raises(aiohttp.WSServerHandshakeError):
                     await client.ws_connect(f"{served.base}/ws/{'A' * 22}{query}")
+            with pytest.raises(aiohttp.WSServerHandshakeError):  # another site's page, even with the token
+                await client.ws_connect(
+                    f"{served.base}/ws/{'A' * 22}?token={TOKEN}", headers={"Origin": "http://elsewhere.example"}
+                )
             game = await _new_game(client, served.base, f"?token={TOKEN}")
             async with client.ws_connect(f"{served.base}/ws/{game}?token={TOKEN}") as websocket:
                 await Tab(websocket).wait_for("The Lighthouse Keeper")

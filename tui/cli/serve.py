@@ -10,7 +10,8 @@ relays its screen to xterm.js in the page. What a game needs on top, built here:
   where it stopped. One process plays a save at a time (the previous one is stopped first).
 - Nobody gets in who should not: 127.0.0.1 by default; any other address needs `--token`
   (refused without one), carried in the URL and compared in constant time on every request.
-  A game id is 128 random bits and names only its own save; the served app offers no other save.
+  A game id is 128 random bits and names only its own save; the served app offers no other save
+  (nor "New game": a new tab is one). A websocket from another site's page (its Origin) is refused.
 - `--max-games`: while that many games are running, a new tab gets a page saying so.
 - Closing a tab ends its game the way quitting does (textual-serve sends the app `quit`), so
   the save is closed whole.
@@ -32,6 +33,7 @@ import shlex
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp_jinja2
 import jinja2
@@ -142,8 +144,8 @@ class GameServer(Server):
             raise web.HTTPNotFound(text="storyloom: no such game\n")
         if game not in self.games and len(self.games) >= self.max_games:
             return self._full()
-        base = f"{self.public_url}"
-        ws = "ws" + base[4:] if base.startswith("http") else base
+        base = f"{request.scheme}://{request.host}"  # the address the browser reached (not 0.0.0.0)
+        ws = "ws" + base[4:]
         context = {
             "font_size": 16,
             "app_websocket_url": f"{ws}/ws/{game}{self._query()}",
@@ -164,6 +166,9 @@ class GameServer(Server):
         websocket = web.WebSocketResponse(heartbeat=15)
         if not GAME_ID.match(game):
             raise web.HTTPNotFound(text="storyloom: no such game\n")
+        origin = request.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc != request.host:
+            raise web.HTTPForbidden(text="storyloom: a game is played only from its own page\n")
         lock = self._turns.setdefault(game, asyncio.Lock())
         previous = self.games.get(game)
         if previous is not None:  # a reload while the old page's game still runs: it ends (and saves) first
