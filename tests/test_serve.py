@@ -213,12 +213,12 @@ def test_any_address_but_this_machine_needs_a_token(tmp_path):
 
 
 async def test_when_every_game_is_taken_a_new_tab_is_told_so(tmp_path):
-    served = Served(tmp_path, "--max-games", "1")
+    served = Served(tmp_path, "--max-games", "1", "--story", "glasshouse")  # play options reach every game
     try:
         async with aiohttp.ClientSession() as client:
             game = await _new_game(client, served.base)
             async with client.ws_connect(f"{served.base}/ws/{game}") as websocket:
-                await Tab(websocket).wait_for("The Lighthouse Keeper")
+                await Tab(websocket).wait_for("The Winter Glasshouse")
                 async with client.get(f"{served.base}/") as response:
                     assert response.status == 503
                     assert "All games are taken" in await response.text()
