@@ -192,3 +192,18 @@ def test_a_dumb_terminal_is_offered_plain_lines(tmp_path):
     assert "Type /help for the commands." in player.say("")
     player.quit()
     _plain(player.raw)
+
+
+@pytest.mark.slow
+def test_control_c_cancels_the_turn_being_written_and_retry_plays_it(tmp_path):
+    player = Player(tmp_path, "--pace", "0.2")  # slow enough to cancel mid-turn
+    player.start()
+    player.child.sendline("look")
+    player.child.expect_exact(b"look")
+    player.child.sendintr()
+    said = player._read(PROMPT)
+    assert "Turn 1 cancelled; nothing changed. Type /retry to play it again." in said
+    assert "Rocky Shore:" not in said  # nothing of the cancelled turn was printed
+    assert "Rocky Shore" in player.say("/retry")
+    player.quit()
+    _plain(player.raw)
