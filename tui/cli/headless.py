@@ -38,7 +38,7 @@ from storyloom.saves.errors import SaveError, SaveWriteError
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro, print_problems
 from storyloom.tui.session import PlaySession
-from storyloom.tui.settings import SettingsError, load_settings
+from storyloom.tui.settings import Settings, SettingsError, load_settings
 
 STORY_OVER = "the story is over (/undo takes back the ending turn, and play goes on)"
 
@@ -86,14 +86,7 @@ def run_headless(args: argparse.Namespace) -> int:
     commands = _open_commands(args.commands, err)
     if commands is None:
         return EXIT_USAGE
-    play = PlaySession(
-        settings,
-        story=args.story,
-        resume=getattr(args, "resume", None),
-        save=getattr(args, "save", None),
-        budget=getattr(args, "budget", None),
-        err=err,
-    )
+    play = play_session(settings, args, err)
     if not open_play(play, err):
         return EXIT_USAGE
     assert play.session is not None and play.journal is not None and play.pack is not None
@@ -139,6 +132,18 @@ def run_headless(args: argparse.Namespace) -> int:
             events_file.close()
         if hasattr(commands, "close") and commands is not sys.stdin:
             commands.close()  # type: ignore[union-attr]
+
+
+def play_session(settings: Settings, args: argparse.Namespace, err: TextIO) -> PlaySession:
+    """The play session `storyloom play`'s options ask for, outside the app (its notes on `err`)."""
+    return PlaySession(
+        settings,
+        story=getattr(args, "story", None),
+        resume=getattr(args, "resume", None),
+        save=getattr(args, "save", None),
+        budget=getattr(args, "budget", None),
+        err=err,
+    )
 
 
 def open_play(play: PlaySession, err: TextIO) -> bool:

@@ -53,6 +53,7 @@ from storyloom.tui.cli.headless import (
     VersionFailed,
     finish,
     open_play,
+    play_session,
     play_turn,
     recorder,
 )
@@ -199,14 +200,7 @@ def run_screen_reader(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if getattr(args, "pace", None) is None:  # nothing is streamed: the whole turn is printed at once
         settings = replace(settings, pace=None)
-    play = PlaySession(
-        settings,
-        story=getattr(args, "story", None),
-        resume=getattr(args, "resume", None),
-        save=getattr(args, "save", None),
-        budget=getattr(args, "budget", None),
-        err=out,
-    )
+    play = play_session(settings, args, out)
     if not open_play(play, out):
         return EXIT_USAGE
     assert play.session is not None and play.journal is not None and play.pack is not None
