@@ -102,12 +102,49 @@ def test_the_readme_shows_the_examples_this_test_runs():
     assert len(examples) >= 15
 
 
+SERVES = "storyloom serve"
+"""An example that runs until stopped: it must start serving the game, then it is stopped."""
+
+
+def _serves(line: str, tmp_path: Path, venv_bin: Path) -> None:
+    """Run a `storyloom serve` example on a free loopback port until the game's page answers."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+    env |= {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    server = subprocess.Popen(
+        ["bash", "-c", f"exec {line} --port {port}"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
+                    assert page.status == 200
+                    return
+            except OSError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "storyloom serve never answered"
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 @pytest.mark.parametrize("example", [e for e in _examples() if not any(s in e for s in NEEDS_A_SERVER)])
 def test_every_example_command_in_the_readme_runs_as_written(example: str, tmp_path: Path) -> None:
     venv_bin = Path(sys.executable).parent
     (tmp_path / "walk.txt").write_text("look\ntake rope\n")  # the player's own file of commands
     first = _shell("printf 'look\\ntake rope\\n' | storyloom play --headless --commands -", "", tmp_path, venv_bin)
     assert first.returncode == 0, first.stderr  # a save for the examples that name one
+    if example.startswith(SERVES):
+        _serves(example, tmp_path, venv_bin)
+        return
     line, typed = _runnable(example)
     done = _shell(line, typed, tmp_path, venv_bin)
     expected = 3 if "--seed 8" in line else 0  # the README's own example of a budget running out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -68,7 +69,11 @@ class StoryloomApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "storyloom"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("f10", "quit_in_browser", "Quit", priority=True),
+    ]
+    """ctrl+q quits Firefox itself before the page sees it: served to a browser, f10 quits too (and shows)."""
 
     def __init__(
         self,
@@ -264,6 +269,12 @@ class StoryloomApp(App[int]):
         self.session = session
         self.run_worker(self.game.restart(session, self._past()), exclusive=True, group="new-game")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.is_web if action == "quit_in_browser" else True
+
+    async def action_quit_in_browser(self) -> None:
+        await self.action_quit()
+
     def action_export(self) -> None:
         """Write the committed story so far as Markdown beside the saves, never over an existing file."""
         from storyloom.saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
@@ -279,6 +290,10 @@ class StoryloomApp(App[int]):
             ending=(ending.title, ending.text) if ending is not None else None,
             earlier=max(0, self.session.commits - len(exchanges)),
         )
+        if self.is_web:  # served to a browser: the file goes to the player, not onto the server's disk
+            self.deliver_text(io.StringIO(text), save_filename=f"storyloom-{pack.id}.md", mime_type="text/markdown")
+            self.notify("Sent to your browser's downloads", title="Exported", markup=False, timeout=10)
+            return
         folder = saves_dir()
         path = folder / f"storyloom-{pack.id}.md"
         try:

@@ -12,6 +12,7 @@ base_url = "http://127.0.0.1:11434/v1"
 budget = 2                     # corrections per turn
 pace = 0.03                    # offline narrator: seconds per streamed chunk in the UI (0 to 1)
 theme = "textual-dark"         # one of Textual's built-in themes
+screen_reader = false          # play as plain lines (`storyloom play --screen-reader`)
 
 [anthropic]                    # used whenever the narrator is anthropic
 model = "claude-sonnet-5-5"
@@ -77,6 +78,8 @@ class Settings:
     output: str = "tools"
     max_tokens: int = 1024
     thinking: bool = False
+    screen_reader: bool = False
+    """Play as plain printed lines for a screen reader instead of the full-screen app."""
     seed: int = 0
     faults: float = 0.0
     api_key: str | None = field(default=None, repr=False)
@@ -104,7 +107,18 @@ def config_path() -> Path:
     return Path(platformdirs.user_config_dir("storyloom")) / "config.toml"
 
 
-_FILE_KEYS = {"narrator", "model", "base_url", "budget", "pace", "theme", "output", "max_tokens", "thinking"}
+_FILE_KEYS = {
+    "narrator",
+    "model",
+    "base_url",
+    "budget",
+    "pace",
+    "theme",
+    "output",
+    "max_tokens",
+    "thinking",
+    "screen_reader",
+}
 _NARRATOR_KEYS = {"model", "base_url", "output", "max_tokens", "thinking"}
 """Keys that depend on which narrator plays (and may sit in an [anthropic] or [openai] table)."""
 _ENV_KEYS = {
@@ -116,8 +130,21 @@ _ENV_KEYS = {
     "STORYLOOM_THEME": "theme",
     "STORYLOOM_OUTPUT": "output",
     "STORYLOOM_MAX_TOKENS": "max_tokens",
+    "STORYLOOM_SCREEN_READER": "screen_reader",
 }
-_FLAG_KEYS = ("narrator", "model", "base_url", "budget", "pace", "output", "max_tokens", "thinking", "seed", "faults")
+_FLAG_KEYS = (
+    "narrator",
+    "model",
+    "base_url",
+    "budget",
+    "pace",
+    "output",
+    "max_tokens",
+    "thinking",
+    "screen_reader",
+    "seed",
+    "faults",
+)
 
 
 def load_settings(
@@ -269,7 +296,7 @@ def _check(key: str, value: Any, source: str) -> Any:
         if number is None or isinstance(number, bool) or not 0 <= number <= highest or not math.isfinite(number):
             raise bad(f"a number from 0 to {highest:g}" + (" (seconds per streamed chunk)" if key == "pace" else ""))
         return float(number)
-    if key == "thinking":
+    if key in ("thinking", "screen_reader"):
         if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
             return value.lower() in ("1", "true", "yes")
         if not isinstance(value, bool):

@@ -44,6 +44,13 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be 1 or more")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -57,6 +64,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     play = commands.add_parser("play", help="play a story (the default command)")
     _add_play_arguments(play)
+
+    serve = commands.add_parser("serve", help="serve the game to browser tabs (each tab its own game and save)")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)"
+    )
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on (default 8000)")
+    serve.add_argument(
+        "--token",
+        default=None,
+        help="a secret every address must carry (?token=…); required on any address but 127.0.0.1 "
+        "(or set STORYLOOM_SERVE_TOKEN)",
+    )
+    serve.add_argument(
+        "--max-games", type=_positive_int, default=8, help="games played at once; a new tab waits (default 8)"
+    )
+    _add_play_arguments(serve)
 
     replay = commands.add_parser("replay", help="play a saved session back through the same engine and UI")
     replay.add_argument("save", help="a save file, or 'latest'")
@@ -125,6 +148,14 @@ def _add_play_arguments(play: argparse.ArgumentParser) -> None:
     play.add_argument("--pace", type=float, default=None, help="offline: seconds per streamed chunk in the UI")
     play.add_argument("--resume", default=None, help="a save file, or 'latest'")
     play.add_argument("--headless", action="store_true", help="read commands, print prose, no UI")
+    play.add_argument(
+        "--screen-reader",
+        action="store_true",
+        default=None,
+        help="play with plain lines for a screen reader: each turn printed once, whole, no redrawing "
+        "(also the setting screen_reader = true, and offered when TERM=dumb)",
+    )
+    play.add_argument("--served", action="store_true", help=argparse.SUPPRESS)  # a game of `storyloom serve`
     play.add_argument("--commands", default=None, help="headless: a file of commands, one a line, or -")
     play.add_argument("--save", default=None, help="where to write the save journal")
     play.add_argument("--events", default=None, help="headless: write events as JSON Lines here")
@@ -158,9 +189,39 @@ def _play(args: argparse.Namespace) -> int:
         from storyloom.tui.cli.headless import run_headless
 
         return run_headless(args)
+    if _plain_lines(args):
+        from storyloom.tui.cli.screen_reader import run_screen_reader
+
+        return run_screen_reader(args)
     from storyloom.tui.cli.ui import run_app
 
     return run_app(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from storyloom.tui.cli.serve import run_serve
+
+    play = _Parser(prog="storyloom play")
+    _add_play_arguments(play)
+    return run_serve(args, play)
+
+
+def _plain_lines(args: argparse.Namespace) -> bool:
+    """The screen-reader front end: asked for by the flag or the setting, or accepted on a `dumb` terminal."""
+    if args.screen_reader:
+        return True
+    from storyloom.tui.settings import SettingsError, load_settings
+
+    try:
+        if load_settings(args).screen_reader:
+            return True
+    except SettingsError:
+        return False  # the app's start reports it
+    if os.environ.get("TERM") != "dumb" or not sys.stdin.isatty():
+        return False
+    from storyloom.tui.cli.screen_reader import offer_screen_reader
+
+    return offer_screen_reader(sys.stdout)
 
 
 def _saves_command(name: str) -> Handler:
@@ -183,6 +244,7 @@ def _story_command(name: str) -> Handler:
 
 _HANDLERS: dict[str, Handler] = {
     "play": _play,
+    "serve": _serve,
     "replay": _saves_command("replay"),
     "verify": _saves_command("verify"),
     "export": _saves_command("export"),

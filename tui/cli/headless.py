@@ -38,7 +38,7 @@ from storyloom.saves.errors import SaveError, SaveWriteError
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro, print_problems
 from storyloom.tui.session import PlaySession
-from storyloom.tui.settings import SettingsError, load_settings
+from storyloom.tui.settings import Settings, SettingsError, load_settings
 from storyloom.tui.words import plural
 
 STORY_OVER = "the story is over (/undo takes back the ending turn, and play goes on)"
@@ -55,7 +55,7 @@ def _terminate(signum: int, frame: object) -> None:
     raise _Terminated(signal.Signals(signum).name)
 
 
-class _Stop(Exception):
+class Stop(Exception):
     """A meta-command ended play with this exit code."""
 
     def __init__(self, code: int):
@@ -63,7 +63,7 @@ class _Stop(Exception):
         self.code = code
 
 
-class _VersionFailed(Exception):
+class VersionFailed(Exception):
     """Another version of a turn failed (`/regenerate`): play goes on or stops as `--on-fail` says."""
 
     def __init__(self, turn: int):
@@ -87,15 +87,8 @@ def run_headless(args: argparse.Namespace) -> int:
     commands = _open_commands(args.commands, err)
     if commands is None:
         return EXIT_USAGE
-    play = PlaySession(
-        settings,
-        story=args.story,
-        resume=getattr(args, "resume", None),
-        save=getattr(args, "save", None),
-        budget=getattr(args, "budget", None),
-        err=err,
-    )
-    if not _open(play, err):
+    play = play_session(settings, args, err)
+    if not open_play(play, err):
         return EXIT_USAGE
     assert play.session is not None and play.journal is not None and play.pack is not None
     events_file: IO[str] | None = None
@@ -142,7 +135,19 @@ def run_headless(args: argparse.Namespace) -> int:
             commands.close()  # type: ignore[union-attr]
 
 
-def _open(play: PlaySession, err: TextIO) -> bool:
+def play_session(settings: Settings, args: argparse.Namespace, err: TextIO) -> PlaySession:
+    """The play session `storyloom play`'s options ask for, outside the app (its notes on `err`)."""
+    return PlaySession(
+        settings,
+        story=getattr(args, "story", None),
+        resume=getattr(args, "resume", None),
+        save=getattr(args, "save", None),
+        budget=getattr(args, "budget", None),
+        err=err,
+    )
+
+
+def open_play(play: PlaySession, err: TextIO) -> bool:
     """Open the session and its save, saying which save it is; False (after saying why) when it cannot be."""
     try:
         session = play.open()
@@ -258,7 +263,7 @@ async def play_commands(
             if command.startswith("/"):
                 try:
                     await _meta(session, command, on_event, printer)
-                except _VersionFailed as lost:
+                except VersionFailed as lost:
                     if on_fail == "stop":
                         return EXIT_TURN_FAILED
                     print(
@@ -275,12 +280,12 @@ async def play_commands(
                 print(f"storyloom: {STORY_OVER}; {safe_text(command)!r} and what follows were not played", file=err)
                 return EXIT_OK
             print(f"\n> {safe_text(command)}\n", file=out)
-            failed, ended = await _play_turn(session.play(command), on_event, printer)
+            failed, ended = await play_turn(session.play(command), on_event, printer)
             retries = 0
             while failed and on_fail == "retry" and retries < RETRIES:
                 retries += 1
                 print(f"storyloom: retrying turn {failed} ({retries} of {RETRIES})", file=err)
-                failed, ended = await _play_turn(session.retry(), on_event, printer)
+                failed, ended = await play_turn(session.retry(), on_event, printer)
             if failed and on_fail == "skip":
                 skipped.append(failed)
                 print(f"storyloom: turn {failed} failed; going on with the next command (--on-fail skip)", file=err)
@@ -288,7 +293,7 @@ async def play_commands(
                 if on_fail == "retry":
                     print(f"storyloom: turn {failed} still failed after {RETRIES} retries; play stops", file=err)
                 return EXIT_TURN_FAILED
-    except _Stop as stop:
+    except Stop as stop:
         return stop.code
     finally:
         if skipped:
@@ -299,7 +304,7 @@ async def play_commands(
     return EXIT_OK
 
 
-async def _play_turn(
+async def play_turn(
     events: AsyncIterator[Event], on_event: EventHook | None, printer: EventPrinter
 ) -> tuple[int | None, bool]:
     """Play one turn's events through; return the turn number if it failed, and whether the story ended."""
@@ -340,9 +345,9 @@ async def _regenerate(session: Session, argument: str, on_event: EventHook | Non
             file=printer.err,
         )
         return
-    failed, _ = await _play_turn(session.regenerate(), on_event, printer)
+    failed, _ = await play_turn(session.regenerate(), on_event, printer)
     if failed is not None:
-        raise _VersionFailed(failed)
+        raise VersionFailed(failed)
 
 
 async def _choose(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
@@ -362,7 +367,7 @@ async def _choose(session: Session, argument: str, on_event: EventHook | None, p
 
 
 async def _quit(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
-    raise _Stop(EXIT_OK)
+    raise Stop(EXIT_OK)
 
 
 MetaCommand = Callable[[Session, str, EventHook | None, EventPrinter], Awaitable[None]]

@@ -113,13 +113,14 @@ def run_app(args: argparse.Namespace) -> int:
         except (SettingsError, SaveError) as exc:
             print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
+    served = getattr(args, "served", False)
     app = StoryloomApp(
         first,
         on_event=play.record,
-        new_session=play.restart,
+        new_session=None if served else play.restart,  # served: a new tab is a new game, at its own address
         theme=settings.theme,
         tune_gc=True,
-        list_saves=play.other_saves,
+        list_saves=None if served else play.other_saves,  # a tab reaches only its own save
         open_save=play.switch_to,
         remember_theme=save_theme,
         quit_on=(signal.SIGTERM, signal.SIGHUP),
