@@ -21,7 +21,8 @@ State = Literal["shown", "absent", "hidden", "off-screen", "covered"]
 
 * "shown": painted, at least in part;
 * "absent": no widget matches (not mounted, or removed);
-* "hidden": it or a container holding it has `display: none`, or it has `visibility: hidden`;
+* "hidden": it or a container holding it has `display: none`, it has `visibility: hidden`, or its
+  screen is not on the stack;
 * "off-screen": laid out, but wholly outside what its containers show (scrolled away);
 * "covered": wholly under another widget (a loading indicator, a screen that is not a modal).
 """
@@ -373,12 +374,15 @@ class _Found:
         widget = self.widget
         if widget is None or self.on is None:
             return "absent"
-        if not widget.visible or any(
-            not node.display for node in widget.ancestors_with_self if not isinstance(node, (Screen, App))
+        if (
+            self.on not in self.app.screen_stack
+            or not widget.visible
+            or any(not node.display for node in widget.ancestors_with_self if not isinstance(node, (Screen, App)))
         ):
             return "hidden"
         if self.visible is None:
-            return "off-screen"
+            loading = any(getattr(node, "loading", False) for node in widget.ancestors_with_self)
+            return "covered" if loading else "off-screen"  # a loading indicator is painted instead
         if self.on is not self.app.screen and self.on not in _textual.background_screens(self.app):
             return "covered"
         shown = self.visible[0].intersection(self.visible[1])
