@@ -93,10 +93,14 @@ def apply_update(rows: list[Any] | None, update: Any, width: int, height: int) -
                 start, stop = max(x, x1, cursor), min(end, x2)
                 if strip is None or start >= stop:
                     continue
-                parts += [row.crop(cursor, start), strip.crop(start - x, stop - x)]
+                if start > cursor:
+                    parts.append(row.crop(cursor, start))
+                parts.append(strip if start == x and stop == end else strip.crop(start - x, stop - x))
                 cursor = stop
             if parts:
-                rows[y] = Strip.join([*parts, row.crop(cursor, width)])
+                if cursor < width:
+                    parts.append(row.crop(cursor, width))
+                rows[y] = parts[0] if len(parts) == 1 else Strip.join(parts)
         return rows
     return None
 

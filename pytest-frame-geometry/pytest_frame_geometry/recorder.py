@@ -132,6 +132,7 @@ class FrameRecorder:
     _stop: Callable[[], None] | None = None
     _rows: list[Any] | None = None
     _painted: asyncio.Event | None = None
+    _crops: dict[tuple[int, int, int], tuple[Any, str]] = field(default_factory=dict)
 
     # -- recording
 
@@ -237,7 +238,7 @@ class FrameRecorder:
             found = self._locate(target)
             states.setdefault(name, found.state)
             shown = found.shown()
-            texts[name] = None if shown is None else _painted_text(rows, shown)
+            texts[name] = None if shown is None else self._painted_text(rows, shown)
         painted = tuple(rows) if self.screen else ()
         self.frames.append(
             Frame(
@@ -253,6 +254,20 @@ class FrameRecorder:
             )
         )
         self._pending_marks.clear()
+
+    def _painted_text(self, rows: list[Any], region: Region) -> str:
+        """The text painted in `region`; a row's crop is reused while the row is the same strip."""
+        x1, x2 = region.x, region.right
+        lines = []
+        for y in range(max(region.y, 0), min(region.bottom, len(rows))):
+            key = (id(rows[y]), x1, x2)
+            kept = self._crops.get(key)
+            if kept is None or kept[0] is not rows[y]:
+                kept = self._crops[key] = (rows[y], rows[y].crop(x1, x2).text.rstrip())
+            lines.append(kept[1])
+        if len(self._crops) > 8 * len(rows) + 64:
+            self._crops.clear()  # rows painted over long ago
+        return "\n".join(lines)
 
     def _locate(self, target: Target) -> _Found:
         find = target if isinstance(target, Find) else Find(target)  # type: ignore[arg-type]
@@ -415,8 +430,3 @@ class _Found:
         if self.find.content and self.widget is not None:
             region = self.widget.scrollable_content_region
         return region.intersection(clip)
-
-
-def _painted_text(rows: list[Any], region: Region) -> str:
-    x1, x2 = region.x, region.right
-    return "\n".join(rows[y].crop(x1, x2).text.rstrip() for y in range(max(region.y, 0), min(region.bottom, len(rows))))
