@@ -477,3 +477,17 @@ async def test_status_updates_never_trigger_a_layout() -> None:
         await until(pilot, lambda: not app.game.running)
         assert layouts == []
         assert message.region == before
+
+
+async def test_on_textuals_own_repaint_a_turn_is_painted_without_a_jump_too(
+    frame_recorder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the tested Textual releases the game repaints with Textual's own compositor (slower):
+    the same turn keeps the same promises."""
+    from storyloom.tui import _textual_internals
+
+    monkeypatch.setattr(_textual_internals, "TESTED", False)
+    played = await play(frame_recorder, CASES["swapped-longer"], QUICK)
+    assert not isinstance(played.game._compositor, _textual_internals.RowCroppedCompositor)
+    assert_turn_geometry(played)
+    check_outcome("swapped-longer", played)
