@@ -63,6 +63,13 @@ def render_screen(app: Any) -> list[Any]:
         visible_screen_stack.reset(token)
 
 
+def applicable(update: Any) -> bool:
+    """Whether `apply_update` can apply `update` (a full or a partial update, not an inline one)."""
+    from textual._compositor import ChopsUpdate, LayoutUpdate
+
+    return isinstance(update, (ChopsUpdate, LayoutUpdate))
+
+
 def apply_update(rows: list[Any] | None, update: Any, width: int, height: int) -> list[Any] | None:
     """The rows of the screen after the terminal applies `update` (None: not an update this can apply).
 

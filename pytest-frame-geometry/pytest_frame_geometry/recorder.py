@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -79,12 +79,17 @@ class Frame:
     phase: str
     marks: tuple[str, ...]
     regions: dict[str, RegionTuple | None]
-    texts: dict[str, str | None]
+    texts: Mapping[str, str | None]
     states: dict[str, State] = field(default_factory=dict)
     scroll: dict[str, tuple[int, int]] = field(default_factory=dict)
     content: dict[str, RegionTuple | None] = field(default_factory=dict)
-    painted: tuple[Any, ...] = field(default=(), repr=False, compare=False)
-    """The painted rows as Textual strips (kept only with `screen=True`)."""
+    paint: _Paint | None = field(default=None, repr=False, compare=False)
+    """How to get this frame's rows (kept only with `screen=True`)."""
+
+    @cached_property
+    def painted(self) -> tuple[Any, ...]:
+        """The painted rows as Textual strips (with `screen=True`; else empty)."""
+        return tuple(self.paint.rows()) if self.paint is not None else ()
 
     @cached_property
     def screen(self) -> tuple[str, ...]:
@@ -130,7 +135,7 @@ class FrameRecorder:
     _pending_marks: list[str] = field(default_factory=list)
     _marked_at: dict[str, int] = field(default_factory=dict)
     _stop: Callable[[], None] | None = None
-    _rows: list[Any] | None = None
+    _last: _Paint | None = None
     _painted: asyncio.Event | None = None
     _crops: dict[tuple[int, int, int], tuple[Any, str]] = field(default_factory=dict)
 
@@ -208,14 +213,19 @@ class FrameRecorder:
     def _needs_rows(self) -> bool:
         return self.screen or any(not _is_value(target) for target in self.texts.values())
 
-    def _paint(self, screen: Screen[Any], update: Any) -> list[Any]:
-        size = _textual.compositor(screen).size
-        rows = None if update is None else _textual.apply_update(self._rows, update, size.width, size.height)
-        self._rows = rows if rows is not None else _textual.render_screen(self.app)
-        return self._rows
+    def _paint(self, screen: Screen[Any], update: Any) -> _Paint:
+        """This frame's rows: the previous frame's with `update` applied, when first read (lazily:
+        nothing is rendered on the app's event loop), or a whole render when that cannot be done."""
+        size = (_textual.compositor(screen).size.width, _textual.compositor(screen).size.height)
+        last = self._last
+        if update is not None and last is not None and last.size == size and _textual.applicable(update):
+            self._last = _Paint(size, previous=last, update=update)
+        else:
+            self._last = _Paint(size, rows=_textual.render_screen(self.app))
+        return self._last
 
     def _record(self, screen: Screen[Any], update: Any) -> None:
-        rows = self._paint(screen, update) if self._needs_rows else []
+        paint = self._paint(screen, update) if self._needs_rows else None
         regions: dict[str, RegionTuple | None] = {}
         states: dict[str, State] = {}
         scroll: dict[str, tuple[int, int]] = {}
@@ -229,6 +239,7 @@ class FrameRecorder:
                 scroll[name] = (found.widget.scroll_offset.x, found.widget.scroll_offset.y)
                 content[name] = _tuple(found.widget.scrollable_content_region)
         texts: dict[str, str | None] = {}
+        pending: dict[str, Region] = {}
         for name, target in self.texts.items():
             if _is_value(target):
                 value = target(self.app)  # type: ignore[operator]
@@ -238,19 +249,21 @@ class FrameRecorder:
             found = self._locate(target)
             states.setdefault(name, found.state)
             shown = found.shown()
-            texts[name] = None if shown is None else self._painted_text(rows, shown)
-        painted = tuple(rows) if self.screen else ()
+            if shown is None:
+                texts[name] = None
+            else:
+                pending[name] = shown
         self.frames.append(
             Frame(
                 len(self.frames),
                 self._phase,
                 tuple(self._pending_marks),
                 regions,
-                texts,
+                _Texts(list(self.texts), texts, pending, paint, self._painted_text),
                 states,
                 scroll,
                 content,
-                painted,
+                paint if self.screen else None,
             )
         )
         self._pending_marks.clear()
@@ -361,6 +374,66 @@ class FrameRecorder:
                         seq.append(value)
                 out[f"{kind}.{name}"] = seq
         return out
+
+
+class _Paint:
+    """One frame's rows: given, or the previous frame's with an update applied, when first asked for."""
+
+    __slots__ = ("size", "previous", "update", "_rows")
+
+    def __init__(
+        self,
+        size: tuple[int, int],
+        *,
+        previous: _Paint | None = None,
+        update: Any = None,
+        rows: list[Any] | None = None,
+    ) -> None:
+        self.size, self.previous, self.update, self._rows = size, previous, update, rows
+
+    def rows(self) -> list[Any]:
+        chain: list[_Paint] = []
+        node: _Paint | None = self
+        while node is not None and node._rows is None:
+            chain.append(node)
+            node = node.previous
+        assert node is not None and node._rows is not None
+        rows = node._rows
+        for later in reversed(chain):
+            applied = _textual.apply_update(rows, later.update, *later.size)
+            assert applied is not None, f"an update that cannot be applied: {type(later.update).__name__}"
+            later._rows, later.previous, later.update = applied, None, None
+            rows = applied
+        return rows
+
+
+class _Texts(Mapping[str, "str | None"]):
+    """A frame's texts: what callables returned, and widgets' painted text, read from the rows when asked for."""
+
+    def __init__(
+        self,
+        names: list[str],
+        values: dict[str, str | None],
+        pending: dict[str, Region],
+        paint: _Paint | None,
+        crop: Callable[[list[Any], Region], str],
+    ) -> None:
+        self._names, self._values, self._pending, self._paint, self._crop = names, values, pending, paint, crop
+
+    def __getitem__(self, name: str) -> str | None:
+        if name in self._pending:
+            assert self._paint is not None
+            self._values[name] = self._crop(self._paint.rows(), self._pending.pop(name))
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 def _is_value(target: Target) -> bool:
