@@ -35,7 +35,7 @@ from storyloom.engine.packs import parse_pack
 from storyloom.engine.turns import Turn
 from storyloom.tui._textual_internals import arranged_height
 from storyloom.tui.app import StoryloomApp
-from storyloom.tui.testing.frames import Frame, FrameRecorder, assert_no_shift
+from storyloom.tui.testing.frames import Frame, FrameRecorder, Line, assert_no_shift
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from storyloom.tui.testing.pilot import until
 from tests.conftest import SHORE_PACK
@@ -152,7 +152,7 @@ class Played:
     app: StoryloomApp
     game: Any
     """The game screen as the turn left it (the app has closed)."""
-    lines: list[str]
+    lines: list[Line]
     following: bool
     """Whether the transcript followed the newest text at the end."""
     """The texts that name the lines followed on screen."""
@@ -226,6 +226,7 @@ async def play(
     lines = [f"› wait {i:02d}" for i in range(1, HISTORY + 1)] + [f"[h{i:02d}]" for i in range(1, HISTORY + 1)]
     lines += ["› look", "[e1]", "[e2]", "› take lamp", *STATUSES]
     lines += list(dict.fromkeys(re.findall(r"\[[a-z]\d\]", "".join(r.text for r in replies))))
+    followed = [Line.containing(text, optional=True) for text in lines]  # each may be out of a window's view
     async with app.run_test(size=size) as pilot:
         await pilot.press(*"look", "enter")
         await until_true(pilot, lambda: app.game.message(HISTORY + 1) is not None and not app.game.running)
@@ -264,7 +265,7 @@ async def play(
         recorder.stop()
         game = app.game
         following = game.transcript.following
-    return Played(recorder, app, game, lines, following)
+    return Played(recorder, app, game, followed, following)
 
 
 def assert_turn_geometry(played: Played, *, page_up: bool = False) -> list[Frame]:
@@ -272,7 +273,12 @@ def assert_turn_geometry(played: Played, *, page_up: bool = False) -> list[Frame
     frames = played.whole_turn()
     fixed = ("input", "side", "header", "footer")
     if page_up:  # three windows: to the page up; from the frame after it; from a retry's ctrl+r (it follows)
-        cuts = [f.index for f in played.recorder.frames if "page_up" in f.marks or ("key" in f.marks and f.index)]
+        first_key = played.recorder.since("key", before=False)[0].index
+        cuts = [
+            f.index
+            for f in played.recorder.frames
+            if "page_up" in f.marks or ("key" in f.marks and f.index > first_key)
+        ]
         scrolled = played.recorder.frames[cuts[0] + 1 : cuts[1] if len(cuts) > 1 else None]
         assert_no_shift(played.recorder.between("key", "page_up"), played.lines, content="content", fixed=fixed)
         assert_no_shift(scrolled, played.lines, settled=lambda frame: True, fixed=fixed)
@@ -314,9 +320,9 @@ def after_stream(played: Played) -> list[Frame]:
     """The frames from the end of the stream (and of a page up, which changes what shows) on."""
     marks = played.recorder.all_marks()
     first = "validation_failed" if "validation_failed" in marks else "turn_committed"
-    frames = played.recorder.since(first)
+    frames = played.recorder.since(first, before=False)
     if "page_up" in marks:
-        paged = played.recorder.since("page_up")[0].index
+        paged = played.recorder.since("page_up", before=False)[0].index
         frames = [f for f in frames if f.index > paged]
     return frames
 
@@ -471,3 +477,17 @@ async def test_status_updates_never_trigger_a_layout() -> None:
         await until(pilot, lambda: not app.game.running)
         assert layouts == []
         assert message.region == before
+
+
+async def test_on_textuals_own_repaint_a_turn_is_painted_without_a_jump_too(
+    frame_recorder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the tested Textual releases the game repaints with Textual's own compositor (slower):
+    the same turn keeps the same promises."""
+    from storyloom.tui import _textual_internals
+
+    monkeypatch.setattr(_textual_internals, "TESTED", False)
+    played = await play(frame_recorder, CASES["swapped-longer"], QUICK)
+    assert not isinstance(played.game._compositor, _textual_internals.RowCroppedCompositor)
+    assert_turn_geometry(played)
+    check_outcome("swapped-longer", played)

@@ -19,7 +19,7 @@ import pytest
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.packs import parse_pack
 from storyloom.tui.app import StoryloomApp
-from storyloom.tui.testing.frames import FrameRecorder, assert_no_shift
+from storyloom.tui.testing.frames import FrameRecorder, Line, assert_no_shift
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from tests.conftest import SHORE_PACK
 from tests.test_frames import HISTORY, SETTLE_SECONDS, history, prose, record_turn, size_params, until_true
@@ -49,7 +49,7 @@ VERSIONS: dict[str, Any] = {
 
 async def regenerate(
     frame_recorder: Any, name: str, size: tuple[int, int], *, browse: bool = False
-) -> tuple[FrameRecorder, Any, list[str]]:
+) -> tuple[FrameRecorder, Any, list[Line]]:
     """Resume a full story, play "take lamp" (version 1), then record ctrl+g (version 2) to a second
     after it ends; with `browse`, record instead left then right on the focused message after it."""
     gate = asyncio.Event()
@@ -64,6 +64,7 @@ async def regenerate(
     lines = [f"› wait {i:02d}" for i in range(1, HISTORY + 1)] + [f"[h{i:02d}]" for i in range(1, HISTORY + 1)]
     lines += ["› take lamp", "another version", "‹ "]
     lines += list(dict.fromkeys(re.findall(r"\[[a-z]\d\]", first.text + "".join(r.text for r in replies))))
+    lines = [Line.containing(text, optional=True) for text in lines]  # each may be out of a window's view
     async with app.run_test(size=size) as pilot:
         await pilot.press(*"take lamp", "enter")
         await until_true(pilot, lambda: app.game.message(turn) is not None and not app.game.running)

@@ -29,14 +29,15 @@ async def test_recorder_sees_a_widget_move_and_its_text_change_once(frame_record
         await pilot.pause()
         await pilot.pause()
 
-    assert recorder.frames[0].phase == "start"
+    assert recorder.frames[0].phase == "" and recorder.frames[0].texts["text"] == "one line"  # recorded at start()
+    assert recorder.frames[1].phase == "start"
     assert recorder.sequences(recorder.frames) == {
         "regions.box": [[0, 1, 40, 1], [0, 2, 40, 1]],
         "texts.text": ["one line", "first line\nsecond line"],
     }
-    grow = recorder.between("grow")
-    assert recorder.changes(recorder.frames, "text") == [grow[0].index]
-    assert recorder.changes(recorder.frames, "box", "regions") == [grow[0].index]
+    grow = recorder.between("grow")  # from the frame showing when the mark was set
+    assert recorder.changes(recorder.frames, "text") == [grow[1].index]
+    assert recorder.changes(recorder.frames, "box", "regions") == [grow[1].index]
     with pytest.raises(AssertionError, match="no frame was painted after the mark"):
         recorder.between("never")
 

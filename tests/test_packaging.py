@@ -38,8 +38,18 @@ def test_the_installed_package_lives_under_storyloom_alone() -> None:
     assert (site / "storyloom/tui/app.tcss").is_file()
 
 
-def test_the_command_and_the_pytest_plugin_are_entry_points_of_the_storyloom_package() -> None:
+def test_the_command_is_storyloom_s_and_the_pytest_plugin_a_distribution_of_its_own() -> None:
     scripts = metadata.entry_points(group="console_scripts")
     assert scripts["storyloom"].value == "storyloom.tui.cli:main"
-    plugins = {ep.name: ep.value for ep in metadata.entry_points(group="pytest11")}
-    assert plugins["frame_geometry"] == "storyloom.tui.testing.frames"
+    plugins = {ep.name: ep for ep in metadata.entry_points(group="pytest11")}
+    assert plugins["frame_geometry"].value == "pytest_frame_geometry.plugin"
+    assert plugins["frame_geometry"].dist is not None and plugins["frame_geometry"].dist.name == "pytest-frame-geometry"
+    assert "frame_geometry" not in {ep.name for ep in metadata.distribution("storyloom").entry_points}
+
+
+def test_the_plugin_needs_only_textual_and_pytest_and_storyloom_tests_with_it() -> None:
+    """A Textual developer adding the plugin gets no game, no anthropic, no httpx."""
+    requires = metadata.requires("pytest-frame-geometry") or []
+    assert sorted(req.split(">")[0].split("=")[0].split("<")[0] for req in requires) == ["pytest", "textual"]
+    plugin = tomllib.loads((ROOT / "pytest-frame-geometry/pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert f'pytest-frame-geometry=={plugin["version"]}; extra == "test-base"' in (metadata.requires("storyloom") or [])

@@ -94,8 +94,8 @@ async def test_a_replayed_correction_paints_the_same_frames_as_the_live_one(
         frame_recorder, Session(plan.pack, _HeldCorrections(plan.narrator, replay_gate)), replay_gate
     )
 
-    live_window = live.sequences(live.between("correction_started"))
-    replay_window = replayed.sequences(replayed.between("correction_started"))
+    live_window = live.sequences(live.between("correction_started", before=False))
+    replay_window = replayed.sequences(replayed.between("correction_started", before=False))
     assert replay_window == live_window
     for recording in (live, replayed):  # the whole turn, from the key press on, live and replayed
         assert_no_shift(

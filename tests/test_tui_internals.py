@@ -1,28 +1,48 @@
-"""The private Textual parts storyloom uses are reached through one module that refuses another Textual."""
+"""The private Textual parts storyloom uses are reached through one module, used only on the tested releases."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-import pytest
+from textual.screen import Screen
 
 from storyloom.tui import _textual_internals
-from storyloom.tui._textual_internals import TESTED_TEXTUAL, TextualVersionError, check_textual_version
+from storyloom.tui._textual_internals import TESTED_TEXTUAL, RowCroppedCompositor, crop_repaints_to_rows, is_tested
+from storyloom.tui.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_installed_textual_is_the_tested_one_and_the_pin_says_so():
-    assert _textual_internals.installed_textual_version() == TESTED_TEXTUAL
+def test_the_tested_range_is_the_dependency_and_the_installed_textual_is_within_it():
+    assert TESTED_TEXTUAL == ("7.0.0", "8.2.8")
+    assert is_tested() and _textual_internals.TESTED
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert pyproject.count(f'"textual=={TESTED_TEXTUAL}"') == 2  # the runtime dependency and the test extra
+    assert '"textual>=7.0,<9"' in pyproject  # the game accepts the range, and falls back outside the tested releases
+    assert [is_tested(v) for v in ("6.12.0", "7.0.0", "7.5.0", "8.2.8", "8.2.9", "8.3.0rc1", "9.0.0")] == [
+        False, True, True, True, False, False, False
+    ]  # fmt: skip
 
 
-def test_another_textual_is_refused_with_a_message_naming_the_tested_release():
-    with pytest.raises(TextualVersionError, match=f"needs Textual {TESTED_TEXTUAL}.*Textual 8.3.0 is installed"):
-        check_textual_version("8.3.0")
-    assert issubclass(TextualVersionError, ImportError)
+def test_outside_the_tested_releases_the_game_repaints_with_textuals_own_compositor_and_config_says_so_once(
+    monkeypatch, capsys, tmp_path
+):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    screen = Screen()
+    crop_repaints_to_rows(screen)
+    assert isinstance(screen._compositor, RowCroppedCompositor)
+    assert main(["config"]) == 0
+    assert "outside the releases" not in capsys.readouterr().out
+
+    monkeypatch.setattr(_textual_internals, "TESTED", False)
+    monkeypatch.setattr(_textual_internals, "installed_textual_version", lambda: "9.0.0")
+    screen = Screen()
+    crop_repaints_to_rows(screen)
+    assert not isinstance(screen._compositor, RowCroppedCompositor)
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("textual 9.0.0 is outside the releases storyloom was tested with (7.0.0 to 8.2.8)") == 1
+    assert "Textual's own compositor (slower, still correct)" in out
 
 
 def private_textual_uses(path: Path) -> list[str]:

@@ -1,35 +1,34 @@
-"""Every private Textual name storyloom leans on, in one place, checked against the tested Textual.
+"""Every private Textual name storyloom leans on, in one place, with the releases it was checked against.
 
 Textual has no public hook for three things the game needs: a partial repaint that renders
 only the dirty rows (`RowCroppedCompositor`), a layout request that is always counted
-(`request_layout`), and a per-frame display hook for the frame tests (`wrap_display`).
-Each of them reaches into Textual's private API, which may change in any release, so
-they live here and nowhere else, and importing this module fails with a clear message
-unless the installed Textual is the one these were written and tested against
-(`pyproject.toml` pins the same version).
+(`request_layout`), and, for the frame tests, reading what a layout placed (`arranged_height`).
+Each reaches into Textual's private API, which may change in any release, so they live here and
+nowhere else. The names are the same in every release from 7.0.0 to 8.2.8 (checked in each
+release's source; CI runs the lowest and the highest). On any other Textual the game still runs:
+it repaints with Textual's own compositor (slower, still correct), and `storyloom config` says so.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import textual
-from textual._compositor import Compositor
-from textual.app import App
 from textual.geometry import Region, Size
 from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
-TESTED_TEXTUAL = "8.2.8"
-"""The Textual release the code below was written for, and that the snapshot and frame tests paint with."""
+try:
+    from textual._compositor import Compositor
+except ImportError:  # a Textual that moved it: the public repaint only
+    Compositor = object  # type: ignore[misc,assignment]
 
-
-class TextualVersionError(ImportError):
-    """The installed Textual is not the release storyloom's use of its internals was tested with."""
+TESTED_TEXTUAL = ("7.0.0", "8.2.8")
+"""The lowest and highest Textual releases the code below was checked and tested with."""
 
 
 def installed_textual_version() -> str:
@@ -51,17 +50,30 @@ def installed_textual_version() -> str:
     return version("textual")
 
 
-def check_textual_version(installed: str | None = None) -> None:
-    """Raise `TextualVersionError` unless Textual is the tested release."""
+def is_tested(installed: str | None = None) -> bool:
+    """Whether `installed` (by default the installed Textual) is a release within `TESTED_TEXTUAL`."""
     installed = installed_textual_version() if installed is None else installed
-    if installed != TESTED_TEXTUAL:
-        raise TextualVersionError(
-            f"storyloom needs Textual {TESTED_TEXTUAL} (it relies on private parts of that release), "
-            f"but Textual {installed} is installed: run `pip install textual=={TESTED_TEXTUAL}`."
-        )
+    parts = installed.split(".")
+    if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        return False  # a pre-release or a local build
+    low, high = (tuple(int(p) for p in v.split(".")) for v in TESTED_TEXTUAL)
+    return low <= tuple(int(p) for p in parts) <= high
 
 
-check_textual_version()
+def untested_note(installed: str | None = None) -> str | None:
+    """What `storyloom config` says once when the installed Textual is outside the tested releases."""
+    installed = installed_textual_version() if installed is None else installed
+    if is_tested(installed):
+        return None
+    low, high = TESTED_TEXTUAL
+    return (
+        f"# textual {installed} is outside the releases storyloom was tested with ({low} to {high}): "
+        "it repaints with Textual's own compositor (slower, still correct)"
+    )
+
+
+TESTED = is_tested() and Compositor is not object
+"""Whether the game uses the private parts below (else Textual's public repaint)."""
 
 
 class RowCroppedCompositor(Compositor):
@@ -98,8 +110,9 @@ class RowCroppedCompositor(Compositor):
 
 
 def crop_repaints_to_rows(screen: Screen[Any]) -> None:
-    """Give `screen` the `RowCroppedCompositor` (before it is mounted)."""
-    screen._compositor = RowCroppedCompositor()
+    """Give `screen` the `RowCroppedCompositor` (before it is mounted), on a tested Textual only."""
+    if TESTED:
+        screen._compositor = RowCroppedCompositor()
 
 
 def screen_compositor(screen: Screen[Any]) -> Compositor:
@@ -113,7 +126,7 @@ def no_layout_virtual_size() -> Reactive[Size]:
     Textual declares `virtual_size` with `layout=True`, so a size change found by a
     layout asks for a second full layout. That second pass changes nothing for the
     transcript's widgets; they use this instead, so a streamed line costs one layout,
-    not two (relies on how Textual 8.2.8 lays out; the frame tests cover it).
+    not two (relies on how Textual 7.0 to 8.2 lay out; the frame tests cover it).
     """
     return Reactive(Size(0, 0), layout=False, repaint=False)
 
@@ -126,7 +139,7 @@ def request_layout(widget: Widget) -> None:
     between (for another widget) would then keep a stale height. This counts every one,
     as Textual does for its ancestors when it sends the pending request.
     """
-    if widget._layout_required:
+    if getattr(widget, "_layout_required", False) and hasattr(widget, "_clear_arrangement_cache"):
         widget._layout_updates += 1
         for ancestor in widget.ancestors:
             if not isinstance(ancestor, Widget):
@@ -136,30 +149,6 @@ def request_layout(widget: Widget) -> None:
             if not ancestor.styles.auto_dimensions:
                 break
     widget.refresh(layout=True)
-
-
-DisplayHook = Callable[[Screen[Any]], None]
-
-
-def wrap_display(app: App[Any], before_paint: DisplayHook) -> None:
-    """Call `before_paint(screen)` before each real paint of `app` (not within a batch update).
-
-    Wraps `App._display`, the call the screen makes with each compositor update (also headless);
-    `unwrap_display` restores it.
-    """
-    original = app._display
-
-    def display(screen: Screen[Any], renderable: Any) -> None:
-        if renderable is not None and not app._batch_count:
-            before_paint(screen)
-        original(screen, renderable)
-
-    app._display = display  # type: ignore[method-assign]
-
-
-def unwrap_display(app: App[Any]) -> None:
-    """Give `app` back its own display step (after `wrap_display`)."""
-    del app._display
 
 
 def arranged_height(container: Widget) -> int:

@@ -90,4 +90,8 @@ def config(args: argparse.Namespace) -> int:
     for key, value in shown.items():
         text = "none" if value is None else json.dumps(value, ensure_ascii=False)
         print(f"{key} = {text}".ljust(40) + f"# {origins.get(key, 'default')}")
+    from storyloom.tui._textual_internals import untested_note
+
+    if note := untested_note():
+        print(note)
     return EXIT_OK
