@@ -184,6 +184,8 @@ class StoryScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "details":
+            if isinstance(self.focused, TurnMessage) and self.focused.has_details:
+                return True
             latest = self.latest_message()
             if latest is None:  # a resumed story: its newest turn is folded, with its details
                 folded = self.transcript.latest_folded()
@@ -202,6 +204,10 @@ class StoryScreen(Screen[None]):
         self.transcript.follow()
 
     def action_details(self) -> None:
+        focused = self.focused
+        if isinstance(focused, TurnMessage) and focused.has_details:  # ctrl+d on a focused message: its own
+            self._open_details(focused)
+            return
         latest = self.latest_message()
         if latest is not None and latest.has_details:
             self._open_details(latest)
