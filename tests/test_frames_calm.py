@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,9 +58,7 @@ SIZES = [
 
 def story(paragraphs: int, tag: str) -> str:
     """Prose of long words of varied length, so chunks often end inside a word near a row's end."""
-    return "\n\n".join(
-        f"{tag}{k}: " + WORDS[: 90 + 70 * (k % 3)].rsplit(" ", 1)[0] for k in range(1, paragraphs + 1)
-    )
+    return "\n\n".join(f"{tag}{k}: " + WORDS[: 90 + 70 * (k % 3)].rsplit(" ", 1)[0] for k in range(1, paragraphs + 1))
 
 
 @dataclass
@@ -130,9 +127,7 @@ def check(game: Game, **rules: Any) -> None:
     )
 
 
-async def new_game(
-    frame_recorder: Any, pilot: Any, app: StoryloomApp, narrator: GatedNarrator
-) -> Game:
+async def new_game(frame_recorder: Any, pilot: Any, app: StoryloomApp, narrator: GatedNarrator) -> Game:
     recorder = frame_recorder(
         app,
         screen=True,
@@ -207,13 +202,14 @@ async def test_a_resize_in_the_middle_of_a_turn_leaves_no_gap(frame_recorder: An
     gate = asyncio.Event()
     text = turn_text(story(6, "r"), [])
     replies = [GatedReply(turn_text(story(4, "a"), [])), GatedReply(text, pause=gate, pause_at=len(text) // 2)]
+    held = replies[-1]
     app, narrator = make_app(replies)
     async with app.run_test(size=size) as pilot:
         game = await new_game(frame_recorder, pilot, app, narrator)
         await game.send("look")
         game.recorder.mark("key")
         await pilot.press(*"wait", "enter")
-        await until_true(pilot, lambda: replies[-1].waiting)
+        await until_true(pilot, lambda: held.waiting)
         game.recorder.mark("resize")
         await pilot.resize_terminal(size[0] + 17, size[1] - 3)
         await pilot.pause(0.3)
@@ -234,6 +230,7 @@ async def test_scrolled_up_nothing_moves_while_a_turn_streams_and_end_follows_ag
         GatedReply(turn_text(story(6, "b"), [])),
         GatedReply(text, pause=gate, pause_at=len(text) // 4),
     ]
+    held = replies[-1]
     app, narrator = make_app(replies)
     async with app.run_test(size=size) as pilot:
         game = await new_game(frame_recorder, pilot, app, narrator)
@@ -241,7 +238,7 @@ async def test_scrolled_up_nothing_moves_while_a_turn_streams_and_end_follows_ag
         await game.send("wait")
         game.recorder.mark("key")
         await pilot.press(*"listen", "enter")
-        await until_true(pilot, lambda: replies[-1].waiting)
+        await until_true(pilot, lambda: held.waiting)
         game.recorder.mark("page up")
         await pilot.press("pageup")
         await pilot.pause(0.2)
@@ -259,9 +256,7 @@ async def test_scrolled_up_nothing_moves_while_a_turn_streams_and_end_follows_ag
         assert "s8:" in "\n".join(view(frames[-1])), "End did not bring the newest text into view"
         game.recorder.stop()
     sheets = game.sheets()
-    assert_calm(
-        sheets[up:down], statuses=STATUSES, ignore=HINT, idle=lambda s: False, scrolled=lambda s: True
-    )
+    assert_calm(sheets[up:down], statuses=STATUSES, ignore=HINT, idle=lambda s: False, scrolled=lambda s: True)
     assert_calm(sheets[: up - 3], statuses=STATUSES, ignore=HINT, idle=lambda s: False)
 
 
@@ -289,7 +284,7 @@ async def test_typing_types_whatever_has_focus(frame_recorder: Any, size: tuple[
         await pilot.pause(0.3)
         assert message.chosen == 1 and app.screen.focused is message
         keys = game.recorder.frames[-1].screen[-1]  # the footer
-        for shown in ("← →", "Versions", "ctrl+d", "ctrl+q"):
+        for shown in ("← →", "Versions", "^d Details", "^g Another version", "^q Quit", "^p palette"):
             assert shown in keys, keys
         for char in "go north":
             await pilot.press(char if char != " " else "space")

@@ -40,6 +40,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from storyloom.tui._textual_internals import screen_compositor, unwrap_display, wrap_display
+from storyloom.tui.testing.calm import assert_calm as assert_calm
 
 RegionTuple = tuple[int, int, int, int]
 Target = str | Callable[[App[Any]], Any]

@@ -6,6 +6,8 @@ import math
 import time
 
 from textual.content import Content
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Static
 
@@ -53,6 +55,7 @@ class StatusRow(Static):
         self._painted = ""
         self._painted_at = 0.0
         self._timer: Timer | None = None
+        self._fresh = False
 
     def _set(self, kind: str, content: Content, *, wait: float = 0.0) -> None:
         self.kind = kind
@@ -84,9 +87,20 @@ class StatusRow(Static):
 
     def _paint(self) -> None:
         self._timer = None
+        held = self._painted_at + HOLD - time.monotonic() if self._painted else 0
+        if held > 0:  # the status shown was drawn later than it was set: it stays its whole time
+            self._timer = self.set_timer(held, self._paint)
+            return
         self._painted = self._wanted.plain
         self._painted_at = time.monotonic()
+        self._fresh = True
         self.update(self._wanted, layout=False)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._fresh:  # the hold counts from when the status is drawn, which may be a frame after `_paint`
+            self._fresh = False
+            self._painted_at = time.monotonic()
+        return super().render_lines(crop)
 
     def clear(self) -> None:
         """Nothing to say: the turn is streaming or committed."""
@@ -132,15 +146,15 @@ class StatusRow(Static):
         """The budget is spent: nothing was committed."""
         parts: list[str | tuple[str, str]] = [("couldn't make this turn consistent", "bold $text-warning")]
         if can_retry:
-            parts += [" · ", ("ctrl+r", "bold"), " retry"]
-        parts += [" · ", ("ctrl+d", "bold"), " details"]
+            parts += [" · ", ("^r", "bold"), " retry"]
+        parts += [" · ", ("^d", "bold"), " details"]
         self._set("failed", Content.assemble(*parts))
 
     def cancelled(self, *, can_retry: bool) -> None:
         """The player cancelled this turn: nothing was committed."""
         parts: list[str | tuple[str, str]] = [("cancelled", "bold")]
         if can_retry:
-            parts += [" · ", ("ctrl+r", "bold"), " retry"]
+            parts += [" · ", ("^r", "bold"), " retry"]
         self._set("cancelled", Content.assemble(*parts))
 
     def undone(self) -> None:

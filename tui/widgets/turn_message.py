@@ -226,7 +226,7 @@ class TurnMessage(Vertical, can_focus=True):
         lost = self.events
         self._choose(self.chosen, len(self.versions))
         self.events = lost  # d shows what went wrong with the lost version
-        self.status.versions(self.chosen, len(self.versions), f"{note} · ctrl+d details" if self.has_details else note)
+        self.status.versions(self.chosen, len(self.versions), f"{note} · ^d details" if self.has_details else note)
 
     def fix_version(self) -> None:
         """The next command was played: this turn's shown version is the one that counts from now on."""
