@@ -94,7 +94,7 @@ class Game:
         frames = self.recorder.frames
         swaps = [f.texts["swaps"] for f in frames]
         exempt = {k + j for k, f in enumerate(frames) if k and swaps[k] != swaps[k - 1] for j in (0, 1)}
-        exempt |= {k + j for k, f in enumerate(frames) if {"resize", "new game"} & set(f.marks) for j in (0, 1, 2)}
+        exempt |= {k + j for k, f in enumerate(frames) if {"resize", "turn_undone"} & set(f.marks) for j in (0, 1, 2)}
         sheets = sheets_of(frames, view, clock="time", flags=("busy", "following"))
         for k, sheet in enumerate(sheets):
             sheet.flags["exempt"] = k in exempt
@@ -295,4 +295,33 @@ async def test_typing_types_whatever_has_focus(frame_recorder: Any, size: tuple[
         game.recorder.stop()
         assert app.game.latest_message().player_input == "go north"
         assert app.game.command_input.value == ""
+    check(game)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_ending_and_its_undo_move_nothing_already_read(frame_recorder: Any, size: tuple[int, int]) -> None:
+    to_the_path = [
+        *TAKE_LAMP,
+        {"op": "replace", "path": "/flags/door_open", "value": True},
+        {"op": "replace", "path": "/location", "value": "path"},
+    ]
+    wind = "\n\nThe wind drums on the glass and runs in threads down the panes, and far out a bell rings once."
+    up = "You climb to the Lamp Room with the lamp, and light it." + wind * 2
+    replies = [
+        GatedReply(turn_text(story(3, "a"), [])),
+        GatedReply(turn_text("You take the brass lamp, open the way and climb to the Cliff Path." + wind, to_the_path)),
+        GatedReply(turn_text(up, [{"op": "replace", "path": "/location", "value": "tower"}])),
+    ]
+    app, narrator = make_app(replies)
+    async with app.run_test(size=size) as pilot:
+        game = await new_game(frame_recorder, pilot, app, narrator)
+        await game.send("look")
+        await game.send("climb")
+        await game.send("go up")
+        assert app.session.ending is not None
+        game.recorder.mark("undo")
+        await pilot.press("ctrl+z")
+        await pilot.pause(0.6)
+        game.recorder.stop()
+        assert app.session.ending is None
     check(game)

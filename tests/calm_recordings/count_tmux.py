@@ -8,7 +8,9 @@ the transcript out of the pane (Python slices: under the header and the transcri
 above the input line and the footer; right of the messages' border, left of the scrollbar or the
 side panel). A frame is idle when nothing in the pane changes for the next second, and a pair is
 not compared across a player's scroll (a frame showing the "newer text below" hint starts one) or
-where most of the text changed at once (an undo, a new game, other prose swapped in).
+where most of the text changed at once (an undo, a new game, other prose swapped in). A toast
+(its left edge `▌`) covers the view's right part: while one shows, rows are cut at its edge, and
+a pair across a toast coming or going is not compared.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from storyloom.tui.testing.calm import RULES, Sheet, calm_violations, count_by_r
 
 STATUSES = ("writing", "correcting (", "narrator busy", "‹ ", "version ", "another version", "couldn't", "cancelled")
 STATUSES += ("undone", "The story is over", "↓ newer text below")
-SCROLLBAR = " ▁▂▃▄▅▆▇█▔▕▎▏▌▐│┃"
+SCROLLBAR = " ▁▂▃▄▅▆▇█▔▕▎▏▐│┃"
+TOAST = "▌"
 
 
 def span(text: str) -> slice:
@@ -42,14 +45,18 @@ def main() -> None:
     times = [os.stat(p).st_mtime for p in files]
     sheets = []
     for k, (pane, at) in enumerate(zip(panes, times, strict=True)):
-        rows = tuple(row[args.cols].rstrip(SCROLLBAR) for row in pane[args.rows])
+        width = max(map(len, pane))  # tmux leaves out trailing spaces: pad the rows back to the pane's width
+        rows = tuple(row.ljust(width)[args.cols] for row in pane[args.rows])
+        toast = min((row.index(TOAST) for row in rows if TOAST in row), default=None)
+        rows = tuple(row[:toast].rstrip(SCROLLBAR) for row in rows)
         later = [j for j in range(k + 1, len(panes)) if times[j] - at <= 1.0]
         idle = bool(later) and times[later[-1]] - at >= 0.9 and all(panes[j] == pane for j in later)
         scrolled = any("newer text below" in row for row in pane)
-        sheets.append(Sheet(k, rows, at, phase=files[k].name, flags={"idle": idle, "scrolled": scrolled}))
+        flags = {"idle": idle, "scrolled": scrolled, "toast": toast}
+        sheets.append(Sheet(k, rows, at, phase=files[k].name, flags=flags))
 
     def replaced(before: Sheet, after: Sheet) -> bool:
-        if before.flags["scrolled"] != after.flags["scrolled"]:
+        if before.flags["scrolled"] != after.flags["scrolled"] or before.flags["toast"] != after.flags["toast"]:
             return True
         kept = set(before.rows) & set(after.rows)
         return len([r for r in kept if r.strip()]) < len([r for r in before.rows if r.strip()]) // 3

@@ -202,7 +202,8 @@ class StoryView(Transcript):
             latest = self.latest_message()
             if latest is not None:
                 latest.fix_version()  # the story is over: the version that reached the end counts
-            await self.show_ending(event.title, event.text)
+            with self.app.batch_update():  # no frame shows the ending's rows before its text
+                await self.show_ending(event.title, event.text)
             return
         message = self.message(event.turn)
         if message is not None:
