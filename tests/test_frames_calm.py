@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,6 +158,14 @@ def make_app(replies: list[GatedReply], budget: int = 2) -> tuple[StoryloomApp, 
     return app, narrator
 
 
+@asynccontextmanager
+async def playing(frame_recorder: Any, replies: list[GatedReply], size: tuple[int, int]) -> AsyncIterator[Game]:
+    """A new game on `replies`, recorded from its first frame at `size`."""
+    app, narrator = make_app(replies)
+    async with app.run_test(size=size) as pilot:
+        yield await new_game(frame_recorder, pilot, app, narrator)
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_game_reads_calmly_from_its_first_turn(frame_recorder: Any, size: tuple[int, int]) -> None:
     """A new game: turns of one to eight paragraphs, a correction that keeps the prose and one that
@@ -172,9 +182,8 @@ async def test_a_game_reads_calmly_from_its_first_turn(frame_recorder: Any, size
         GatedReply(turn_text(story(3, "g"), [])),  # a correction that swaps the prose
         GatedReply(turn_text(story(8, "h"), [])),
     ]
-    app, narrator = make_app(replies)
-    async with app.run_test(size=size) as pilot:
-        game = await new_game(frame_recorder, pilot, app, narrator)
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
         await game.send("look")
         await game.send("take lamp")
         await game.send("listen")
@@ -203,9 +212,8 @@ async def test_a_resize_in_the_middle_of_a_turn_leaves_no_gap(frame_recorder: An
     text = turn_text(story(6, "r"), [])
     replies = [GatedReply(turn_text(story(4, "a"), [])), GatedReply(text, pause=gate, pause_at=len(text) // 2)]
     held = replies[-1]
-    app, narrator = make_app(replies)
-    async with app.run_test(size=size) as pilot:
-        game = await new_game(frame_recorder, pilot, app, narrator)
+    async with playing(frame_recorder, replies, size) as game:
+        pilot = game.pilot
         await game.send("look")
         game.recorder.mark("key")
         await pilot.press(*"wait", "enter")
@@ -231,9 +239,8 @@ async def test_scrolled_up_nothing_moves_while_a_turn_streams_and_end_follows_ag
         GatedReply(text, pause=gate, pause_at=len(text) // 4),
     ]
     held = replies[-1]
-    app, narrator = make_app(replies)
-    async with app.run_test(size=size) as pilot:
-        game = await new_game(frame_recorder, pilot, app, narrator)
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
         await game.send("look")
         await game.send("wait")
         game.recorder.mark("key")
@@ -270,9 +277,8 @@ async def test_typing_types_whatever_has_focus(frame_recorder: Any, size: tuple[
         GatedReply(turn_text(story(1, "b"), [])),
         GatedReply(turn_text(story(1, "n"), [])),
     ]
-    app, narrator = make_app(replies)
-    async with app.run_test(size=size) as pilot:
-        game = await new_game(frame_recorder, pilot, app, narrator)
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
         await game.send("take lamp")
         await pilot.press("ctrl+g")
         await game.settle(0.3)
@@ -312,9 +318,8 @@ async def test_the_ending_and_its_undo_move_nothing_already_read(frame_recorder:
         GatedReply(turn_text("You take the brass lamp, open the way and climb to the Cliff Path." + wind, to_the_path)),
         GatedReply(turn_text(up, [{"op": "replace", "path": "/location", "value": "tower"}])),
     ]
-    app, narrator = make_app(replies)
-    async with app.run_test(size=size) as pilot:
-        game = await new_game(frame_recorder, pilot, app, narrator)
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
         await game.send("look")
         await game.send("climb")
         await game.send("go up")
