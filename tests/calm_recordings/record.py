@@ -2,11 +2,12 @@
 
     python -m tests.calm_recordings.record OUT.json.gz 80x24 120x40
 
-The recordings kept beside this script (`before-24-*.json.gz`) were made with it at main b65c801 (before
-issue 24): they hold the reserve steps, blank frames, re-wrap and half words a reader saw then, and the
-check `assert_calm` must name each rule they break. Each frame keeps the transcript's rows (the
-scrollbar column left out), its marks (engine events, keys), the time it was painted and whether
-the game was busy, the transcript full and following; consecutive identical frames are kept once.
+The recording kept beside this script (`before-24.json.gz`) was made with it at main b65c801 (before
+issue 24, in a worktree of that commit): it holds the reserve steps, blank frames, re-wrap and half
+words a reader saw then, and the check `assert_calm` must name each rule they break. Each frame
+keeps the transcript's rows (the scrollbar column left out), its marks (engine events, keys), the
+time it was painted and whether the game was busy, the transcript full and following; consecutive
+identical frames are kept once.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ def story(paragraphs: int, tag: str) -> str:
     return "\n\n".join(f"{tag}{k}: " + WORDS[: 120 + 60 * (k % 3)].rsplit(" ", 1)[0] for k in range(1, paragraphs + 1))
 
 
+def fills(lengths: range = range(1, 7)) -> str:
+    """Paragraphs of words of one length each: for most widths one of them fills a row exactly, so
+    it re-wraps if the text loses a column (a scrollbar appearing)."""
+    return "\n\n".join(" ".join(chr(97 + k % 26) * n for k in range(130 // (n + 1))) for n in lengths)
+
+
 def crop(frame: Any, region: tuple[int, int, int, int] | None) -> list[str]:
     if region is None:
         return []
@@ -46,7 +53,7 @@ def crop(frame: Any, region: tuple[int, int, int, int] | None) -> list[str]:
 
 async def record(size: tuple[int, int]) -> dict[str, Any]:
     replies = [
-        GatedReply(turn_text(story(3, "a"), [])),  # the first turn of a new game: the scrollbar appears
+        GatedReply(turn_text(story(1, "a") + "\n\n" + fills(), [])),  # a new game's first turn: the scrollbar appears
         GatedReply(turn_text(story(1, "b"), [])),
         GatedReply(turn_text(story(4, "c"), [])),
         GatedReply(turn_text(story(4, "c"), [])),  # ctrl+g: another version with the same prose

@@ -249,9 +249,14 @@ def _pair(
             changed.append((row, b[j]))
     if gone:
         add(3, after, f"{len(gone)} row(s) of text went blank, e.g. {gone[0].strip()[:40]!r}")
-    if changed:
-        old, new = changed[0]
-        add(4, after, f"{len(changed)} row(s) changed, e.g. {old.strip()[-30:]!r} -> {new.strip()[-30:]!r}")
+    hops = [(old, new) for old, new in changed if old.startswith(new)]
+    if hops:  # the row lost its end: a word painted before it was whole moved to the next row
+        old, new = hops[0]
+        add(4, after, f"{len(hops)} row(s) lost a half word to the next row: {old.strip()[-30:]!r} -> {new.strip()!r}")
+    if len(hops) < len(changed):
+        old, new = next(pair for pair in changed if pair not in hops)
+        count = len(changed) - len(hops)
+        add(4, after, f"{count} row(s) re-wrapped: {old.strip()[-30:]!r} -> {new.strip()[-30:]!r}")
     for rule in still:
         if d or gone or changed or any(b[y - d] != row for y, row in enumerate(a) if row and 0 <= y - d < len(b)):
             add(rule, after, f"the text in view moved {d} rows or changed")
