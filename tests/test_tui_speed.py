@@ -199,3 +199,24 @@ async def test_text_selected_in_the_live_paragraph_is_that_paragraph_s_text():
         assert {y for _, y in offsets} == {2}  # the third line of the prose: after "The first line." and a blank
         selected = prose.get_selection(Selection(Offset(0, 2), Offset(6, 2)))
         assert selected is not None and selected[0] == "Second"
+
+
+async def test_a_streamed_word_is_painted_once_it_is_whole():
+    """A half word painted at a row's end hops to the next row when its last letters no longer fit:
+    a word shows once a space follows it, it ends in punctuation, or the stream ends."""
+    app = StreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+
+        async def shown(chunk: str) -> str:
+            message.show(ProseDelta(turn=1, text=chunk))
+            await pilot.pause()
+            return "\n".join(line.text.rstrip() for line in message.prose.wrapped_lines)
+
+        assert await shown("sea is co") == "The sea is"
+        assert await shown("ld and") == "The sea is cold"
+        assert await shown(" grey.") == "The sea is cold and grey."
+        assert await shown(" The keeper's lo") == "The sea is cold and grey. The keeper's"
+        message.show(TurnCommitted(turn=1, state_hash="x", narrative=message.prose.text))
+        await pilot.pause()
+        assert message.prose.wrapped_lines[-1].text.rstrip().endswith("keeper's lo")  # the stream ended

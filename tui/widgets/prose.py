@@ -17,9 +17,10 @@ from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import no_layout_virtual_size, request_layout
 
 PARAGRAPH_BREAK = "\n\n"
-WORD_END = (".", ",", ";", ":", "!", "?", "\u2026", '"', "'", "\u201d", "\u2019", ")", "]")
+WORD_END = (".", ",", ";", ":", "!", "?", "\u2026", "\u201d", ")", "]")
 """A streamed word that ends with one of these is shown before the space after it arrives (the
-last word of the prose usually does, and nothing may come after it for a while)."""
+last word of the prose usually does, and nothing may come after it for a while). Not quotes or
+apostrophes: they also open a word or sit inside one ("keeper's")."""
 
 
 def shown_part(text: str, start: int) -> int:
