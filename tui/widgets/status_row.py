@@ -102,6 +102,11 @@ class StatusRow(Static):
             self._painted_at = time.monotonic()
         return super().render_lines(crop)
 
+    @property
+    def painted(self) -> bool:
+        """Whether the row shows what it says (`plain_text`), not a status it still holds or waits to show."""
+        return self._painted == self.plain_text
+
     def clear(self) -> None:
         """Nothing to say: the turn is streaming or committed."""
         self._set("", Content(""))
