@@ -63,7 +63,7 @@ async def test_three_versions_browse_with_prose_and_world_and_the_next_command_f
         assert message.status.plain_text == "‹ 1/3 ›" and message.prose.text == FIRST
         assert session.state["items"]["lamp"] == "player"  # the world swaps with the prose
         assert carrying(app)
-        await pilot.press("]")
+        await pilot.press("right")
         await pilot.pause()
         assert message.status.plain_text == "‹ 2/3 ›" and message.prose.text == SECOND
         assert not carrying(app)
@@ -115,17 +115,20 @@ async def test_escape_during_another_version_keeps_the_chosen_one():
         assert session.state["items"]["lamp"] == "player"
 
 
-async def test_g_on_the_focused_latest_message_asks_for_another_version_and_typing_still_types():
+async def test_ctrl_g_on_the_focused_latest_message_asks_for_another_version_and_g_types():
     app, _ = make_app(GatedReply(turn_text(FIRST, TAKE_LAMP)), GatedReply(turn_text(SECOND, [])))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press(*"take lamp", "enter")
         await idle(pilot, app)
         message = app.game.latest_message()
         assert isinstance(message, TurnMessage)
-        await pilot.press("g")  # in the input line: a letter
-        assert app.game.command_input.value == "g"
         message.focus()
-        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press("g")  # a letter types, whatever has focus
+        assert app.game.command_input.value == "g" and message.prose.text == FIRST
+        message.focus()
+        await pilot.pause()
+        await pilot.press("ctrl+g")
         await idle(pilot, app)
         assert message.prose.text == SECOND and message.status.plain_text == "‹ 2/2 ›"
 

@@ -88,7 +88,7 @@ async def test_one_widget_lives_through_correct_fail_retry_and_commit():
             pilot, lambda: app.game.latest_message() is not None and app.game.latest_message().outcome == "failed"
         )
         message = app.game.latest_message()
-        assert message.status.plain_text == "couldn't make this turn consistent · r retry · d details"
+        assert message.status.plain_text == "couldn't make this turn consistent · ^r retry · ^d details"
         await pilot.press("ctrl+r")
         await until(pilot, lambda: message.outcome == "streaming")
         assert message.status.plain_text == "writing…"  # no prose yet: a sign of life, in words
@@ -102,7 +102,7 @@ async def test_one_widget_lives_through_correct_fail_retry_and_commit():
         assert "brass lamp" in app.game.side_panel.render().plain
 
 
-async def test_typing_r_in_the_input_types_it_and_r_on_the_focused_message_retries():
+async def test_typing_r_types_it_whatever_has_focus_and_ctrl_r_on_the_focused_message_retries():
     app = make_app(GatedReply(turn_text(PROSE, TAKE_BOTH)), GatedReply(turn_text(PROSE, TAKE_LAMP)), budget=0)
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
@@ -114,11 +114,15 @@ async def test_typing_r_in_the_input_types_it_and_r_on_the_focused_message_retri
         assert message.outcome == "failed"
         await pilot.press("backspace", "shift+tab")
         assert app.focused is message
-        await pilot.press("r")
+        await pilot.press("r", "d")  # letters on a focused message type: they never act on it
+        assert message.outcome == "failed" and app.game.command_input.value == "rd"
+        assert app.focused is app.game.command_input
+        await pilot.press("backspace", "backspace", "shift+tab")
+        assert app.focused is message
+        await pilot.press("ctrl+r")
         await finished(pilot, app)
         assert message.outcome == "committed"
-        assert app.focused is app.game.command_input
-        await pilot.press("shift+tab", "l", "o")  # typing on a message that offers nothing types in the input
+        await pilot.press("shift+tab", "l", "o")
         assert app.focused is app.game.command_input and app.game.command_input.value == "lo"
 
 
@@ -192,9 +196,9 @@ async def test_escape_cancels_a_streaming_turn_and_says_so():
         await pilot.press("escape")
         await finished(pilot, app)
         message = app.game.latest_message()
-        assert message.status.plain_text == "cancelled · r retry"
+        assert message.status.plain_text == "cancelled · ^r retry"
         assert app.session.state["items"]["lamp"] == "shore"
-        assert "cancelled · r retry" in painted(app)
+        assert "cancelled · ^r retry" in painted(app)
 
 
 async def test_a_busy_narrator_shows_when_it_will_be_retried():

@@ -75,15 +75,28 @@ async def send(pilot: Any, command: str) -> None:
     await pilot.press(*command, "enter")
 
 
+def statuses_painted(app: Any) -> bool:
+    """Every status row shows its status (one is held at least 250 ms, "writing…" waits as long)."""
+    return all(message.status.painted for message in app.game.transcript.live_messages())
+
+
 async def settled(pilot: Any) -> None:
     app = pilot.app
     await until(pilot, lambda: app.game.latest_message() is not None and not app.game.running)
-    await pilot.pause()
+    await until_painted(pilot)
 
 
 async def held(pilot: Any, reply: GatedReply) -> None:
     await until(pilot, lambda: reply.waiting)
+    await until_painted(pilot)
     await pilot.pause()
+
+
+async def until_painted(pilot: Any) -> None:
+    for _ in range(100):
+        if statuses_painted(pilot.app):
+            break
+        await pilot.pause(0.05)
     await pilot.pause()
 
 

@@ -21,7 +21,7 @@ from storyloom.engine.packs import parse_pack
 from storyloom.tui._textual_internals import RowCroppedCompositor
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator
-from storyloom.tui.widgets.prose import Prose, stream_step
+from storyloom.tui.widgets.prose import Prose
 from storyloom.tui.widgets.transcript import Transcript
 from storyloom.tui.widgets.turn_message import TurnMessage
 from tests.conftest import SHORE_PACK
@@ -72,7 +72,7 @@ def record_repaints(prose: Prose) -> list[tuple[Region, ...]]:
 async def started(pilot: Any) -> TurnMessage:
     message = pilot.app.query_one(TurnMessage)
     message.show(TurnStarted(turn=1, attempt=1, player_input="look"))
-    message.show(ProseDelta(turn=1, text="The"))
+    message.show(ProseDelta(turn=1, text="The "))
     await pilot.pause()
     await pilot.pause()
     return message
@@ -84,7 +84,7 @@ async def test_a_chunk_that_adds_no_line_triggers_no_layout_and_repaints_only_th
         message = await started(pilot)
         layouts = count_layouts(app)
         repaints = record_repaints(message.prose)
-        for word in (" sea", " is", " wet", " and", " grey"):  # stays on the first line
+        for word in ("sea ", "is ", "wet ", "and ", "grey "):  # stays on the first line
             message.show(ProseDelta(turn=1, text=word))
             await pilot.pause()
         assert message.prose.line_count == 1
@@ -98,48 +98,53 @@ async def test_chunks_arriving_within_one_frame_ask_for_one_repaint_and_all_show
     async with app.run_test(size=(WIDTH, 20)) as pilot:
         message = await started(pilot)
         repaints = record_repaints(message.prose)
-        for word in (" sea", " is", " wet"):  # no frame in between
+        for word in ("sea ", "is ", "wet "):  # no frame in between
             message.show(ProseDelta(turn=1, text=word))
         assert len(repaints) == 1
         await pilot.pause()
         await pilot.pause()
-        message.show(ProseDelta(turn=1, text=" and"))  # painted since: asks again
+        message.show(ProseDelta(turn=1, text="and "))  # painted since: asks again
         await pilot.pause()
         assert len(repaints) == 2
         assert message.prose.wrapped_lines[0].text.rstrip() == "The sea is wet and"
 
 
-async def test_new_lines_lay_out_once_per_step_not_once_per_line():
+async def test_a_new_line_lays_out_once_and_the_prose_is_as_tall_as_its_text():
+    """The anchored transcript rises by exactly the rows of text that arrive: no blank rows are
+    reserved below the text, so each new line is one layout (never more)."""
     app = StreamApp()
     async with app.run_test(size=(WIDTH, 30)) as pilot:
         message = await started(pilot)
         layouts = count_layouts(app)
+        heights = set()
         for _ in range(120):  # about 20 lines of text, a few words at a time
-            message.show(ProseDelta(turn=1, text=" wet rocks"))
+            message.show(ProseDelta(turn=1, text="wet rocks "))
             await pilot.pause()
-        lines, step = message.prose.line_count, stream_step(30)
-        assert lines >= 3 * step
-        assert layouts[0] <= lines // step + 1, (layouts[0], lines)
+            heights.add(message.prose.size.height - message.prose.line_count)
+        lines = message.prose.line_count
+        assert lines >= 12
+        assert layouts[0] <= lines + 1, (layouts[0], lines)
+        assert heights <= {0, -1, 1}  # a frame may lag one line behind, never a reserve ahead
 
 
-async def test_the_reserved_lines_stay_when_the_turn_ends_and_are_handed_on_once():
-    """Giving the reserve back at the end would move every line above down (the transcript is
-    anchored to the bottom): it stays until what is shown next takes it."""
+async def test_rows_a_shorter_version_leaves_stay_until_the_next_turn_takes_them_once():
+    """A swap to shorter prose keeps the message's height (a shorter message would drop every line
+    above it): the rows stay blank at its foot and are handed to what is shown next, once."""
     app = StreamApp()
     async with app.run_test(size=(WIDTH, 20)) as pilot:
         message = await started(pilot)
+        message.show(ProseDelta(turn=1, text="sea " * 40))
+        message.show(TurnCommitted(turn=1, state_hash="x", narrative="The " + "sea " * 40))
         await pilot.pause()
-        assert message.prose.size.height == stream_step(20) == 4  # room to grow while streaming
-        message.show(TurnCommitted(turn=1, state_hash="x", narrative="The"))
+        await pilot.pause()
+        tall = message.prose.size.height
+        assert tall == message.prose.line_count > 2
+        message.prose.set_text("The sea.")
         await pilot.pause()
         await pilot.pause()
-        assert message.prose.size.height == 4
-        assert message.release_reserve() == 3
+        assert message.prose.size.height == tall
+        assert message.release_reserve() == tall - 1
         assert message.release_reserve() == 0  # handed on once
-        await pilot.pause()
-        await pilot.pause()
-        assert message.prose.size.height == 1
-        assert message.size.height == 3  # the command, the prose, the status row
 
 
 async def test_a_partial_repaint_paints_what_textual_would_and_renders_only_its_rows_of_the_front_widget():
@@ -194,3 +199,24 @@ async def test_text_selected_in_the_live_paragraph_is_that_paragraph_s_text():
         assert {y for _, y in offsets} == {2}  # the third line of the prose: after "The first line." and a blank
         selected = prose.get_selection(Selection(Offset(0, 2), Offset(6, 2)))
         assert selected is not None and selected[0] == "Second"
+
+
+async def test_a_streamed_word_is_painted_once_it_is_whole():
+    """A half word painted at a row's end hops to the next row when its last letters no longer fit:
+    a word shows once a space follows it, it ends in punctuation, or the stream ends."""
+    app = StreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+
+        async def shown(chunk: str) -> str:
+            message.show(ProseDelta(turn=1, text=chunk))
+            await pilot.pause()
+            return "\n".join(line.text.rstrip() for line in message.prose.wrapped_lines)
+
+        assert await shown("sea is co") == "The sea is"
+        assert await shown("ld and") == "The sea is cold"
+        assert await shown(" grey.") == "The sea is cold and grey."
+        assert await shown(" The keeper's lo") == "The sea is cold and grey. The keeper's"
+        message.show(TurnCommitted(turn=1, state_hash="x", narrative=message.prose.text))
+        await pilot.pause()
+        assert message.prose.wrapped_lines[-1].text.rstrip().endswith("keeper's lo")  # the stream ended

@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -140,6 +141,16 @@ class StoryloomApp(App[int]):
             blink=self._blink,
             tune_gc=self._tune_gc,
         )
+
+    async def on_event(self, event: events.Event) -> None:
+        """A printable key goes to the game's input line whatever has focus: the game screen moves the
+        focus there (`GameScreen.keep_typing`) before the key is handed to the focused widget, so no
+        letter of a command typed fast is taken by a focused message or lost."""
+        if isinstance(event, events.Key) and event.is_printable:
+            keep_typing = getattr(self.screen, "keep_typing", None)
+            if keep_typing is not None:
+                keep_typing()
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         if self._remember_theme is not None:

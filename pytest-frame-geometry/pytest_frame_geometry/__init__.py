@@ -7,6 +7,7 @@ beside it) are exported here. See docs/frame-geometry.md.
 
 from pytest_frame_geometry._textual import SUPPORTED, unsupported
 from pytest_frame_geometry.baselines import FrameBaselines
+from pytest_frame_geometry.calm import Sheet, Violation, assert_calm, calm_violations, count_by_rule, sheets_of
 from pytest_frame_geometry.lines import Line
 from pytest_frame_geometry.recorder import Find, Frame, FrameRecorder, RegionTuple, State, Target
 from pytest_frame_geometry.rules import assert_no_shift
@@ -19,8 +20,14 @@ __all__ = [
     "FrameRecorder",
     "Line",
     "RegionTuple",
+    "Sheet",
     "State",
     "Target",
+    "Violation",
+    "assert_calm",
     "assert_no_shift",
+    "calm_violations",
+    "count_by_rule",
+    "sheets_of",
     "unsupported",
 ]

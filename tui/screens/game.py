@@ -270,11 +270,12 @@ class GameScreen(StoryScreen):
         if chosen is not None:
             await self.deliver(chosen)
 
-    @on(TurnMessage.TypedAway)
-    def _typed_away(self, event: TurnMessage.TypedAway) -> None:
+    def keep_typing(self) -> None:
+        """A printable key arrived: it goes to the input line, whatever has focus (the app calls this
+        before it hands the key on, so the focus has moved by then and no key is taken elsewhere)."""
         field = self.command_input
-        field.focus()
-        field.insert_text_at_cursor(event.character)
+        if self.focused is not field:
+            self.set_focus(field, scroll_visible=False)
 
     def action_undo(self) -> None:
         """ctrl+z: take back the last committed turn (through the journal when there is one)."""

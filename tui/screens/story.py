@@ -188,6 +188,8 @@ class StoryScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "details":
+            if isinstance(self.focused, TurnMessage) and self.focused.has_details:
+                return True
             latest = self.latest_message()
             if latest is None:  # a resumed story: its newest turn is folded, with its details
                 folded = self.transcript.latest_folded()
@@ -212,6 +214,10 @@ class StoryScreen(Screen[None]):
 
     def action_details(self) -> None:
         """ctrl+d: the latest turn's details; a turn without corrections says there is nothing to show."""
+        focused = self.focused
+        if isinstance(focused, TurnMessage) and focused.has_details:  # ctrl+d on a focused message: its own
+            self._open_details(focused)
+            return
         latest = self.latest_message()
         if latest is not None:
             self._open_details(latest)

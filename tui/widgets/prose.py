@@ -17,18 +17,26 @@ from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import no_layout_virtual_size, request_layout
 
 PARAGRAPH_BREAK = "\n\n"
-STREAM_STEP = 4
-"""While a turn streams its height grows in steps of at least this many lines, so most new lines need no layout."""
-STREAM_STEP_MAX = 10
+WORD_END = (".", ",", ";", ":", "!", "?", "\u2026", "\u201d", ")", "]")
+"""A streamed word that ends with one of these is shown before the space after it arrives (the
+last word of the prose usually does, and nothing may come after it for a while). Not quotes or
+apostrophes: they also open a word or sit inside one ("keeper's")."""
 
 
-def stream_step(terminal_height: int) -> int:
-    """Lines a streaming message grows by at a time: a fifth of the terminal, 4 to 10.
+def shown_part(text: str, start: int) -> int:
+    """How much of streamed `text` may be painted: up to its last whole word, never less than `start`.
 
-    Each step is one layout and one repaint of the whole view (the anchored transcript
-    scrolls), so a taller terminal takes bigger steps; on 24 rows it is 4.
+    A word painted before it is whole can hop to the next row when its last letters arrive
+    and no longer fit; so a streamed word shows once a space (or a newline) follows it, or
+    when it ends with punctuation. Whitespace before the held word is held with it, so a
+    paragraph break shows with the paragraph's first word.
     """
-    return max(STREAM_STEP, min(STREAM_STEP_MAX, terminal_height // 5))
+    if text.endswith(WORD_END):
+        return len(text)
+    cut = max(text.rfind(" ", start), text.rfind("\n", start), text.rfind("\t", start))
+    while cut > start and text[cut - 1].isspace():
+        cut -= 1
+    return max(start, cut)
 
 
 def plain(text: str) -> Content:
@@ -88,14 +96,16 @@ class Prose(Widget):
     - keeps the finished paragraphs wrapped once, and re-wraps only the live
       paragraph (once per chunk: the layout never wraps it a second time);
     - repaints only the lines that changed (usually the last one), not the widget;
-    - while streaming, its height grows several lines at a time (`stream_step`; blank lines
-      wait below the text), so a new line usually fills reserved space: no layout and
-      no scroll of the anchored transcript (which repaints the whole view).
+    - its height is its rows of text, so the anchored transcript rises by exactly the rows
+      of text that arrive (a reader follows the text; blank rows below it would lift it more);
+    - a streamed word is painted once it is whole (`shown_part`), so no half word hops rows;
+    - another version of the same prose (`rewrite`) changes nothing on screen while it
+      repeats the shown words, and swaps in one step where it differs.
 
     Its height never shrinks while it is the newest prose: the transcript is anchored to
-    the bottom, so a shorter prose would move every line above it down. The reserve (and
-    the rows a shorter swapped prose leaves) stays as blank rows at its foot until
-    `release()` hands it to whatever the transcript shows next, in the same frame.
+    the bottom, so a shorter prose would move every line above it down. The rows a shorter
+    swapped prose leaves stay blank at its foot until `release()` hands them to whatever the
+    transcript shows next, in the same frame.
 
     It draws exactly what a `Static` of the same text would (same wrapping and
     style, `Visual.to_strips`), with one blank line between the finished part
@@ -132,10 +142,14 @@ class Prose(Widget):
         self._frozen_stale = False
         self._live_stale = False
         self._pending = False
-        self._streamed = False
-        """Whether this prose streamed since it was last released: its height stays rounded up to
-        the next step after the stream ends too, so how tall it settles never depends on whether a
-        layout happened to run mid-stream."""
+        self._shown = 0
+        """How much of `_text` is painted (a streamed word waits until it is whole: `shown_part`)."""
+        self._open = False
+        """True while the text is streaming (the last word may still grow)."""
+        self._shadow: str | None = None
+        """Another version being streamed while it repeats the shown prose word for word (see `rewrite`)."""
+        self.swaps = 0
+        """How many times the prose shown was replaced by a different one (the frame tests read it)."""
         self._tail = 0
         """Cells on the live paragraph's last line, counting chunks not wrapped yet."""
         self._unpainted_row = -1
@@ -168,9 +182,24 @@ class Prose(Widget):
         """
         if not chunk:
             return
+        if self._shadow is not None:
+            self._shadow += chunk
+            if self._text.startswith(self._shadow):
+                return  # the same words again: nothing changes on screen
+            shadow, self._shadow = self._shadow, None
+            if shadow.startswith(self._text):
+                chunk = shadow[len(self._text) :]  # it goes on past the shown prose (which was cut short)
+            else:
+                chunk = shadow
+                self.set_text("")  # a different version: it streams from the top, in place of the one shown
         self._text += chunk
+        self._open = True
+        start = self._shown
+        self._shown = shown_part(self._text, start)
+        if self._shown == start:
+            return  # the chunk finishes no word yet
+        chunk = self._text[start : self._shown]
         self._pending = True
-        self._streamed = True
         width = self.size.width
         if not self.is_mounted:
             return
@@ -191,18 +220,30 @@ class Prose(Widget):
     def _take_pending(self) -> None:
         """Split the text streamed so far into the finished part and the live paragraph."""
         self._pending = False
-        cut = self._text.rfind(PARAGRAPH_BREAK)
+        text = self._text[: self._shown]
+        cut = text.rfind(PARAGRAPH_BREAK)
         if cut > self._frozen_len:
             self._frozen_len = cut
-            self._frozen_text = self._text[:cut].strip("\n")
+            self._frozen_text = text[:cut].strip("\n")
             self._frozen_stale = True
         start = self._frozen_len + len(PARAGRAPH_BREAK) if self._frozen_len else 0
-        self._live_text = self._text[start:]
+        self._live_text = text[start:]
         self._live_stale = True
+
+    def rewrite(self) -> None:
+        """Another version of this prose starts (ctrl+g, or a retry): keep showing the prose while the
+        new one repeats it word for word; the first chunk that differs swaps it in (`append`)."""
+        self.settle()
+        self._shadow = "" if self._text else None
 
     def set_text(self, text: str) -> None:
         """Show different prose in one step (a correction changed it, or a retry starts afresh)."""
+        if self._text and text != self._text:
+            self.swaps += 1
+        self._shadow = None
+        self._open = False
         self._text = text
+        self._shown = len(text)
         cut = text.rfind(PARAGRAPH_BREAK)
         self._frozen_len = max(cut, 0)
         self._frozen_text = text[:cut].strip("\n") if cut > 0 else ""
@@ -212,7 +253,17 @@ class Prose(Widget):
         self._flush(full=True)
 
     def settle(self) -> None:
-        """The stream ended: paint what is pending. The reserved lines stay (see `release`)."""
+        """The stream ended: paint what is pending, the last word too. A new version that repeated
+        only the start of the prose shown is shown now (it is shorter)."""
+        if self._shadow is not None:
+            shadow, self._shadow = self._shadow, None
+            if shadow and shadow != self._text:
+                self.set_text(shadow)
+            return
+        self._open = False
+        if self._shown < len(self._text):
+            self._shown = len(self._text)
+            self._pending = True
         if self._pending:
             self._flush()
 
@@ -224,7 +275,6 @@ class Prose(Widget):
         """
         spare = max(0, self._kept - self.line_count) if self._kept_width == self.size.width else 0
         self._kept = 0
-        self._streamed = False
         if spare:
             self._request_layout()
         return spare
@@ -359,14 +409,8 @@ class Prose(Widget):
         return self._height(width)
 
     def _height(self, width: int) -> int:
-        """Lines of text; once it has streamed, rounded up to the next step (at least one blank line below).
-
-        Never less than it was before, at this width, until `release()`.
-        """
+        """Lines of text, never less than it was before at this width, until `release()`."""
         height = self.line_count
-        if self._streamed:
-            step = stream_step(self.app.size.height)
-            height = (height // step + 1) * step
         if self._kept_width != width:
             if self._kept_width:  # a resize: wrap anew, keep nothing of the old width
                 self._kept = 0

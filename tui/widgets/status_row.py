@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import math
+import time
 
 from textual.content import Content
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Static
 
 from storyloom.tui._textual_internals import no_layout_virtual_size
 from storyloom.tui.failures import BUDGET_SPENT
+
+HOLD = 0.25
+"""Seconds a status stays painted at least, so it can be read; and how long a turn may take to
+show its first words before "writing…" is painted."""
 
 
 class StatusRow(Static):
@@ -16,6 +24,10 @@ class StatusRow(Static):
 
     The text says the status in words (colour only repeats it), and each update
     is made without a layout pass because the row is always exactly one line.
+
+    It never flickers: "writing…" is painted only when no words came within `HOLD` seconds,
+    and a status once painted stays at least `HOLD` seconds (a later one waits, and one that
+    follows within that time replaces it). `kind` and `plain_text` say the status at once.
     """
 
     virtual_size = no_layout_virtual_size()
@@ -37,11 +49,64 @@ class StatusRow(Static):
         "versions" (which version of the latest turn shows) or "fixed" (the version that counts)."""
         self.plain_text = ""
         """The row's text without styling (for tests and the frame harness)."""
+        self._wanted = Content("")
+        """What the row is to show once it may (see `HOLD`)."""
+        self._not_before = 0.0
+        """When `_wanted` may be painted (a monotonic time)."""
+        self._painted = ""
+        self._painted_at = 0.0
+        self._timer: Timer | None = None
+        self._fresh = False
 
-    def _set(self, kind: str, content: Content) -> None:
+    def _set(self, kind: str, content: Content, *, wait: float = 0.0) -> None:
         self.kind = kind
         self.plain_text = content.plain
-        self.update(content, layout=False)
+        self._wanted = content
+        now = time.monotonic()
+        self._not_before = now + wait
+        if self._painted:
+            self._not_before = max(self._not_before, self._painted_at + HOLD)
+        if self.is_mounted:
+            self._schedule()
+
+    def on_mount(self) -> None:
+        if self._not_before:  # set before it was mounted: the wait starts now
+            self._not_before = max(self._not_before, time.monotonic() + (HOLD if self.kind == "writing" else 0))
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if self._wanted.plain == self._painted:
+            return
+        delay = self._not_before - time.monotonic()
+        if delay > 0:
+            self._timer = self.set_timer(delay, self._paint)
+        else:
+            self._paint()
+
+    def _paint(self) -> None:
+        self._timer = None
+        held = self._painted_at + HOLD - time.monotonic() if self._painted else 0
+        if held > 0:  # the status shown was drawn later than it was set: it stays its whole time
+            self._timer = self.set_timer(held, self._paint)
+            return
+        self._painted = self._wanted.plain
+        self._painted_at = time.monotonic()
+        self._fresh = True
+        self.update(self._wanted, layout=False)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._fresh:  # the hold counts from when the status is drawn, which may be a frame after `_paint`
+            self._fresh = False
+            self._painted_at = time.monotonic()
+        return super().render_lines(crop)
+
+    @property
+    def painted(self) -> bool:
+        """Whether the row shows what it says (`plain_text`), not a status it still holds or waits to show."""
+        return self._painted == self.plain_text
 
     def clear(self) -> None:
         """Nothing to say: the turn is streaming or committed."""
@@ -50,7 +115,7 @@ class StatusRow(Static):
     def writing(self, version: int = 1) -> None:
         """The turn (or another version of it) has started and no prose has arrived yet: a sign of life, in words."""
         text = "writing…" if version <= 1 else f"writing version {version}…"
-        self._set("writing", Content.styled(text, "dim italic"))
+        self._set("writing", Content.styled(text, "dim italic"), wait=HOLD)
 
     def versions(self, chosen: int, count: int, note: str = "") -> None:
         """Which committed version of the latest turn shows, while the player may still change it.
@@ -87,15 +152,15 @@ class StatusRow(Static):
         """The turn failed (`words` say how: `storyloom.tui.failures`): nothing was committed."""
         parts: list[str | tuple[str, str]] = [(words, "bold $text-warning")]
         if can_retry:
-            parts += [" · ", ("r", "bold"), " retry"]
-        parts += [" · ", ("d", "bold"), " details"]
+            parts += [" · ", ("^r", "bold"), " retry"]
+        parts += [" · ", ("^d", "bold"), " details"]
         self._set("failed", Content.assemble(*parts))
 
     def cancelled(self, *, can_retry: bool) -> None:
         """The player cancelled this turn: nothing was committed."""
         parts: list[str | tuple[str, str]] = [("cancelled", "bold")]
         if can_retry:
-            parts += [" · ", ("r", "bold"), " retry"]
+            parts += [" · ", ("^r", "bold"), " retry"]
         self._set("cancelled", Content.assemble(*parts))
 
     def undone(self) -> None:

@@ -50,6 +50,8 @@ class EndingText(StoryText):
 
     def __init__(self, title: str, text: str, note: str) -> None:
         super().__init__(f"The end: {title}", text, classes="-ending")
+        self._what_now = note.partition(". ")[2]
+        """What the note says the player can do, after its first sentence (it still holds after an undo)."""
         self.note = Static(plain(note), markup=False, classes="-note")
         self.undone = False
 
@@ -62,7 +64,8 @@ class EndingText(StoryText):
         self.undone = True
         self.styles.min_height = self.outer_size.height  # a shorter note never pulls the story down
         self.add_class("-undone")
-        self.note.update(plain("undone · the story goes on from the turn before"))
+        # the note keeps what the player can do, so it stays as long: no blank rows are left under it
+        self.note.update(plain(f"undone · the story goes on from the turn before. {self._what_now}".strip()))
 
 
 class EarlierTurns(Static):

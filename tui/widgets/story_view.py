@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from storyloom.engine.events import (
-    AlternativeStarted,
     Event,
     StoryEnded,
     TurnCommitted,
@@ -191,8 +190,9 @@ class StoryView(Transcript):
                 # no await between giving the rows back and mounting what takes them: one layout sees both
                 message = TurnMessage(event.turn, event.player_input, reserve=self.release_reserve())
                 self._messages[event.turn] = message
-                message.show(event)  # before it is mounted: its first frame already says "writing…"
-                await self.mount(message)
+                message.show(event)  # before it is mounted
+                with self.app.batch_update():  # no frame shows the message before its command row
+                    await self.mount(message)
                 return
             message.show(event)
             return
@@ -203,20 +203,23 @@ class StoryView(Transcript):
             latest = self.latest_message()
             if latest is not None:
                 latest.fix_version()  # the story is over: the version that reached the end counts
-            await self.show_ending(event.title, event.text)
+            with self.app.batch_update():  # no frame shows the ending's rows before its text
+                await self.show_ending(event.title, event.text)
             return
         message = self.message(event.turn)
         if message is not None:
+            swaps = message.prose.swaps
             message.show(event)
-            if isinstance(event, AlternativeStarted):
-                self._show_top_of(message)
+            if message.writing_version and message.prose.swaps != swaps:
+                self._show_top_of(message)  # another version, with other words than those shown
         if isinstance(event, TurnCommitted) and event.turn not in self._committed[-1:]:
             self._committed.append(event.turn)
 
     def _show_top_of(self, message: TurnMessage) -> None:
-        """Another version is written from the top of its message: if that is above the view, bring
-        it to the view's top in one step (the one move ctrl+g makes), or the new prose would stream
-        where the player cannot see it. From there the view stays put, as after a page up."""
+        """Another version with other words is written from the top of its message: if that is above
+        the view, bring it to the view's top in one step (the one move ctrl+g makes, when the words
+        differ), or the new prose would stream where the player cannot see it. From there the view
+        stays put, as after a page up."""
         top = message.virtual_region.y
         if top < self.scroll_y:
             self.scroll_to(y=top, animate=False, immediate=True)

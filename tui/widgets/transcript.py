@@ -50,6 +50,7 @@ class Transcript(VerticalScroll, can_focus=False):
     Transcript {
         height: 1fr;
         scrollbar-size-vertical: 1;
+        scrollbar-gutter: stable;
     }
     """
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -67,12 +66,12 @@ class TurnMessage(Vertical, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("r", "retry", "Retry turn"),
-        Binding("d", "details", "Turn details"),
-        Binding("g", "regenerate", "Another version"),
-        Binding("left,left_square_bracket", "browse(-1)", "Previous version"),
-        Binding("right,right_square_bracket", "browse(1)", "Next version"),
+        Binding("left", "browse(-1)", "Versions", key_display="← →"),
+        Binding("right", "browse(1)", "Next version", show=False),
     ]
+    """Only keys that cannot be typed text: every printable key goes to the input line, whatever
+    has focus (the app hands it there). Retry, details and another version of a focused message are
+    the screen's ctrl+r, ctrl+d and ctrl+g."""
 
     class RetryRequested(_Asked):
         """The player asked to retry this (failed or cancelled) turn."""
@@ -90,20 +89,13 @@ class TurnMessage(Vertical, can_focus=True):
             super().__init__(message)
             self.version = version
 
-    class TypedAway(_Asked):
-        """The player started typing while this message had focus: the text belongs in the input line."""
-
-        def __init__(self, message: TurnMessage, character: str) -> None:
-            super().__init__(message)
-            self.character = character
-
     def __init__(self, turn: int, player_input: str, *, reserve: int = 0) -> None:
         """Args:
         turn: the engine's turn number.
         player_input: the command this turn answers.
         reserve: blank rows the message above gave back (`release_reserve`): the prose starts
             that tall, so taking them moves nothing on screen. Until its children are composed the
-            message is held at that height (and its command and status rows) by `min-height`.
+            message is held at that height by `min-height` (its command and status rows come with them).
         """
         super().__init__(id=f"turn-{turn}")
         self.turn = turn
@@ -129,7 +121,8 @@ class TurnMessage(Vertical, can_focus=True):
         """True once the next command was played: the version that shows counts for good."""
         self.prose = Prose(reserve=reserve)
         self.status = StatusRow()
-        self.styles.min_height = reserve + 2  # the command and status rows: one each
+        if reserve:  # the rows it takes are blank already: it rises with its first row of text
+            self.styles.min_height = reserve
 
     @classmethod
     def restored(
@@ -208,11 +201,11 @@ class TurnMessage(Vertical, can_focus=True):
         self.remove_class("-undone", "-failed", "-cancelled")
         if isinstance(event, AlternativeStarted):
             self.writing_version = event.alternative
-            self.prose.set_text("")
+            self.prose.rewrite()
             self.status.writing(event.alternative)
         else:
             if event.retry:
-                self.prose.set_text("")
+                self.prose.rewrite()
             self.status.writing()
         self.refresh_bindings()
 
@@ -237,7 +230,7 @@ class TurnMessage(Vertical, can_focus=True):
         lost = self.events
         self._choose(self.chosen, len(self.versions))
         self.events = lost  # d shows what went wrong with the lost version
-        self.status.versions(self.chosen, len(self.versions), f"{note} · d details" if self.has_details else note)
+        self.status.versions(self.chosen, len(self.versions), f"{note} · ^d details" if self.has_details else note)
 
     def fix_version(self) -> None:
         """The next command was played: this turn's shown version is the one that counts from now on."""
@@ -328,15 +321,6 @@ class TurnMessage(Vertical, can_focus=True):
     def on_click(self) -> None:
         """Focus the message where it is: a click must not scroll what the player is reading."""
         self.focus(scroll_visible=False)
-
-    def on_key(self, event: events.Key) -> None:
-        """Any printable key other than this message's own (r, d when offered) goes to the input line."""
-        own = {"r": self.can_retry, "d": self.has_details, "g": self.can_regenerate}
-        own["["] = own["]"] = self.can_browse
-        if event.is_printable and event.character and not own.get(event.character, False):
-            event.stop()
-            event.prevent_default()
-            self.post_message(self.TypedAway(self, event.character))
 
 
 def details_events(events: Sequence[Event]) -> tuple[Event, ...]:

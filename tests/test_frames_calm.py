@@ -1,0 +1,332 @@
+"""Calm reading over whole interactions: the view moves only by the text that arrives.
+
+Each test plays a new game (the first turn makes the scrollbar appear) through many turns, records
+every frame the app paints, and checks the transcript's rows on every frame with
+`pytest_frame_geometry.calm.assert_calm`, counting rows of text, not content height: nothing moves
+down; the view rises only by the rows of text that arrived; text never disappears (except where
+different prose is swapped in, or an undo); a row shown is only appended to (no re-wrap, no half
+word hopping); idle, at most one blank row under the newest turn; the same prose written again
+changes nothing; after a resize no gap is left; scrolled up, nothing in view moves; no status
+flickers. Typing always types, whatever has focus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from pytest_frame_geometry.calm import Sheet, assert_calm, sheets_of
+
+from storyloom.engine.lifecycle import Session
+from storyloom.engine.packs import parse_pack
+from storyloom.tui.app import StoryloomApp
+from storyloom.tui.testing.frames import Frame, FrameRecorder
+from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from tests.conftest import SHORE_PACK
+from tests.test_frames import until_true
+
+STATUSES = (
+    "writing",
+    "correcting (",
+    "narrator busy",
+    "‹ ",
+    "version ",
+    "another version",
+    "couldn't",
+    "cancelled",
+    "undone",
+    "The story is over",
+)
+"""How the status rows (and the ending's note, which an undo rewrites) start."""
+HINT = ("↓ newer text below",)
+WORDS = (
+    "The brass lamp and the keeper's logbook lie open on the table, their pages swollen with damp and salt. "
+    "Somewhere below, the generator coughs twice and falls silent, and the darkness presses closer. "
+    "You notice scratches along the doorframe, deliberate and patient, as if someone counted days."
+)
+TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
+SIZES = [
+    pytest.param((80, 24), id="80x24"),
+    pytest.param((100, 30), id="100x30", marks=pytest.mark.slow),
+    pytest.param((120, 40), id="120x40", marks=pytest.mark.slow),
+]
+
+
+def story(paragraphs: int, tag: str) -> str:
+    """Prose of long words of varied length, so chunks often end inside a word near a row's end."""
+    return "\n\n".join(f"{tag}{k}: " + WORDS[: 90 + 70 * (k % 3)].rsplit(" ", 1)[0] for k in range(1, paragraphs + 1))
+
+
+@dataclass
+class Game:
+    """A new game being played and recorded."""
+
+    app: StoryloomApp
+    pilot: Any
+    recorder: FrameRecorder
+    narrator: GatedNarrator
+    same: list[tuple[int, int]] = field(default_factory=list)
+    """Frame ranges (first, last) in which the same prose was being written again."""
+
+    async def settle(self, seconds: float = 0.6) -> None:
+        await until_true(self.pilot, lambda: not self.app.game.running, 20)
+        await self.pilot.pause(seconds)
+
+    async def send(self, command: str) -> None:
+        self.recorder.mark("key")
+        await self.pilot.press(*command, "enter")
+        await self.settle()
+
+    async def same_again(self, key: str = "ctrl+g") -> None:
+        """ctrl+g whose version has the same prose: the frames until it commits are `same`."""
+        first = len(self.recorder.frames)
+        self.recorder.mark("same")
+        await self.pilot.press(key)
+        await self.settle(0)
+        self.same.append((first, len(self.recorder.frames)))
+        await self.pilot.pause(0.6)
+
+    def sheets(self) -> list[Sheet]:
+        frames = self.recorder.frames
+        swaps = [f.texts["swaps"] for f in frames]
+        exempt = {k + j for k, f in enumerate(frames) if k and swaps[k] != swaps[k - 1] for j in (0, 1)}
+        exempt |= {k + j for k, f in enumerate(frames) if {"resize", "turn_undone"} & set(f.marks) for j in (0, 1, 2)}
+        sheets = sheets_of(frames, view, clock="time", flags=("busy", "following"))
+        for k, sheet in enumerate(sheets):
+            sheet.flags["exempt"] = k in exempt
+            sheet.flags["same"] = any(a <= k < b for a, b in self.same)
+            sheet.flags["resized"] = "resize" in frames[k].marks
+        return sheets
+
+
+def view(frame: Frame) -> list[str]:
+    """The transcript's rows as painted: under its top padding, right of the messages' border and
+    padding, left of the scrollbar's column."""
+    region = frame.regions["story"]
+    if region is None:
+        return []
+    x, y, width, height = region
+    return [row.ljust(x + width)[x + 2 : x + width - 2].rstrip() for row in frame.screen[y + 1 : y + height]]
+
+
+def check(game: Game, **rules: Any) -> None:
+    sheets = game.sheets()
+    assert_calm(
+        sheets,
+        statuses=STATUSES,
+        ignore=HINT,
+        idle=lambda s: s.flags["busy"] == "False" and s.flags["following"] == "True",
+        reset=lambda before, after: after.flags["exempt"],
+        same=lambda s: s.flags["same"],
+        resized=lambda s: s.flags["resized"],
+        **rules,
+    )
+
+
+async def new_game(frame_recorder: Any, pilot: Any, app: StoryloomApp, narrator: GatedNarrator) -> Game:
+    recorder = frame_recorder(
+        app,
+        screen=True,
+        regions={"story": "#transcript"},
+        texts={
+            "time": lambda app: f"{time.monotonic():.4f}",
+            "busy": lambda app: app.game.running,
+            "following": lambda app: app.game.transcript.following,
+            "swaps": lambda app: sum(m.prose.swaps for m in app.game.transcript.live_messages()),
+        },
+    )
+    MARKS[id(app)] = recorder
+    return Game(app, pilot, recorder, narrator)
+
+
+MARKS: dict[int, FrameRecorder] = {}
+"""The recorder of each app under test (by id), which marks every engine event it renders."""
+
+
+def make_app(replies: list[GatedReply], budget: int = 2) -> tuple[StoryloomApp, GatedNarrator]:
+    narrator = GatedNarrator(replies, chunk=7, delay=0.008)
+    session = Session(parse_pack(SHORE_PACK, "shore.toml"), narrator, budget=budget)
+    app = StoryloomApp(
+        session, on_event=lambda event: (r := MARKS.get(id(app))) is not None and r.mark(event.event), blink=False
+    )
+    return app, narrator
+
+
+@asynccontextmanager
+async def playing(frame_recorder: Any, replies: list[GatedReply], size: tuple[int, int]) -> AsyncIterator[Game]:
+    """A new game on `replies`, recorded from its first frame at `size`."""
+    app, narrator = make_app(replies)
+    async with app.run_test(size=size) as pilot:
+        yield await new_game(frame_recorder, pilot, app, narrator)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_game_reads_calmly_from_its_first_turn(frame_recorder: Any, size: tuple[int, int]) -> None:
+    """A new game: turns of one to eight paragraphs, a correction that keeps the prose and one that
+    swaps it, ctrl+g with the same prose and with other prose, and an undo."""
+    replies = [
+        GatedReply(turn_text(story(3, "a"), [])),  # the first turn: the scrollbar appears
+        GatedReply(turn_text(story(1, "b"), TAKE_BOTH)),  # a correction that keeps the prose
+        GatedReply(turn_text(None, TAKE_LAMP)),
+        GatedReply(turn_text(story(2, "c"), [])),
+        GatedReply(turn_text(story(2, "c"), [])),  # ctrl+g: the same prose
+        GatedReply(turn_text(story(4, "d"), [])),  # ctrl+g: other prose
+        GatedReply(turn_text(story(5, "e"), [])),
+        GatedReply(turn_text(story(2, "f"), [{"op": "replace", "path": "/stats/health", "value": 12}])),
+        GatedReply(turn_text(story(3, "g"), [])),  # a correction that swaps the prose
+        GatedReply(turn_text(story(8, "h"), [])),
+    ]
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
+        await game.send("look")
+        await game.send("take lamp")
+        await game.send("listen")
+        await game.same_again()
+        game.recorder.mark("other version")
+        await pilot.press("ctrl+g")
+        await game.settle()
+        await game.send("wait")
+        await game.send("rest")
+        await game.send("go on")
+        game.recorder.mark("undo")
+        await pilot.press("ctrl+z")
+        await pilot.pause(0.6)
+        game.recorder.stop()
+        messages = app.game.transcript.live_messages()
+    assert [m.outcome for m in messages] == ["committed"] * 5 + ["undone"], [
+        (m.player_input, m.outcome, m.prose.text[:20], m.status.plain_text) for m in messages
+    ]
+    assert messages[-1].prose.text == story(8, "h") and messages[2].prose.text == story(4, "d")
+    check(game)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_resize_in_the_middle_of_a_turn_leaves_no_gap(frame_recorder: Any, size: tuple[int, int]) -> None:
+    gate = asyncio.Event()
+    text = turn_text(story(6, "r"), [])
+    replies = [GatedReply(turn_text(story(4, "a"), [])), GatedReply(text, pause=gate, pause_at=len(text) // 2)]
+    held = replies[-1]
+    async with playing(frame_recorder, replies, size) as game:
+        pilot = game.pilot
+        await game.send("look")
+        game.recorder.mark("key")
+        await pilot.press(*"wait", "enter")
+        await until_true(pilot, lambda: held.waiting)
+        game.recorder.mark("resize")
+        await pilot.resize_terminal(size[0] + 17, size[1] - 3)
+        await pilot.pause(0.3)
+        gate.set()
+        await game.settle()
+        game.recorder.stop()
+    check(game)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_scrolled_up_nothing_moves_while_a_turn_streams_and_end_follows_again(
+    frame_recorder: Any, size: tuple[int, int]
+) -> None:
+    gate = asyncio.Event()
+    text = turn_text(story(8, "s"), [])
+    replies = [
+        GatedReply(turn_text(story(6, "a"), [])),
+        GatedReply(turn_text(story(6, "b"), [])),
+        GatedReply(text, pause=gate, pause_at=len(text) // 4),
+    ]
+    held = replies[-1]
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
+        await game.send("look")
+        await game.send("wait")
+        game.recorder.mark("key")
+        await pilot.press(*"listen", "enter")
+        await until_true(pilot, lambda: held.waiting)
+        game.recorder.mark("page up")
+        await pilot.press("pageup")
+        await pilot.pause(0.2)
+        up = len(game.recorder.frames)
+        gate.set()
+        await until_true(pilot, lambda: not app.game.running, 20)
+        await pilot.pause(0.3)
+        down = len(game.recorder.frames)
+        assert not app.game.transcript.following
+        game.recorder.mark("end")
+        await pilot.press("end")
+        await pilot.pause(0.3)
+        assert app.game.transcript.following  # Textual#6677: scroll_to stopped the anchor; End re-anchors
+        frames = game.recorder.frames
+        assert "s8:" in "\n".join(view(frames[-1])), "End did not bring the newest text into view"
+        game.recorder.stop()
+    sheets = game.sheets()
+    assert_calm(sheets[up:down], statuses=STATUSES, ignore=HINT, idle=lambda s: False, scrolled=lambda s: True)
+    assert_calm(sheets[: up - 3], statuses=STATUSES, ignore=HINT, idle=lambda s: False)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_typing_types_whatever_has_focus(frame_recorder: Any, size: tuple[int, int]) -> None:
+    """With a turn message focused (browsing its versions), typing `go north` types it into the input
+    line and Enter sends it; the message's own keys are arrows and ctrl keys, which the footer shows."""
+    replies = [
+        GatedReply(turn_text(story(2, "a"), TAKE_BOTH)),
+        GatedReply(turn_text(None, TAKE_LAMP)),
+        GatedReply(turn_text(story(1, "b"), [])),
+        GatedReply(turn_text(story(1, "n"), [])),
+    ]
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
+        await game.send("take lamp")
+        await pilot.press("ctrl+g")
+        await game.settle(0.3)
+        message = app.game.message(1)
+        assert message is not None and len(message.versions) == 2
+        message.focus(scroll_visible=False)
+        await pilot.pause(0.2)
+        await pilot.press("left")  # an arrow browses the focused message's versions
+        await pilot.pause(0.3)
+        assert message.chosen == 1 and app.screen.focused is message
+        keys = game.recorder.frames[-1].screen[-1]  # the footer
+        for shown in ("← →", "Versions", "^d Details", "^g Another version", "^q Quit", "^p palette"):
+            assert shown in keys, keys
+        for char in "go north":
+            await pilot.press(char if char != " " else "space")
+        assert app.game.command_input.value == "go north"
+        assert message.chosen == 1, "a letter acted on the focused message"
+        await pilot.press("enter")
+        await game.settle(0.3)
+        game.recorder.stop()
+        assert app.game.latest_message().player_input == "go north"
+        assert app.game.command_input.value == ""
+    check(game)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_ending_and_its_undo_move_nothing_already_read(frame_recorder: Any, size: tuple[int, int]) -> None:
+    to_the_path = [
+        *TAKE_LAMP,
+        {"op": "replace", "path": "/flags/door_open", "value": True},
+        {"op": "replace", "path": "/location", "value": "path"},
+    ]
+    wind = "\n\nThe wind drums on the glass and runs in threads down the panes, and far out a bell rings once."
+    up = "You climb to the Lamp Room with the lamp, and light it." + wind * 2
+    replies = [
+        GatedReply(turn_text(story(3, "a"), [])),
+        GatedReply(turn_text("You take the brass lamp, open the way and climb to the Cliff Path." + wind, to_the_path)),
+        GatedReply(turn_text(up, [{"op": "replace", "path": "/location", "value": "tower"}])),
+    ]
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
+        await game.send("look")
+        await game.send("climb")
+        await game.send("go up")
+        assert app.session.ending is not None
+        game.recorder.mark("undo")
+        await pilot.press("ctrl+z")
+        await pilot.pause(0.6)
+        game.recorder.stop()
+        assert app.session.ending is None
+    check(game)
