@@ -1,0 +1,261 @@
+"""The story ledger: what a story is at any point of its event log, folded by one reducer.
+
+A save is an event log. What the story *is* after any prefix of it (the turns standing, each
+with its versions and the one chosen, the turns undone, the turn in flight, the counts a
+listing shows) is `apply`'d one event at a time, and every reader asks the ledger instead of
+following commits, versions, choices and undos on its own: verify's counts, the export, the
+resume's versions, the preview's newest turns and the replay's tally all read it.
+
+The ledger follows; it does not judge. An event it cannot place (an undo with nothing standing,
+a choice of a version that does not exist) leaves it as it was: judging a save is verify's
+(`storyloom.saves.verify`), and a preview folds only the tail of a save, whose first events may
+refer to turns it never saw.
+
+Pure and persistent: `apply` returns a new ledger and never changes the old one; standing and
+undone turns are linked lists sharing their tails, so an event costs the same whatever the story's
+length, and `keep` bounds how many standing turns a long save's reader holds in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+from storyloom.engine.events import (
+    AlternativeChosen,
+    AlternativeStarted,
+    AttemptFinished,
+    CorrectionStarted,
+    Event,
+    TurnCancelled,
+    TurnCommitted,
+    TurnFailed,
+    TurnStarted,
+    TurnUndone,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One committed version of a turn: what its commit recorded (and when, if the reader says)."""
+
+    alternative: int
+    narrative: str
+    state_hash: str
+    state_patch: tuple[dict[str, object], ...] = ()
+    suggestions: tuple[str, ...] = ()
+    at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTurn:
+    """A committed turn: its command, its versions (1 the first committed) and the one chosen."""
+
+    turn: int
+    player_input: str
+    versions: tuple[Version, ...]
+    chosen: int = 1
+    fixed: bool = False
+    """A command was played after it (even one then cancelled): its versions can no longer change."""
+
+    @property
+    def shown(self) -> Version:
+        """The version that counts: the one the player sees and the export follows."""
+        return self.versions[self.chosen - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class _Link:
+    turn: LedgerTurn
+    rest: _Link | None
+    length: int
+
+
+def _push(link: _Link | None, turn: LedgerTurn, keep: int | None) -> _Link:
+    length = 1 if link is None else link.length + 1
+    if keep is not None and length > 2 * keep:
+        link = _build(list(_walk(link))[: keep - 1][::-1])
+        length = (0 if link is None else link.length) + 1
+    return _Link(turn, link, length)
+
+
+def _walk(link: _Link | None) -> Iterator[LedgerTurn]:
+    while link is not None:
+        yield link.turn
+        link = link.rest
+
+
+def _build(turns: list[LedgerTurn]) -> _Link | None:
+    link: _Link | None = None
+    for turn in turns:
+        link = _Link(turn, link, 1 if link is None else link.length + 1)
+    return link
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A command or another version asked for, not yet committed, failed or cancelled."""
+
+    turn: int
+    player_input: str
+    retry: int = 0
+    alternative: int = 0
+    """The version asked for (0: a new turn)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoryLedger:
+    """What the story is after the events applied so far (see the module docstring).
+
+    Attributes:
+        keep: how many of the newest standing (and undone) turns are held whole (None: all);
+            the counts cover every turn whatever `keep` is.
+        standing: turns in the story now (not undone), counted.
+        committed: turns committed, undone ones included (another version is no new turn).
+        undone: commits taken back by an undo.
+        in_flight: the command or version asked for and not yet ended.
+        pending: a command that failed or was cancelled and can be retried (turn, input, retry).
+        last_turn: the highest turn number seen (the next turn is the one after).
+    """
+
+    keep: int | None = None
+    standing: int = 0
+    committed: int = 0
+    undone: int = 0
+    versions: int = 0
+    """Other versions committed (beyond each turn's first)."""
+    choices: int = 0
+    failures: int = 0
+    cancels: int = 0
+    corrections: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    in_flight: InFlight | None = None
+    pending: InFlight | None = None
+    last_turn: int = 0
+    _standing: _Link | None = None
+    _undone: _Link | None = None
+
+    def apply(self, event: Event, at: str = "") -> StoryLedger:
+        """The ledger once `event` has happened (`at`: when it was recorded, kept with a commit)."""
+        return apply(self, event, at)
+
+    def fold(self, events: Iterable[Event]) -> StoryLedger:
+        """The ledger once every one of `events` has happened, in order."""
+        ledger = self
+        for event in events:
+            ledger = apply(ledger, event)
+        return ledger
+
+    @property
+    def latest(self) -> LedgerTurn | None:
+        """The newest standing turn (the one another version or an undo is of)."""
+        return None if self._standing is None else self._standing.turn
+
+    def turns(self) -> list[LedgerTurn]:
+        """The standing turns held (see `keep`), oldest first."""
+        return list(_walk(self._standing))[::-1]
+
+    def undone_turns(self) -> list[LedgerTurn]:
+        """The undone turns held (see `keep`), oldest first."""
+        return list(_walk(self._undone))[::-1]
+
+    @property
+    def next_turn(self) -> int:
+        return self.last_turn + 1
+
+
+def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
+    """The one reducer of the event log: `ledger` once `event` has happened (see `StoryLedger`)."""
+    if isinstance(event, TurnCommitted):
+        return _committed(ledger, event, at)
+    if isinstance(event, TurnStarted):
+        latest = ledger._standing
+        if latest is not None and not latest.turn.fixed:
+            latest = _Link(replace(latest.turn, fixed=True), latest.rest, latest.length)
+        flight = InFlight(event.turn, event.player_input, event.retry)
+        return replace(ledger, in_flight=flight, last_turn=max(ledger.last_turn, event.turn), _standing=latest)
+    if isinstance(event, AttemptFinished):
+        usage = event.usage
+        if not usage:
+            return ledger
+        return replace(
+            ledger,
+            input_tokens=ledger.input_tokens + int(usage.get("input_tokens", 0)),
+            output_tokens=ledger.output_tokens + int(usage.get("output_tokens", 0)),
+        )
+    if isinstance(event, AlternativeStarted):
+        flight = InFlight(event.turn, event.player_input, alternative=event.alternative)
+        return replace(ledger, in_flight=flight, last_turn=max(ledger.last_turn, event.turn))
+    if isinstance(event, TurnFailed | TurnCancelled):
+        return _ended(ledger, event)
+    if isinstance(event, TurnUndone):
+        top = ledger._standing
+        if top is None:
+            return replace(ledger, undone=ledger.undone + 1, in_flight=None)
+        return replace(
+            ledger,
+            standing=ledger.standing - 1,
+            undone=ledger.undone + 1,
+            in_flight=None,
+            _standing=top.rest,
+            _undone=_push(ledger._undone, top.turn, ledger.keep),
+        )
+    if isinstance(event, AlternativeChosen):
+        top = ledger._standing
+        if top is None or top.turn.turn != event.turn or not 1 <= event.alternative <= len(top.turn.versions):
+            return ledger
+        chosen = replace(top.turn, chosen=event.alternative)
+        return replace(ledger, choices=ledger.choices + 1, _standing=_Link(chosen, top.rest, top.length))
+    if isinstance(event, CorrectionStarted):
+        return replace(ledger, corrections=ledger.corrections + 1)
+    return ledger
+
+
+def _committed(ledger: StoryLedger, event: TurnCommitted, at: str) -> StoryLedger:
+    flight, top = ledger.in_flight, ledger._standing
+    last_turn = max(ledger.last_turn, event.turn)
+    if flight is not None and flight.alternative and top is not None and top.turn.turn == event.turn:
+        number = len(top.turn.versions) + 1
+        turn = replace(top.turn, versions=(*top.turn.versions, _version(event, number, at)), chosen=number)
+        return replace(
+            ledger,
+            versions=ledger.versions + 1,
+            in_flight=None,
+            last_turn=last_turn,
+            _standing=_Link(turn, top.rest, top.length),
+        )
+    player_input = flight.player_input if flight is not None and flight.turn == event.turn else ""
+    if top is not None and not top.turn.fixed:
+        top = _Link(replace(top.turn, fixed=True), top.rest, top.length)
+    turn = LedgerTurn(event.turn, player_input, (_version(event, 1, at),))
+    return replace(
+        ledger,
+        standing=ledger.standing + 1,
+        committed=ledger.committed + 1,
+        in_flight=None,
+        pending=None,
+        last_turn=last_turn,
+        _standing=_push(top, turn, ledger.keep),
+    )
+
+
+def _version(event: TurnCommitted, number: int, at: str) -> Version:
+    return Version(number, event.narrative, event.state_hash, tuple(event.state_patch), tuple(event.suggestions), at)
+
+
+def _ended(ledger: StoryLedger, event: TurnFailed | TurnCancelled) -> StoryLedger:
+    """A turn (or a version) failed or was cancelled: a command of a new turn can be retried."""
+    flight = ledger.in_flight
+    pending = ledger.pending
+    if flight is not None and flight.turn == event.turn and not flight.alternative:
+        pending = flight
+    failed = isinstance(event, TurnFailed)
+    return replace(
+        ledger,
+        failures=ledger.failures + failed,
+        cancels=ledger.cancels + (not failed),
+        in_flight=None,
+        pending=pending,
+        last_turn=max(ledger.last_turn, event.turn),
+    )
