@@ -34,6 +34,13 @@ from storyloom.engine.events import (
     TurnUndone,
 )
 
+STORY_KINDS = frozenset(
+    {"turn_started", "alternative_started", "turn_committed", "alternative_chosen", "turn_undone"}
+    | {"turn_failed", "turn_cancelled"}
+)
+"""The events that say which turns the story holds: a reader that wants only the turns (not the
+counts of corrections or tokens) applies these and skips making the others' events."""
+
 
 @dataclass(frozen=True, slots=True)
 class Version:
@@ -164,6 +171,13 @@ class StoryLedger:
     def next_turn(self) -> int:
         return self.last_turn + 1
 
+    @property
+    def retryable(self) -> InFlight | None:
+        """The command that can be retried: one that failed or was cancelled, or one still in flight
+        where the log stops (a crash); never another version (the chosen one stays)."""
+        flight = self.in_flight
+        return flight if flight is not None and not flight.alternative else self.pending
+
 
 def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
     """The one reducer of the event log: `ledger` once `event` has happened (see `StoryLedger`)."""
@@ -192,12 +206,13 @@ def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
     if isinstance(event, TurnUndone):
         top = ledger._standing
         if top is None:
-            return replace(ledger, undone=ledger.undone + 1, in_flight=None)
+            return replace(ledger, undone=ledger.undone + 1, in_flight=None, pending=None)
         return replace(
             ledger,
             standing=ledger.standing - 1,
             undone=ledger.undone + 1,
             in_flight=None,
+            pending=None,
             _standing=top.rest,
             _undone=_push(ledger._undone, top.turn, ledger.keep),
         )

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storyloom.engine.ledger import LedgerTurn, StoryLedger, Version
+from storyloom.engine.ledger import STORY_KINDS, LedgerTurn, StoryLedger, Version
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
@@ -55,7 +55,7 @@ class _Commits:
     def watch(self, records: Iterable[Record]) -> Iterator[Record]:
         for record in records:
             self.last_time = record.time
-            if record.kind in _STORY_KINDS and (event := record.event) is not None:
+            if record.kind in STORY_KINDS and (event := record.event) is not None:
                 self.ledger = self.ledger.apply(event, record.time)
             yield record
 
@@ -65,9 +65,6 @@ class _Commits:
         undone = [(t, True) for t in ledger.undone_turns()]
         ordered = heapq.merge(undone, [(t, False) for t in ledger.turns()], key=lambda pair: pair[0].turn)
         return [_committed(turn, version, gone) for turn, gone in ordered for version in turn.versions]
-
-
-_STORY_KINDS = frozenset({"turn_started", "alternative_started", "turn_committed", "alternative_chosen", "turn_undone"})
 
 
 def _committed(turn: LedgerTurn, version: Version, undone: bool) -> CommittedTurn:

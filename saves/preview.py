@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from storyloom.engine.events import Event, TurnStarted, event_from_json
-from storyloom.engine.ledger import StoryLedger
+from storyloom.engine.ledger import STORY_KINDS, StoryLedger
 
 HEADER_MAX = 64 * 1024
 """Bytes: the longest first line read for a save's header."""
@@ -61,16 +61,9 @@ def newest_turns(path: Path, count: int) -> list[tuple[str, str]]:
     return [(t.player_input, t.shown.narrative) for t in turns]
 
 
-_STORY_KINDS = frozenset(
-    {"turn_started", "alternative_started", "turn_committed", "alternative_chosen", "turn_undone"}
-    | {"turn_failed", "turn_cancelled"}
-)
-"""The records that say what the story is (the ledger folds nothing else)."""
-
-
 def _story_event(record: dict[str, Any]) -> Event | None:
     kind, data = record.get("kind"), record.get("data")
-    if kind not in _STORY_KINDS or not isinstance(data, dict):
+    if kind not in STORY_KINDS or not isinstance(data, dict):
         return None
     try:
         return event_from_json({**data, "event": kind})

@@ -31,6 +31,7 @@ from storyloom.engine.events import (
     TurnStarted,
     TurnUndone,
 )
+from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.lifecycle import (
     Alternative,
     CommittedStory,
@@ -62,13 +63,11 @@ class Rebuilt:
         state: the committed state at the end of the save.
         history: the model's history of standing exchanges, as the session had it (`remembered`).
         undo_stack: what `Session.undo` would restore, oldest first: (state before, history before).
-        next_turn: the number the next turn gets (numbers are never reused).
-        pending: a failed, cancelled or interrupted last turn that can be retried.
-        commits, undos, failures, cancels, corrections: counts, for reports and listings.
-        interrupted: the turn that was in flight when the save stopped (a crash or a kill), if any.
+        ledger: what the story is, folded by the one reducer of the event log (`StoryLedger`):
+            the counts below and the turn in flight come from it; the rest here is what judging
+            the commits needs and a session continues from.
         versions: the latest turn's committed versions and the chosen one, while it can still
             change (the next command was not played yet); None once it is fixed.
-        alternatives, choices: other versions committed (each re-judged) and choices made among them.
         ending: the ending the story stands at, followed as a live session follows it.
         refused_today, refused_notes: for verify of a save played under older rules, how many commits
             today's rules would refuse, and the first few (turn and rule ids).
@@ -77,17 +76,8 @@ class Rebuilt:
     state: WorldState
     history: tuple[Exchange, ...] = ()
     undo_stack: deque[tuple[WorldState, tuple[Exchange, ...]]] = field(default_factory=lambda: deque(maxlen=UNDO_TURNS))
-    next_turn: int = 1
-    pending: PendingTurn | None = None
-    commits: int = 0
-    undos: int = 0
-    failures: int = 0
-    cancels: int = 0
-    corrections: int = 0
-    interrupted: int | None = None
+    ledger: StoryLedger = StoryLedger(keep=1)
     versions: Versions | None = None
-    alternatives: int = 0
-    choices: int = 0
     ending: StoryEnding | None = None
     refused_today: int = 0
     refused_notes: list[str] = field(default_factory=list)
@@ -95,7 +85,52 @@ class Rebuilt:
     @property
     def standing(self) -> int:
         """How many commits stand in the story (committed, less those undone)."""
-        return self.commits - self.undos
+        return self.ledger.standing
+
+    @property
+    def next_turn(self) -> int:
+        """The number the next turn gets (numbers are never reused)."""
+        return self.ledger.next_turn
+
+    @property
+    def pending(self) -> PendingTurn | None:
+        """A failed, cancelled or interrupted last turn that can be retried."""
+        turn = self.ledger.retryable
+        return None if turn is None else PendingTurn(turn.turn, turn.player_input, turn.retry)
+
+    @property
+    def interrupted(self) -> int | None:
+        """The turn that was in flight when the save stopped (a crash or a kill), if any."""
+        return None if self.ledger.in_flight is None else self.ledger.in_flight.turn
+
+    @property
+    def commits(self) -> int:
+        return self.ledger.committed
+
+    @property
+    def undos(self) -> int:
+        return self.ledger.undone
+
+    @property
+    def failures(self) -> int:
+        return self.ledger.failures
+
+    @property
+    def cancels(self) -> int:
+        return self.ledger.cancels
+
+    @property
+    def corrections(self) -> int:
+        return self.ledger.corrections
+
+    @property
+    def alternatives(self) -> int:
+        """Other versions committed (each re-judged)."""
+        return self.ledger.versions
+
+    @property
+    def choices(self) -> int:
+        return self.ledger.choices
 
     @property
     def ending_turn(self) -> int | None:
@@ -192,58 +227,40 @@ def rebuild_records(
     started: TurnStarted | None = None
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
     answers: dict[int, Record] = {}
-    in_flight: TurnStarted | AlternativeStarted | None = None
-    last_turn = 0
     tallied: Record | None = None
     for record in records:
         if record.kind in TALLIED:
             tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
-            last_turn = max(last_turn, record.turn or 0)
             if record.turn is not None:
                 answers[record.turn] = record
             continue
         event = record.event
         if event is None:
             continue
-        last_turn = max(last_turn, event.turn)
+        in_flight = built.ledger.in_flight
         if isinstance(event, TurnStarted):
             _check_command(save, record.seq, record.line, event)
             started = event
-            in_flight = event
             built.versions = None  # the next command fixes the latest turn
         elif isinstance(event, AlternativeStarted):
             _open_versions(save, built, record.seq, record.line, event)
-            in_flight = event
-        elif isinstance(event, TurnCommitted) and isinstance(in_flight, AlternativeStarted):
+        elif isinstance(event, TurnCommitted) and in_flight is not None and in_flight.alternative:
             _commit_version(save, pack, built, record.seq, record.line, event)
             if event.turn in answers:  # a version is judged from the state before its turn
                 _check_answer(save, pack, built.undo_stack[-1][0], record, event, answers.pop(event.turn))
-            in_flight = None
         elif isinstance(event, TurnCommitted):
             before = built.state
             _commit(save, pack, built, record.seq, record.line, event, started)
             if event.turn in answers:
                 _check_answer(save, pack, before, record, event, answers.pop(event.turn))
-            in_flight = None
         elif isinstance(event, AlternativeChosen):
             _choose(save, pack, built, record.seq, record.line, event)
         elif isinstance(event, TurnUndone):
             _undo(save, built, record.seq, record.line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
-            if started is not None and started.turn == event.turn and not isinstance(in_flight, AlternativeStarted):
-                built.pending = PendingTurn(event.turn, started.player_input, started.retry)
-            built.failures += isinstance(event, TurnFailed)
-            built.cancels += isinstance(event, TurnCancelled)
             answers.pop(event.turn, None)
-            in_flight = None
-        elif event.event == "correction_started":
-            built.corrections += 1
-    if in_flight is not None:
-        built.interrupted = in_flight.turn
-        if isinstance(in_flight, TurnStarted):  # an interrupted other version leaves the chosen one
-            built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
-    built.next_turn = last_turn + 1
+        built.ledger = built.ledger.apply(event)
     if tallied is not None:
         _check_tally(save, built, tallied)
     return built
@@ -307,11 +324,9 @@ def _commit(
     built.undo_stack.append((before, built.history))
     built.state = after
     built.history = remembered(built.history, exchange)
-    built.pending = None
-    built.commits += 1
     built.versions = Versions(event.turn, (Alternative(exchange, built.state),), 1)
-    if built.ending is None:
-        built.ending = ending_of(pack, built.standing - 1, event.turn, before, built.state)
+    if built.ending is None:  # the ledger counts this commit once it is judged: it stands at `standing`
+        built.ending = ending_of(pack, built.standing, event.turn, before, built.state)
 
 
 def _rejudged(
@@ -393,7 +408,6 @@ def _commit_version(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, lin
     built.state = after
     built.history = remembered(history, exchange)
     built.ending = ending_of(pack, built.standing - 1, event.turn, before, after)
-    built.alternatives += 1
 
 
 def _choose(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: AlternativeChosen) -> None:
@@ -425,7 +439,6 @@ def _choose(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, 
     built.state = chosen.state
     built.history = remembered(history, chosen.exchange)
     built.ending = ending_of(pack, built.standing - 1, event.turn, before, chosen.state)
-    built.choices += 1
 
 
 _COMMITTED_FIELDS = ("narrative", "state_patch", "suggestions")
@@ -516,10 +529,9 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
             line=line,
             seq=seq,
         )
-    built.state, built.history, built.pending = state, history, None
-    built.undos += 1
+    built.state, built.history = state, history
     built.versions = None
-    if built.ending is not None and built.ending.commit >= built.standing:
+    if built.ending is not None and built.ending.commit >= built.standing - 1:  # the ledger pops it next
         built.ending = None
 
 

@@ -88,6 +88,7 @@ def _events(steps: list[str], choices: list[int]) -> tuple[list[Event], _Plain]:
             events.append(AlternativeChosen(turn=int(latest[0]), alternative=chosen, alternatives=0, state_hash=""))  # type: ignore[arg-type]
         elif step == "undo" and latest is not None and plain.flight is None:
             plain.undone.append(plain.standing.pop())
+            plain.pending = None
             events.append(TurnUndone(turn=int(latest[0]), state_hash=""))  # type: ignore[arg-type]
     return events, plain
 
