@@ -124,7 +124,7 @@ class Resumed:
 
 def restored(pack: StoryPack, narrator: Narrator, built: Rebuilt, budget: int, **session_options: Any) -> Session:
     """A `Session` in the state a rebuilt save ends in (no journal)."""
-    session = Session(pack, narrator, budget=budget, next_turn=built.next_turn, **session_options)
+    session = Session(pack, narrator, budget=budget, next_turn=built.ledger.next_turn, **session_options)
     session.restore(built.story())
     session.pending = built.pending
     return session

@@ -55,17 +55,14 @@ from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_str
 class Rebuilt:
     """The committed story a save leads to, followed record by record as a live session follows it.
 
-    It holds what a session holds, bounded the same way (the model's history, `UNDO_TURNS` states to
-    undo to, the latest turn's versions), never the whole story: a save of any length is rebuilt in
-    the same memory.
+    It holds what a session holds, bounded the same way (the model's history, `UNDO_TURNS` states,
+    the latest turn's versions), never the whole story: any save is rebuilt in the same memory.
 
     Attributes:
         state: the committed state at the end of the save.
         history: the model's history of standing exchanges, as the session had it (`remembered`).
         undo_stack: what `Session.undo` would restore, oldest first: (state before, history before).
-        ledger: what the story is, folded by the one reducer of the event log (`StoryLedger`):
-            the counts below and the turn in flight come from it; the rest here is what judging
-            the commits needs and a session continues from.
+        ledger: the story as the one reducer of the event log folds it (counts, the turn in flight).
         versions: the latest turn's committed versions and the chosen one, while it can still
             change (the next command was not played yet); None once it is fixed.
         ending: the ending the story stands at, followed as a live session follows it.
@@ -88,11 +85,6 @@ class Rebuilt:
         return self.ledger.standing
 
     @property
-    def next_turn(self) -> int:
-        """The number the next turn gets (numbers are never reused)."""
-        return self.ledger.next_turn
-
-    @property
     def pending(self) -> PendingTurn | None:
         """A failed, cancelled or interrupted last turn that can be retried."""
         turn = self.ledger.retryable
@@ -101,36 +93,7 @@ class Rebuilt:
     @property
     def interrupted(self) -> int | None:
         """The turn that was in flight when the save stopped (a crash or a kill), if any."""
-        return None if self.ledger.in_flight is None else self.ledger.in_flight.turn
-
-    @property
-    def commits(self) -> int:
-        return self.ledger.committed
-
-    @property
-    def undos(self) -> int:
-        return self.ledger.undone
-
-    @property
-    def failures(self) -> int:
-        return self.ledger.failures
-
-    @property
-    def cancels(self) -> int:
-        return self.ledger.cancels
-
-    @property
-    def corrections(self) -> int:
-        return self.ledger.corrections
-
-    @property
-    def alternatives(self) -> int:
-        """Other versions committed (each re-judged)."""
-        return self.ledger.versions
-
-    @property
-    def choices(self) -> int:
-        return self.ledger.choices
+        return None if (flight := self.ledger.in_flight) is None else flight.turn
 
     @property
     def ending_turn(self) -> int | None:
@@ -145,7 +108,7 @@ class Rebuilt:
 
     def turns_in_story(self) -> str:
         """How many turns the story holds, and how that count comes about (see `story_turns`)."""
-        return story_turns(self.commits, self.undos)
+        return story_turns(self.ledger.committed, self.ledger.undone)
 
 
 def story_turns(commits: int, undos: int) -> str:
@@ -281,7 +244,7 @@ def _check_tally(save: _Where, built: Rebuilt, record: Record) -> None:
     written = record.data.get(TALLY)
     if written is None:
         return  # a save from before tallies
-    counted = Tally(built.commits, built.undos)
+    counted = Tally(built.ledger.committed, built.ledger.undone)
     if Tally.from_json(written) != counted:
         raise InvalidCommit(
             save.path,
@@ -603,15 +566,16 @@ def _read_lines(header: SaveHeader, records: int, warnings: tuple[str, ...]) -> 
 
 def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ...], built: Rebuilt) -> Report:
     lines = [f"save: {path}", *_read_lines(header, records, warnings), "pack: digest matches"]
+    told = built.ledger
     lines.append(
-        f"turns: {built.turns_in_story()}; every commit re-validated ({built.failures} failed, "
-        f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches, and every "
+        f"turns: {built.turns_in_story()}; every commit re-validated ({told.failures} failed, "
+        f"{told.cancels} cancelled, {told.corrections} corrections); every state hash matches, and every "
         f"commit is what the model's recorded answer gives"
     )
-    if built.alternatives or built.choices:
+    if told.versions or told.choices:
         lines.append(
-            f"alternatives: {built.alternatives} other version(s) of turns re-validated against the state "
-            f"before their turn, {built.choices} choice(s) among them; every state hash matches"
+            f"alternatives: {told.versions} other version(s) of turns re-validated against the state "
+            f"before their turn, {told.choices} choice(s) among them; every state hash matches"
         )
     if built.ending is not None:
         lines.append(f"ending: {built.ending.title} (reached at turn {built.ending_turn})")
