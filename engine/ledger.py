@@ -218,6 +218,8 @@ def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
         )
     if isinstance(event, AlternativeChosen):
         top = ledger._standing
+        if top is None and ledger.standing:  # a turn beyond `keep`: counted, not held
+            return replace(ledger, choices=ledger.choices + 1)
         if top is None or top.turn.turn != event.turn or not 1 <= event.alternative <= len(top.turn.versions):
             return ledger
         chosen = replace(top.turn, chosen=event.alternative)
@@ -240,6 +242,8 @@ def _committed(ledger: StoryLedger, event: TurnCommitted, at: str) -> StoryLedge
             last_turn=last_turn,
             _standing=_Link(turn, top.rest, top.length),
         )
+    if flight is not None and flight.alternative and top is None and ledger.standing:  # beyond `keep`
+        return replace(ledger, versions=ledger.versions + 1, in_flight=None, last_turn=last_turn)
     player_input = flight.player_input if flight is not None and flight.turn == event.turn else ""
     if top is not None and not top.turn.fixed:
         top = _Link(replace(top.turn, fixed=True), top.rest, top.length)

@@ -111,9 +111,19 @@ def test_the_ledger_tells_the_story_a_plain_list_of_turns_tells(steps, choices, 
     assert (ledger.pending.turn if ledger.pending else None) == plain.pending
 
     bounded = StoryLedger(keep=keep).fold(events)  # a long save's reader holds the newest turns only
-    assert _told(bounded.turns()) == expected[-len(bounded.turns()) :] if bounded.turns() else True
-    assert len(bounded.turns()) >= min(keep, len(expected))
-    assert (bounded.standing, bounded.committed, bounded.undone) == (ledger.standing, ledger.committed, ledger.undone)
+    held = _told(bounded.turns())
+    assert held == expected[len(expected) - len(held) :]
+    counts = ("standing", "committed", "undone", "versions", "choices", "failures", "cancels", "next_turn")
+    assert [getattr(bounded, c) for c in counts] == [getattr(ledger, c) for c in counts]
+
+
+def test_a_ledger_holding_one_turn_counts_a_version_and_a_choice_of_a_turn_it_no_longer_holds() -> None:
+    steps = ["command", "commit"] * 3 + ["undo", "version", "commit", "choose"]
+    events, plain = _events(steps, [0])
+    held, whole = StoryLedger(keep=1).fold(events), StoryLedger().fold(events)
+    assert (held.standing, held.committed, held.versions, held.choices) == (2, 3, 1, 1)
+    assert (whole.standing, whole.committed, whole.versions, whole.choices) == (2, 3, 1, 1)
+    assert whole.turns()[-1].chosen == plain.standing[-1][3]
 
 
 @given(steps=STEPS, choices=st.lists(st.integers(0, 9), min_size=1, max_size=5), cut=st.integers(0, 40))
