@@ -11,7 +11,8 @@ a choice of a version that does not exist) leaves it as it was: judging a save i
 (`storyloom.saves.verify`), and a preview folds only the tail of a save, whose first events may
 refer to turns it never saw.
 
-Pure and persistent: `apply` returns a new ledger and never changes the old one; standing and
+Pure and persistent (named tuples, cheap to copy with a change): `apply` returns a new ledger and
+never changes the old one; standing and
 undone turns are linked lists sharing their tails, so an event costs the same whatever the story's
 length, and `keep` bounds how many standing turns a long save's reader holds in full.
 """
@@ -19,7 +20,7 @@ length, and `keep` bounds how many standing turns a long save's reader holds in 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from storyloom.engine.events import (
     AlternativeChosen,
@@ -42,8 +43,7 @@ STORY_KINDS = frozenset(
 counts of corrections or tokens) applies these and skips making the others' events."""
 
 
-@dataclass(frozen=True, slots=True)
-class Version:
+class Version(NamedTuple):
     """One committed version of a turn: what its commit recorded (and when, if the reader says)."""
 
     alternative: int
@@ -54,8 +54,7 @@ class Version:
     at: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerTurn:
+class LedgerTurn(NamedTuple):
     """A committed turn: its command, its versions (1 the first committed) and the one chosen."""
 
     turn: int
@@ -71,8 +70,7 @@ class LedgerTurn:
         return self.versions[self.chosen - 1]
 
 
-@dataclass(frozen=True, slots=True)
-class _Link:
+class _Link(NamedTuple):
     turn: LedgerTurn
     rest: _Link | None
     length: int
@@ -99,8 +97,7 @@ def _build(turns: list[LedgerTurn]) -> _Link | None:
     return link
 
 
-@dataclass(frozen=True, slots=True)
-class InFlight:
+class InFlight(NamedTuple):
     """A command or another version asked for, not yet committed, failed or cancelled."""
 
     turn: int
@@ -110,8 +107,7 @@ class InFlight:
     """The version asked for (0: a new turn)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StoryLedger:
+class StoryLedger(NamedTuple):
     """What the story is after the events applied so far (see the module docstring).
 
     Attributes:
@@ -140,8 +136,9 @@ class StoryLedger:
     in_flight: InFlight | None = None
     pending: InFlight | None = None
     last_turn: int = 0
-    _standing: _Link | None = None
-    _undone: _Link | None = None
+    held: _Link | None = None
+    """The standing turns held (newest first, sharing their tails with earlier ledgers)."""
+    held_undone: _Link | None = None
 
     def apply(self, event: Event, at: str = "") -> StoryLedger:
         """The ledger once `event` has happened (`at`: when it was recorded, kept with a commit)."""
@@ -157,15 +154,15 @@ class StoryLedger:
     @property
     def latest(self) -> LedgerTurn | None:
         """The newest standing turn (the one another version or an undo is of)."""
-        return None if self._standing is None else self._standing.turn
+        return None if self.held is None else self.held.turn
 
     def turns(self) -> list[LedgerTurn]:
         """The standing turns held (see `keep`), oldest first."""
-        return list(_walk(self._standing))[::-1]
+        return list(_walk(self.held))[::-1]
 
     def undone_turns(self) -> list[LedgerTurn]:
         """The undone turns held (see `keep`), oldest first."""
-        return list(_walk(self._undone))[::-1]
+        return list(_walk(self.held_undone))[::-1]
 
     @property
     def next_turn(self) -> int:
@@ -184,78 +181,74 @@ def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
     if isinstance(event, TurnCommitted):
         return _committed(ledger, event, at)
     if isinstance(event, TurnStarted):
-        latest = ledger._standing
+        latest = ledger.held
         if latest is not None and not latest.turn.fixed:
-            latest = _Link(replace(latest.turn, fixed=True), latest.rest, latest.length)
+            latest = _Link(latest.turn._replace(fixed=True), latest.rest, latest.length)
         flight = InFlight(event.turn, event.player_input, event.retry)
-        return replace(ledger, in_flight=flight, last_turn=max(ledger.last_turn, event.turn), _standing=latest)
+        return ledger._replace(in_flight=flight, last_turn=max(ledger.last_turn, event.turn), held=latest)
     if isinstance(event, AttemptFinished):
         usage = event.usage
         if not usage:
             return ledger
-        return replace(
-            ledger,
+        return ledger._replace(
             input_tokens=ledger.input_tokens + int(usage.get("input_tokens", 0)),
             output_tokens=ledger.output_tokens + int(usage.get("output_tokens", 0)),
         )
     if isinstance(event, AlternativeStarted):
         flight = InFlight(event.turn, event.player_input, alternative=event.alternative)
-        return replace(ledger, in_flight=flight, last_turn=max(ledger.last_turn, event.turn))
+        return ledger._replace(in_flight=flight, last_turn=max(ledger.last_turn, event.turn))
     if isinstance(event, TurnFailed | TurnCancelled):
         return _ended(ledger, event)
     if isinstance(event, TurnUndone):
-        top = ledger._standing
+        top = ledger.held
         if top is None:
-            return replace(ledger, undone=ledger.undone + 1, in_flight=None, pending=None)
-        return replace(
-            ledger,
+            return ledger._replace(undone=ledger.undone + 1, in_flight=None, pending=None)
+        return ledger._replace(
             standing=ledger.standing - 1,
             undone=ledger.undone + 1,
             in_flight=None,
             pending=None,
-            _standing=top.rest,
-            _undone=_push(ledger._undone, top.turn, ledger.keep),
+            held=top.rest,
+            held_undone=_push(ledger.held_undone, top.turn, ledger.keep),
         )
     if isinstance(event, AlternativeChosen):
-        top = ledger._standing
+        top = ledger.held
         if top is None and ledger.standing:  # a turn beyond `keep`: counted, not held
-            return replace(ledger, choices=ledger.choices + 1)
+            return ledger._replace(choices=ledger.choices + 1)
         if top is None or top.turn.turn != event.turn or not 1 <= event.alternative <= len(top.turn.versions):
             return ledger
-        chosen = replace(top.turn, chosen=event.alternative)
-        return replace(ledger, choices=ledger.choices + 1, _standing=_Link(chosen, top.rest, top.length))
+        chosen = top.turn._replace(chosen=event.alternative)
+        return ledger._replace(choices=ledger.choices + 1, held=_Link(chosen, top.rest, top.length))
     if isinstance(event, CorrectionStarted):
-        return replace(ledger, corrections=ledger.corrections + 1)
+        return ledger._replace(corrections=ledger.corrections + 1)
     return ledger
 
 
 def _committed(ledger: StoryLedger, event: TurnCommitted, at: str) -> StoryLedger:
-    flight, top = ledger.in_flight, ledger._standing
+    flight, top = ledger.in_flight, ledger.held
     last_turn = max(ledger.last_turn, event.turn)
     if flight is not None and flight.alternative and top is not None and top.turn.turn == event.turn:
         number = len(top.turn.versions) + 1
-        turn = replace(top.turn, versions=(*top.turn.versions, _version(event, number, at)), chosen=number)
-        return replace(
-            ledger,
+        turn = top.turn._replace(versions=(*top.turn.versions, _version(event, number, at)), chosen=number)
+        return ledger._replace(
             versions=ledger.versions + 1,
             in_flight=None,
             last_turn=last_turn,
-            _standing=_Link(turn, top.rest, top.length),
+            held=_Link(turn, top.rest, top.length),
         )
     if flight is not None and flight.alternative and top is None and ledger.standing:  # beyond `keep`
-        return replace(ledger, versions=ledger.versions + 1, in_flight=None, last_turn=last_turn)
+        return ledger._replace(versions=ledger.versions + 1, in_flight=None, last_turn=last_turn)
     player_input = flight.player_input if flight is not None and flight.turn == event.turn else ""
     if top is not None and not top.turn.fixed:
-        top = _Link(replace(top.turn, fixed=True), top.rest, top.length)
+        top = _Link(top.turn._replace(fixed=True), top.rest, top.length)
     turn = LedgerTurn(event.turn, player_input, (_version(event, 1, at),))
-    return replace(
-        ledger,
+    return ledger._replace(
         standing=ledger.standing + 1,
         committed=ledger.committed + 1,
         in_flight=None,
         pending=None,
         last_turn=last_turn,
-        _standing=_push(top, turn, ledger.keep),
+        held=_push(top, turn, ledger.keep),
     )
 
 
@@ -270,8 +263,7 @@ def _ended(ledger: StoryLedger, event: TurnFailed | TurnCancelled) -> StoryLedge
     if flight is not None and flight.turn == event.turn and not flight.alternative:
         pending = flight
     failed = isinstance(event, TurnFailed)
-    return replace(
-        ledger,
+    return ledger._replace(
         failures=ledger.failures + failed,
         cancels=ledger.cancels + (not failed),
         in_flight=None,
