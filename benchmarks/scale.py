@@ -125,7 +125,7 @@ def _per_turn(large: Path, small: Path, *, rounds: int, count: int, folder: Path
 
     async def play(which: Path, seed: int) -> None:
         narrator = OfflineNarrator(pack, seed=seed, faults=FAULTS)
-        session = Session(pack, narrator, next_turn=built[which].next_turn)
+        session = Session(pack, narrator, next_turn=built[which].ledger.next_turn)
         session.restore(built[which].story())
         save = folder / f"turns-{which.stem}-{seed}.jsonl"
         with Journal.create(save, SaveHeader.for_session(pack, narrator, seed=seed, faults=FAULTS)) as journal:

@@ -12,20 +12,14 @@ an exported file never carries escape sequences or invisible characters.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storyloom.engine.events import (
-    AlternativeChosen,
-    AlternativeStarted,
-    Event,
-    TurnCommitted,
-    TurnStarted,
-    TurnUndone,
-)
+from storyloom.engine.ledger import STORY_KINDS, LedgerTurn, StoryLedger, Version
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
@@ -51,58 +45,41 @@ class CommittedTurn:
 
 
 class _Commits:
-    """Every commit of a save in the order it was made, gathered as its records go by (`watch`):
-    undone ones are marked, not dropped; of a turn's versions, only the chosen one is `chosen`."""
+    """The story ledger of a save, folded as its records go by (`watch`), read as every commit in
+    the order it was made: undone ones marked, of a turn's versions only the chosen one `chosen`."""
 
     def __init__(self) -> None:
-        self.turns: list[CommittedTurn] = []
+        self.ledger = StoryLedger()
         self.last_time = ""
-        self._inputs: dict[int, str] = {}
-        self._standing: list[list[int]] = []
-        """Per standing turn, the indices of its versions in `turns`."""
-        self._version = 0
-        """The version being asked for (0: a new turn)."""
 
     def watch(self, records: Iterable[Record]) -> Iterator[Record]:
         for record in records:
             self.last_time = record.time
-            event = record.event
-            if event is not None:
-                self._see(record, event)
+            if record.kind in STORY_KINDS and (event := record.event) is not None:
+                self.ledger = self.ledger.apply(event, record.time)
             yield record
 
-    def _see(self, record: Record, event: Event) -> None:
-        turns, standing = self.turns, self._standing
-        if isinstance(event, TurnStarted):
-            self._inputs = {event.turn: event.player_input}  # a commit is of the latest turn started
-            self._version = 0
-        elif isinstance(event, AlternativeStarted):
-            self._version = event.alternative
-        elif isinstance(event, TurnCommitted):
-            if self._version and standing:
-                for index in standing[-1]:
-                    turns[index] = replace(turns[index], chosen=False)
-                standing[-1].append(len(turns))
-            else:
-                standing.append([len(turns)])
-            turns.append(
-                CommittedTurn(
-                    event.turn,
-                    self._inputs.get(event.turn, ""),
-                    event.narrative,
-                    tuple(event.state_patch),
-                    tuple(event.suggestions),
-                    event.state_hash,
-                    record.time,
-                    alternative=self._version or 1,
-                )
-            )
-        elif isinstance(event, AlternativeChosen) and standing:
-            for index in standing[-1]:
-                turns[index] = replace(turns[index], chosen=turns[index].alternative == event.alternative)
-        elif isinstance(event, TurnUndone) and standing:
-            for index in standing.pop():
-                turns[index] = replace(turns[index], undone=True)
+    @property
+    def turns(self) -> list[CommittedTurn]:
+        ledger = self.ledger
+        undone = [(t, True) for t in ledger.undone_turns()]
+        ordered = heapq.merge(undone, [(t, False) for t in ledger.turns()], key=lambda pair: pair[0].turn)
+        return [_committed(turn, version, gone) for turn, gone in ordered for version in turn.versions]
+
+
+def _committed(turn: LedgerTurn, version: Version, undone: bool) -> CommittedTurn:
+    return CommittedTurn(
+        turn.turn,
+        turn.player_input,
+        version.narrative,
+        tuple(version.state_patch),
+        version.suggestions,
+        version.state_hash,
+        version.at,
+        undone=undone,
+        alternative=version.alternative,
+        chosen=version.alternative == turn.chosen,
+    )
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -54,9 +54,10 @@ TALLIED = frozenset({RESUMED, "turn_committed", "turn_undone", "turn_failed", "t
 class Tally:
     """How many turns a save's story holds, counted the one way every reader counts them.
 
-    The journal writes it into each outcome record (`TALLIED`), so `storyloom saves` reads it from
-    the end of the file instead of reading the whole save, and `rebuild` checks it against its own
-    count. Turn numbers are never reused, so the last turn's number says nothing about these.
+    The journal writes the story ledger's counts (`storyloom.engine.ledger`) into each outcome
+    record (`TALLIED`), so `storyloom saves` reads them from the end of the file instead of reading
+    the whole save, and `rebuild` checks them against its own ledger. Turn numbers are never
+    reused, so the last turn's number says nothing about these.
 
     Attributes:
         committed: turns committed, undone ones included.
@@ -65,31 +66,11 @@ class Tally:
 
     committed: int = 0
     undone: int = 0
-    in_version: bool = field(default=False, compare=False)
-    """Inside another version of the latest turn (`alternative_started`): its commit is no new turn."""
 
     @property
     def in_story(self) -> int:
         """The turns the story holds now: committed and not undone."""
         return self.committed - self.undone
-
-    def after(self, kind: str) -> Tally:
-        """The tally once a record of `kind` is added."""
-        if kind == "turn_committed" and not self.in_version:
-            return Tally(self.committed + 1, self.undone)
-        if kind == "turn_undone":
-            return Tally(self.committed, self.undone + 1)
-        if kind in ("turn_started", "alternative_started"):
-            return Tally(self.committed, self.undone, kind == "alternative_started")
-        return self
-
-    @classmethod
-    def of(cls, kinds: Iterable[str]) -> Tally:
-        """The tally of records of these kinds, in order."""
-        tally = cls()
-        for kind in kinds:
-            tally = tally.after(kind)
-        return tally
 
     def to_json(self) -> dict[str, int]:
         return {"committed": self.committed, "undone": self.undone}

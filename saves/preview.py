@@ -14,6 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from storyloom.engine.events import Event, TurnStarted, event_from_json
+from storyloom.engine.ledger import STORY_KINDS, StoryLedger
+
 HEADER_MAX = 64 * 1024
 """Bytes: the longest first line read for a save's header."""
 TAIL_MAX = 4 * 1024 * 1024
@@ -33,32 +36,39 @@ def story_source(path: Path) -> str | None:
 
 
 def newest_turns(path: Path, count: int) -> list[tuple[str, str]]:
-    """Up to `count` of the newest committed turns as (player input, narrative), oldest first.
+    """Up to `count` of the newest standing turns as (player input, the chosen version's narrative),
+    oldest first: the save's tail folded by the story ledger, as every reader folds a save.
 
-    Read backwards from the end in blocks, at most `TAIL_MAX` bytes whatever the save's
-    size; an undone turn is left out; a line that does not parse is skipped. Unchecked:
-    see the module docstring.
+    Records are read backwards from the end, at most `TAIL_MAX` bytes whatever the save's size,
+    until the tail from a command on holds `count` standing turns; that tail is then folded
+    forwards (`storyloom.engine.ledger`). An undone turn is left out; a line that does not parse
+    is skipped. Unchecked: see the module docstring.
     """
-    found: list[tuple[str, str]] = []
-    narratives: dict[int, str] = {}
-    undone = 0
+    tail: list[Event] = []
+    fold_at = 16
     for record in _backwards(path):
-        kind, data = record.get("kind"), record.get("data")
-        if not isinstance(data, dict):
+        event = _story_event(record)
+        if event is None:
             continue
-        turn = data.get("turn")
-        if kind == "turn_undone":
-            undone += 1
-        elif kind == "turn_committed" and isinstance(data.get("narrative"), str) and isinstance(turn, int):
-            if undone:
-                undone -= 1
-            else:
-                narratives[turn] = data["narrative"]
-        elif kind == "turn_started" and turn in narratives and isinstance(data.get("player_input"), str):
-            found.append((data["player_input"], narratives.pop(turn)))
-            if len(found) >= count:
+        tail.append(event)
+        if isinstance(event, TurnStarted) and len(tail) >= fold_at:
+            fold_at *= 2
+            if StoryLedger().fold(reversed(tail)).standing >= count:
                 break
-    return found[::-1]
+    while tail and not isinstance(tail[-1], TurnStarted):
+        tail.pop()  # the fold starts at a command: a turn's other records mean nothing without it
+    turns = StoryLedger().fold(reversed(tail)).turns()[-count:] if count > 0 else []
+    return [(t.player_input, t.shown.narrative) for t in turns]
+
+
+def _story_event(record: dict[str, Any]) -> Event | None:
+    kind, data = record.get("kind"), record.get("data")
+    if kind not in STORY_KINDS or not isinstance(data, dict):
+        return None
+    try:
+        return event_from_json({**data, "event": kind})
+    except ValueError:
+        return None
 
 
 def _backwards(path: Path) -> Any:

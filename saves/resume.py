@@ -16,6 +16,7 @@ from typing import Any
 
 from storyloom.engine.builtin import builtin_pack_ids
 from storyloom.engine.events import Event
+from storyloom.engine.ledger import STORY_KINDS, StoryLedger
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
 from storyloom.engine.narration import Exchange, Narrator
@@ -56,14 +57,18 @@ history can hold after a resume, and after undos back through the undo stack."""
 class _Tries:
     """The records of the latest try of the latest turns, kept as a save is read (`watch`), so the
     standing turns a resumed screen shows can have their details (`past`) without a second reading
-    and without keeping every turn's records."""
+    and without keeping every turn's records; and the save's story ledger (`ledger`, the newest
+    `KEPT_TRIES` turns held), which says each turn's versions."""
 
     def __init__(self) -> None:
         self._tries: dict[int, list[Record]] = {}
+        self.ledger = StoryLedger(keep=KEPT_TRIES)
 
     def watch(self, records: Iterable[Record]) -> Iterator[Record]:
         for record in records:
             turn = record.turn
+            if record.kind in STORY_KINDS and (event := record.event) is not None:
+                self.ledger = self.ledger.apply(event)
             if record.kind == "turn_started" and turn is not None:
                 self._tries.pop(turn, None)
                 self._tries[turn] = [record]
@@ -76,28 +81,16 @@ class _Tries:
     def past(self, history: Iterable[Exchange]) -> tuple[PastTurn, ...]:
         """The turns of `history`, each with the events of the try that committed it if it had issues
         (the events live play showed in its details). Only those turns' records are made into events."""
+        versions = {t.turn: (t.chosen, len(t.versions)) for t in self.ledger.turns() if len(t.versions) > 1}
         past: list[PastTurn] = []
         for exchange in history:
             records = self._tries.get(exchange.number, [])
-            versions = _versions(records)
             if any(record.kind in _ISSUES for record in records):
                 events = tuple(e for r in records if (e := r.event) is not None)
-                past.append(PastTurn(exchange.number, events, versions))
+                past.append(PastTurn(exchange.number, events, versions.get(exchange.number)))
             else:
-                past.append(PastTurn(exchange.number, versions=versions))
+                past.append(PastTurn(exchange.number, versions=versions.get(exchange.number)))
         return tuple(past)
-
-
-def _versions(records: Iterable[Record]) -> tuple[int, int] | None:
-    """(chosen, count) of a turn's committed versions from the records of its latest try, if more than one."""
-    count = chosen = 0
-    for record in records:
-        if record.kind == "turn_committed":
-            count += 1
-            chosen = count  # a version committed is the chosen one
-        elif record.kind == "alternative_chosen":
-            chosen = int(record.data["alternative"])
-    return (chosen, count) if count > 1 else None
 
 
 @dataclass
@@ -131,7 +124,7 @@ class Resumed:
 
 def restored(pack: StoryPack, narrator: Narrator, built: Rebuilt, budget: int, **session_options: Any) -> Session:
     """A `Session` in the state a rebuilt save ends in (no journal)."""
-    session = Session(pack, narrator, budget=budget, next_turn=built.next_turn, **session_options)
+    session = Session(pack, narrator, budget=budget, next_turn=built.ledger.next_turn, **session_options)
     session.restore(built.story())
     session.pending = built.pending
     return session

@@ -31,6 +31,7 @@ from storyloom.engine.events import (
     TurnStarted,
     TurnUndone,
 )
+from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.lifecycle import (
     Alternative,
     CommittedStory,
@@ -54,21 +55,16 @@ from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_str
 class Rebuilt:
     """The committed story a save leads to, followed record by record as a live session follows it.
 
-    It holds what a session holds, bounded the same way (the model's history, `UNDO_TURNS` states to
-    undo to, the latest turn's versions), never the whole story: a save of any length is rebuilt in
-    the same memory.
+    It holds what a session holds, bounded the same way (the model's history, `UNDO_TURNS` states,
+    the latest turn's versions), never the whole story: any save is rebuilt in the same memory.
 
     Attributes:
         state: the committed state at the end of the save.
         history: the model's history of standing exchanges, as the session had it (`remembered`).
         undo_stack: what `Session.undo` would restore, oldest first: (state before, history before).
-        next_turn: the number the next turn gets (numbers are never reused).
-        pending: a failed, cancelled or interrupted last turn that can be retried.
-        commits, undos, failures, cancels, corrections: counts, for reports and listings.
-        interrupted: the turn that was in flight when the save stopped (a crash or a kill), if any.
+        ledger: the story as the one reducer of the event log folds it (counts, the turn in flight).
         versions: the latest turn's committed versions and the chosen one, while it can still
             change (the next command was not played yet); None once it is fixed.
-        alternatives, choices: other versions committed (each re-judged) and choices made among them.
         ending: the ending the story stands at, followed as a live session follows it.
         refused_today, refused_notes: for verify of a save played under older rules, how many commits
             today's rules would refuse, and the first few (turn and rule ids).
@@ -77,17 +73,8 @@ class Rebuilt:
     state: WorldState
     history: tuple[Exchange, ...] = ()
     undo_stack: deque[tuple[WorldState, tuple[Exchange, ...]]] = field(default_factory=lambda: deque(maxlen=UNDO_TURNS))
-    next_turn: int = 1
-    pending: PendingTurn | None = None
-    commits: int = 0
-    undos: int = 0
-    failures: int = 0
-    cancels: int = 0
-    corrections: int = 0
-    interrupted: int | None = None
+    ledger: StoryLedger = StoryLedger(keep=1)
     versions: Versions | None = None
-    alternatives: int = 0
-    choices: int = 0
     ending: StoryEnding | None = None
     refused_today: int = 0
     refused_notes: list[str] = field(default_factory=list)
@@ -99,7 +86,18 @@ class Rebuilt:
     @property
     def standing(self) -> int:
         """How many commits stand in the story (committed, less those undone)."""
-        return self.commits - self.undos
+        return self.ledger.standing
+
+    @property
+    def pending(self) -> PendingTurn | None:
+        """A failed, cancelled or interrupted last turn that can be retried."""
+        turn = self.ledger.retryable
+        return None if turn is None else PendingTurn(turn.turn, turn.player_input, turn.retry)
+
+    @property
+    def interrupted(self) -> int | None:
+        """The turn that was in flight when the save stopped (a crash or a kill), if any."""
+        return None if (flight := self.ledger.in_flight) is None else flight.turn
 
     @property
     def ending_turn(self) -> int | None:
@@ -120,7 +118,7 @@ class Rebuilt:
 
     def turns_in_story(self) -> str:
         """How many turns the story holds, and how that count comes about (see `story_turns`)."""
-        return story_turns(self.commits, self.undos)
+        return story_turns(self.ledger.committed, self.ledger.undone)
 
 
 def story_turns(commits: int, undos: int) -> str:
@@ -202,59 +200,41 @@ def rebuild_records(
     started: TurnStarted | None = None
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
     answers: dict[int, Record] = {}
-    in_flight: TurnStarted | AlternativeStarted | None = None
-    last_turn = 0
     tallied: Record | None = None
     for record in records:
         if record.kind in TALLIED:
             tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
-            last_turn = max(last_turn, record.turn or 0)
             if record.turn is not None:
                 answers[record.turn] = record
             continue
         event = record.event
         if event is None:
             continue
-        last_turn = max(last_turn, event.turn)
+        in_flight = built.ledger.in_flight
         if isinstance(event, TurnStarted):
             _check_command(save, record.seq, record.line, event)
             started = event
-            in_flight = event
             if built.versions is not None:  # the next command fixes the latest turn
                 built.fixing, built.versions = built.versions, None
         elif isinstance(event, AlternativeStarted):
             _open_versions(save, built, record.seq, record.line, event)
-            in_flight = event
-        elif isinstance(event, TurnCommitted) and isinstance(in_flight, AlternativeStarted):
+        elif isinstance(event, TurnCommitted) and in_flight is not None and in_flight.alternative:
             _commit_version(save, pack, built, record.seq, record.line, event)
             if event.turn in answers:  # a version is judged from the state before its turn
                 _check_answer(save, pack, built.undo_stack[-1][0], record, event, answers.pop(event.turn))
-            in_flight = None
         elif isinstance(event, TurnCommitted):
             before = built.state
             _commit(save, pack, built, record.seq, record.line, event, started)
             if event.turn in answers:
                 _check_answer(save, pack, before, record, event, answers.pop(event.turn))
-            in_flight = None
         elif isinstance(event, AlternativeChosen):
             _choose(save, pack, built, record.seq, record.line, event)
         elif isinstance(event, TurnUndone):
             _undo(save, built, record.seq, record.line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
-            if started is not None and started.turn == event.turn and not isinstance(in_flight, AlternativeStarted):
-                built.pending = PendingTurn(event.turn, started.player_input, started.retry)
-            built.failures += isinstance(event, TurnFailed)
-            built.cancels += isinstance(event, TurnCancelled)
             answers.pop(event.turn, None)
-            in_flight = None
-        elif event.event == "correction_started":
-            built.corrections += 1
-    if in_flight is not None:
-        built.interrupted = in_flight.turn
-        if isinstance(in_flight, TurnStarted):  # an interrupted other version leaves the chosen one
-            built.pending = PendingTurn(in_flight.turn, in_flight.player_input, in_flight.retry)
-    built.next_turn = last_turn + 1
+        built.ledger = built.ledger.apply(event)
     if tallied is not None:
         _check_tally(save, built, tallied)
     return built
@@ -275,7 +255,7 @@ def _check_tally(save: _Where, built: Rebuilt, record: Record) -> None:
     written = record.data.get(TALLY)
     if written is None:
         return  # a save from before tallies
-    counted = Tally(built.commits, built.undos)
+    counted = Tally(built.ledger.committed, built.ledger.undone)
     if Tally.from_json(written) != counted:
         raise InvalidCommit(
             save.path,
@@ -320,11 +300,9 @@ def _commit(
     built.fixing = None
     built.state = after
     built.history = remembered(built.history, exchange)
-    built.pending = None
-    built.commits += 1
     built.versions = Versions(event.turn, (Alternative(exchange, built.state),), 1)
-    if built.ending is None:
-        built.ending = ending_of(pack, built.standing - 1, event.turn, before, built.state)
+    if built.ending is None:  # the ledger counts this commit once it is judged: it stands at `standing`
+        built.ending = ending_of(pack, built.standing, event.turn, before, built.state)
 
 
 def _rejudged(
@@ -406,7 +384,6 @@ def _commit_version(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, lin
     built.state = after
     built.history = remembered(history, exchange)
     built.ending = ending_of(pack, built.standing - 1, event.turn, before, after)
-    built.alternatives += 1
 
 
 def _choose(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, event: AlternativeChosen) -> None:
@@ -438,7 +415,6 @@ def _choose(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, 
     built.state = chosen.state
     built.history = remembered(history, chosen.exchange)
     built.ending = ending_of(pack, built.standing - 1, event.turn, before, chosen.state)
-    built.choices += 1
 
 
 _COMMITTED_FIELDS = ("narrative", "state_patch", "suggestions")
@@ -529,10 +505,9 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
             line=line,
             seq=seq,
         )
-    built.state, built.history, built.pending = state, history, None
-    built.undos += 1
+    built.state, built.history = state, history
     built.versions, built.fixing = built.fixed_versions.pop(), None  # the turn before is the latest again
-    if built.ending is not None and built.ending.commit >= built.standing:
+    if built.ending is not None and built.ending.commit >= built.standing - 1:  # the ledger pops it next
         built.ending = None
 
 
@@ -604,15 +579,16 @@ def _read_lines(header: SaveHeader, records: int, warnings: tuple[str, ...]) -> 
 
 def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ...], built: Rebuilt) -> Report:
     lines = [f"save: {path}", *_read_lines(header, records, warnings), "pack: digest matches"]
+    told = built.ledger
     lines.append(
-        f"turns: {built.turns_in_story()}; every commit re-validated ({built.failures} failed, "
-        f"{built.cancels} cancelled, {built.corrections} corrections); every state hash matches, and every "
+        f"turns: {built.turns_in_story()}; every commit re-validated ({told.failures} failed, "
+        f"{told.cancels} cancelled, {told.corrections} corrections); every state hash matches, and every "
         f"commit is what the model's recorded answer gives"
     )
-    if built.alternatives or built.choices:
+    if told.versions or told.choices:
         lines.append(
-            f"alternatives: {built.alternatives} other version(s) of turns re-validated against the state "
-            f"before their turn, {built.choices} choice(s) among them; every state hash matches"
+            f"alternatives: {told.versions} other version(s) of turns re-validated against the state "
+            f"before their turn, {told.choices} choice(s) among them; every state hash matches"
         )
     if built.ending is not None:
         lines.append(f"ending: {built.ending.title} (reached at turn {built.ending_turn})")

@@ -31,6 +31,7 @@ from storyloom.engine.events import (
     TurnStarted,
 )
 from storyloom.engine.files import open_regular, read_open
+from storyloom.engine.ledger import STORY_KINDS, StoryLedger
 from storyloom.engine.state import canonical_json
 from storyloom.saves.errors import SaveError, SaveExists, SaveLocked, SaveUnreadable, SaveWriteError
 from storyloom.saves.format import (
@@ -169,8 +170,8 @@ class Journal:
         self._truncate_to: int | None = None
         self._size = 0
         """Bytes of the file as this journal wrote it: anything else there means someone else changed it."""
-        self._tally = Tally()
-        """The story's counts so far, written into each outcome record (`storyloom saves` reads the last)."""
+        self._ledger = StoryLedger(keep=1)
+        """The story so far; its counts go into each outcome record (`storyloom saves` reads the last)."""
 
     @classmethod
     def create(cls, path: str | Path, header: SaveHeader) -> Journal:
@@ -252,7 +253,8 @@ class Journal:
         assert reading is not None, "the records are read once"
         try:
             for record in reading.records():
-                self._tally = self._tally.after(record.kind)
+                if record.kind in STORY_KINDS and (event := record.event) is not None:
+                    self._ledger = self._ledger.apply(event)
                 yield record
         except NotStreamable:
             self._read_whole()
@@ -279,7 +281,7 @@ class Journal:
             raise SaveUnreadable.from_os_error(self.path, exc, "cannot read the file") from None
         self._chain = _Chain()
         self._chain.keep(blob[: save.good_size])
-        self._tally = Tally.of(record.kind for record in save.records)
+        self._ledger = StoryLedger(keep=1).fold(e for r in save.records if r.kind in STORY_KINDS and (e := r.event))
         self.header, self._reading = save.header, save
 
     def _opened(self, last_hash: str, last_seq: int, size: int, good_size: int, warnings: tuple[str, ...]) -> None:
@@ -302,6 +304,7 @@ class Journal:
 
     def record_interrupted(self, turn: int) -> None:
         """Close a turn that was in flight when the save stopped (a crash): nothing of it was committed."""
+        self._ledger = self._ledger.apply(TurnCancelled(turn=turn))
         self._append("turn_cancelled", {"turn": turn, "interrupted": True})
 
     def __enter__(self) -> Journal:
@@ -327,6 +330,7 @@ class Journal:
                 memory, counted by `unsaved`, until `save_as` writes them elsewhere).
         """
         self._track(event)
+        self._ledger = self._ledger.apply(event)
         if isinstance(event, ProseDelta):
             return
         data = event.to_json()
@@ -372,9 +376,8 @@ class Journal:
             raise SaveWriteError(self.path, "the save is closed")
         if self._reading is not None:
             self._read_to_end()
-        self._tally = self._tally.after(kind)
         if kind in TALLIED:
-            data = {**data, TALLY: self._tally.to_json()}
+            data = {**data, TALLY: Tally(self._ledger.committed, self._ledger.undone).to_json()}
         record: dict[str, Any] = {
             "seq": self._seq + 1,
             "time": _now(),

@@ -123,3 +123,41 @@ async def test_the_resumed_screen_shows_the_version_line_of_a_fixed_turn(tmp_pat
         await pilot.pause()
         blocks = list(app.game.transcript.query(ArchivedTurns))
         assert "version 1 of 2" in "".join(str(b.render()) for b in blocks)
+
+
+VERSIONED = [
+    ["look", "take rope", "/regenerate", "/choose 2", "north"],
+    ["look", "take rope", "/regenerate", "/choose 1", "north", "/regenerate"],
+    ["look", "take rope", "/regenerate", "/choose 2", "north", "/regenerate", "/undo"],
+    ["look", "take rope", "/regenerate", "/regenerate", "/choose 2", "/undo", "north"],
+]
+"""Stories whose turns have versions, choices among them and undos (the issue's: take rope, another
+version, version 2 chosen; then others)."""
+
+
+def test_the_newest_turns_are_each_turn_s_chosen_version_and_never_an_undone_one(tmp_path: Path) -> None:
+    for number, commands in enumerate(VERSIONED):
+        path, session, _ = played_save(tmp_path / f"v{number}.jsonl", commands, faults=0.0)
+        assert newest_turns(path, 5) == _shown(session, 5), commands
+
+
+async def test_the_resume_s_first_screen_shows_the_chosen_version_of_every_turn_and_no_undone_one(
+    tmp_path: Path,
+) -> None:
+    path, session, _ = await played_save_async(tmp_path / "s.jsonl", VERSIONED[2], faults=0.0)
+    loaded = threading.Event()
+
+    def load() -> Session:
+        loaded.wait(10)
+        return session
+
+    first = (session.pack.title, session.pack.intro, load, tuple(newest_turns(path, 5)))
+    app = StoryloomApp(Opening(*first), blink=False)
+    async with app.run_test(size=(110, 40)) as pilot:
+        await pilot.pause()
+        painted = str(app.screen.query_one(ArchivedTurns).render())
+        for exchange in session.history:  # look, then take rope in its chosen version 2
+            assert exchange.turn.narrative.split("\n")[0][:40] in painted
+        assert painted.count("›") == len(session.history) == 2  # the undone `north` is not there
+        loaded.set()
+        await until(pilot, lambda: isinstance(app.screen, GameScreen))

@@ -223,7 +223,7 @@ def test_replay_headless_reads_a_sound_save_a_record_at_a_time_and_a_respelled_o
     assert save_commands.replay(headless) == 0
     streamed = capsys.readouterr()
     assert read_whole == []
-    assert f"replayed {commits} commit(s); every decision and state hash matches" in streamed.err
+    assert f"replayed {commits} commits; every decision and state hash matches" in streamed.err
     assert live.history[-1].turn.narrative.split("\n")[0] in streamed.out
     lines = path.read_bytes().splitlines(keepends=True)
     lines[len(lines) // 2] = (json.dumps(json.loads(lines[len(lines) // 2]), separators=(", ", ": ")) + "\n").encode()
