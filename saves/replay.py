@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storyloom.engine.events import Event, ProseDelta
-from storyloom.engine.lifecycle import ATTEMPT_MAX_SECONDS, LOOP_TURN_EVERY, Session
+from storyloom.engine.lifecycle import ATTEMPT_MAX_SECONDS, Session
 from storyloom.engine.narration import Finish
 from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from storyloom.engine.packs import StoryPack
@@ -327,8 +327,6 @@ class Replayer:
     Args:
         plan: from `replay_plan`.
         sleep: how the session waits before retrying a recorded transient fault (scaled by speed).
-        loop_turn_every: see `storyloom.engine.lifecycle.LOOP_TURN_EVERY` (a replay with no screen
-            passes `HEADLESS_LOOP_TURN`).
     """
 
     def __init__(
@@ -336,7 +334,6 @@ class Replayer:
         plan: ReplayPlan,
         *,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
-        loop_turn_every: float = LOOP_TURN_EVERY,
     ):
         self.plan = plan
         speed = plan.narrator.speed
@@ -355,7 +352,6 @@ class Replayer:
             rules=plan.save.header.rules,
             sleep=scaled,
             attempt_timeout=limit,
-            loop_turn_every=loop_turn_every,
         )
         plan.narrator.on_cancel = self.session.cancel
         plan.narrator.on_exhausted = self.session.cancel

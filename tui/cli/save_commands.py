@@ -123,7 +123,6 @@ def export(args: argparse.Namespace) -> int:
 
 def replay(args: argparse.Namespace) -> int:
     """Play a save back through a fresh engine; exit 1 on any divergence from the record."""
-    from storyloom.engine.lifecycle import HEADLESS_LOOP_TURN
     from storyloom.saves.replay import Replayer, replay_plan
 
     headless = bool(getattr(args, "headless", False))
@@ -138,7 +137,7 @@ def replay(args: argparse.Namespace) -> int:
 
         return run_replay(args, plan)
     printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed))
-    result = asyncio.run(Replayer(plan, loop_turn_every=HEADLESS_LOOP_TURN).run(printer))
+    result = asyncio.run(Replayer(plan).run(printer))
     printer.end()
     for turn in result.went_on_after:
         print(
