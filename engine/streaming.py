@@ -94,38 +94,70 @@ class Reader:
         if self._loop.time() >= self._loop_turn:
             await asyncio.sleep(0)
             self._loop_turn = self._loop.time() + LOOP_TURN_SECONDS
+        self._check()
+        self._waiting = True
         try:
-            return await self.wait(anext(stream))
+            chunk = await anext(stream)
         except StopAsyncIteration:
-            return None
+            chunk = None
+        except BaseException as exc:
+            reason = self._reason(exc)
+            if reason is exc:
+                raise
+            raise reason from None
+        finally:
+            self._waiting = False
+        if self._stopped is not None:
+            self._finished_all_the_same()
+        return chunk
 
     async def wait(self, awaitable: Awaitable[T]) -> T:
         """Await `awaitable` in this task unless the read is stopped first."""
-        if self._stopped is None and self._cancel.done():  # its callback may not have run yet
-            self._stopped = Cancelled
-        if self._stopped is not None:
+        try:
+            self._check()
+        except Stopped:
             close = getattr(awaitable, "close", None)
             if close is not None:
                 close()
-            raise self._stopped
+            raise
         self._waiting = True
         try:
             result = await awaitable
-        except asyncio.CancelledError:
-            if self._stopped is None or not self._scope.expired() or self._cancelled_from_outside():
+        except BaseException as exc:
+            reason = self._reason(exc)
+            if reason is exc:
                 raise
-            raise self._stopped from None
-        except Exception:  # what the narrator made of the cancel, if it was cancelled
-            if self._stopped is None:
-                raise
-            raise self._stopped from None
+            raise reason from None
         finally:
             self._waiting = False
-        if self._stopped is not None:  # it finished all the same: the scope's cancel, if armed, is not wanted
-            if not self._scope.expired():
-                self._scope.reschedule(None)
-            raise self._stopped
+        if self._stopped is not None:
+            self._finished_all_the_same()
         return result
+
+    def _check(self) -> None:
+        if self._stopped is None and self._cancel.done():  # its callback may not have run yet
+            self._stopped = Cancelled
+        if self._stopped is not None:
+            raise self._stopped
+
+    def _reason(self, exc: BaseException) -> BaseException:
+        """What to raise for `exc`, which the awaited narrator ended with: the stop, if it was
+        stopped (whatever it made of the cancel), else `exc` itself (a cancel from outside too)."""
+        if self._stopped is None or isinstance(exc, GeneratorExit):
+            return exc
+        if isinstance(exc, asyncio.CancelledError) and (not self._scope.expired() or self._cancelled_from_outside()):
+            return exc
+        if not isinstance(exc, Exception | asyncio.CancelledError):
+            return exc
+        return self._stopped()
+
+    def _finished_all_the_same(self) -> None:
+        """The awaited narrator finished although the read was stopped: the scope's cancel, if it is
+        still to come, is not wanted."""
+        assert self._stopped is not None
+        if not self._scope.expired():
+            self._scope.reschedule(None)
+        raise self._stopped
 
     def _cancelled_from_outside(self) -> bool:
         task = asyncio.current_task()
