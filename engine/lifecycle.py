@@ -20,12 +20,11 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-import types
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import pydantic_core
 
@@ -61,6 +60,7 @@ from storyloom.engine.narration import (
 from storyloom.engine.packs import Ending, StoryPack
 from storyloom.engine.rules import OUTPUT_MAX_CHARS, RULE_SET, RULE_SETS, Verdict, judge
 from storyloom.engine.state import WorldState, initial_state, state_hash
+from storyloom.engine.streaming import Cancelled, Expired, Reader
 from storyloom.engine.turns import Issue
 
 MAX_TRANSIENT_RETRIES = 4
@@ -72,29 +72,13 @@ OUTPUT_LIMIT = "output_limit"
 REJECTED_ECHO_MAX_CHARS = 4_000
 """An answer cut off at the output limit goes back to the model in a correction only this far (it
 would otherwise cost some 50,000 tokens, more than a small local model's whole context)."""
-LOOP_TURN_EVERY = 0.0
-"""Seconds an attempt's stream is read before the event loop gets a turn, when the narrator has its
-chunks ready without waiting (a replay, a network read that brought several). 0 is what a screen
-needs: each chunk is awaited in a task of its own, as it always was (reading ready chunks on, the
-frame tests saw lines move under load). Headless replay, with no screen, takes ready chunks at once
-and gives the loop a turn every `HEADLESS_LOOP_TURN` seconds."""
-HEADLESS_LOOP_TURN = 0.01
 PROSE_STREAM_MAX_CHARS = 32_000
 """Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
-T = TypeVar("T")
 
 
 class CommandTooLong(ValueError):
     """A player command over `storyloom.engine.limits.COMMAND_MAX_CHARS`: it is not played (no turn
     number is spent, nothing is recorded). The front ends refuse such a command first, with the same words."""
-
-
-class _Cancelled(Exception):
-    """The player cancelled while we were waiting."""
-
-
-class _Expired(Exception):
-    """The attempt's deadline passed while we were waiting."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +226,6 @@ class Session:
         clock: monotonic seconds, for delta timing when a narrator keeps no clock of its own.
         sleep: how to wait before retrying a transient fault.
         attempt_timeout: seconds an attempt may take before it fails the turn (see `ATTEMPT_MAX_SECONDS`).
-        loop_turn_every: see `LOOP_TURN_EVERY`.
     """
 
     def __init__(
@@ -257,7 +240,6 @@ class Session:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         attempt_timeout: float = ATTEMPT_MAX_SECONDS,
-        loop_turn_every: float = LOOP_TURN_EVERY,
         rules: int = RULE_SET,
     ):
         if budget < 0:
@@ -286,7 +268,6 @@ class Session:
         self._clock = clock
         self._sleep = sleep
         self.attempt_timeout = attempt_timeout
-        self.loop_turn_every = loop_turn_every
         self._ending: StoryEnding | None = None
         self._cancel: asyncio.Future[None] | None = None
         """Done once the player cancels the turn in flight (a future, so waiting on it needs no task)."""
@@ -496,7 +477,7 @@ class Session:
                 for event in shown:
                     yield event
                 if cancel.done():
-                    raise _Cancelled
+                    raise Cancelled
                 if verdict.ok:
                     for event in self._commit(state, verdict, cancel):
                         yield event
@@ -510,7 +491,7 @@ class Session:
                 yield CorrectionStarted(
                     turn=turn, attempt=state.request.attempt, budget=self.budget, correction=state.request.attempt - 1
                 )
-        except _Cancelled:
+        except Cancelled:
             self.pending = state.pending
             yield TurnCancelled(turn=turn)
         except NarratorError as exc:
@@ -558,7 +539,7 @@ class Session:
             changed = accepted.narrative != state.shown
             yield ProseReplaced(turn=turn, changed=changed, text=accepted.narrative if changed else "")
             if cancel.done():
-                raise _Cancelled
+                raise Cancelled
         before = request.state
         exchange = Exchange(request.player_input, accepted, turn)
         version = Alternative(exchange, after)
@@ -609,48 +590,31 @@ class Session:
             prose = _ProseStream()
             stream = aiter(self.narrator.narrate(request))
             size = 0
-            loop = asyncio.get_running_loop()
-            now = loop.time()
-            deadline, loop_turn = now + self.attempt_timeout, now + self.loop_turn_every
             try:
-                while True:
-                    now = loop.time()
-                    try:
-                        if not self.loop_turn_every:  # a screen: each chunk awaited in its own task, as ever
-                            if now >= deadline:
-                                raise _Expired
-                            chunk = await _tasked(anext(stream), cancel, deadline)
-                        else:
-                            if now >= loop_turn:
-                                await asyncio.sleep(0)
-                                loop_turn = loop.time() + self.loop_turn_every
-                            chunk, steps = _advance(anext(stream), cancel, expired=now >= deadline)
-                            if steps is not None:
-                                chunk = await _raced(steps, chunk, cancel, deadline)
-                    except StopAsyncIteration:
-                        break
-                    except _Expired:
-                        raise NarratorError(
-                            f"The narrator was still writing after {self.attempt_timeout:g} s; "
-                            f"the turn was stopped. Retry, or try another model."
-                        ) from None
-                    if isinstance(chunk, Finish):
-                        finish = _sound_finish(chunk)
-                        continue
-                    written = _encodable(chunk.text)
-                    size += len(written)
-                    if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
-                        finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
-                        break
-                    at = chunk.at_ms if chunk.at_ms is not None else int((self._clock() - started) * 1000)
-                    if isinstance(chunk, StructuredDelta):
-                        structured.append(written)
-                        deltas.append((at, "s", written))
-                        if stream_prose and (new := prose.feed(written)):
-                            yield ProseDelta(turn=request.turn, text=new)
-                    elif isinstance(chunk, TextDelta):
-                        text.append(written)
-                        deltas.append((at, "t", written))
+                async with Reader(cancel, self.attempt_timeout) as reader:
+                    while (chunk := await reader.next(stream)) is not None:
+                        if isinstance(chunk, Finish):
+                            finish = _sound_finish(chunk)
+                            continue
+                        written = _encodable(chunk.text)
+                        size += len(written)
+                        if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
+                            finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
+                            break
+                        at = chunk.at_ms if chunk.at_ms is not None else int((self._clock() - started) * 1000)
+                        if isinstance(chunk, StructuredDelta):
+                            structured.append(written)
+                            deltas.append((at, "s", written))
+                            if stream_prose and (new := prose.feed(written)):
+                                yield ProseDelta(turn=request.turn, text=new)
+                        elif isinstance(chunk, TextDelta):
+                            text.append(written)
+                            deltas.append((at, "t", written))
+            except Expired:
+                raise NarratorError(
+                    f"The narrator was still writing after {self.attempt_timeout:g} s; "
+                    f"the turn was stopped. Retry, or try another model."
+                ) from None
             except TransientNarratorError as exc:
                 if retry == MAX_TRANSIENT_RETRIES:
                     raise
@@ -658,7 +622,8 @@ class Session:
                 if stream_prose and prose.shown:
                     yield ProseReplaced(turn=request.turn, changed=True, text="")
                 yield NarratorRetrying(turn=request.turn, attempt=request.attempt, delay=delay, reason=str(exc))
-                await _race(self._sleep(delay), cancel)
+                async with Reader(cancel, float("inf")) as pause:
+                    await pause.wait(self._sleep(delay))
                 continue
             finally:
                 with suppress(Exception):
@@ -794,133 +759,3 @@ class _ProseStream:
         new = narrative[len(self.shown) :]
         self.shown = narrative
         return new
-
-
-async def _tasked(awaitable: Awaitable[T], cancel: asyncio.Future[None], deadline: float) -> T:
-    """Await a narrator's next chunk in a task of its own, raced against the player's cancel and the
-    deadline: a turn of the event loop per chunk, the way a screen has always been fed (reading ready
-    chunks on without it, the frame tests saw lines move under load)."""
-    if cancel.done():
-        if asyncio.iscoroutine(awaitable):
-            awaitable.close()
-        raise _Cancelled
-    task = asyncio.ensure_future(awaitable)
-    timeout = max(0.0, deadline - asyncio.get_running_loop().time())
-    try:
-        waiting: set[asyncio.Future[Any]] = {task, cancel}
-        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:  # our own task was cancelled: leave nothing running behind
-        task.cancel()
-        raise
-    if task in done:
-        return task.result()
-    task.cancel()
-    with suppress(BaseException):
-        await task
-    raise _Cancelled if cancel.done() else _Expired
-
-
-async def _race(awaitable: Awaitable[T], cancel: asyncio.Future[None], *, deadline: float | None = None) -> T:
-    """Await something unless the player cancels first (or the loop time passes `deadline`: `_Expired`)."""
-    expired = deadline is not None and asyncio.get_running_loop().time() >= deadline
-    result, steps = _advance(awaitable, cancel, expired=expired)
-    if steps is not None:
-        result = await _raced(steps, result, cancel, deadline)
-    awaited: T = result
-    return awaited
-
-
-def _advance(
-    awaitable: Awaitable[T], cancel: asyncio.Future[None], *, expired: bool = False
-) -> tuple[Any, Generator[Any, Any, T] | None]:
-    """Start awaiting `awaitable` in this task, unless the player cancelled (`_Cancelled`) or the
-    deadline passed (`expired`: `_Expired`): its result and None if it is ready at once, else what
-    it waits on and its steps, for `_raced`.
-
-    Advanced a step by hand, a narrator's chunk that is ready at once (a replay, a buffered network
-    read) costs no task, no wait and no turn of the loop; and nothing is read ahead, so a cancel
-    lands after exactly the chunks consumed. It never moves to another task: a live narrator's HTTP
-    client enters timeout scopes bound to the task that entered them.
-    """
-    if cancel.done() or expired:
-        if asyncio.iscoroutine(awaitable):
-            awaitable.close()
-        raise _Cancelled if cancel.done() else _Expired
-    steps = awaitable.__await__()
-    try:
-        return steps.send(None), steps
-    except StopIteration as finished:
-        return finished.value, None
-
-
-@types.coroutine
-def _raced(
-    steps: Generator[Any, Any, T], waits_on: Any, cancel: asyncio.Future[None], deadline: float | None
-) -> Generator[Any, Any, T]:
-    """Go on awaiting what `_advance` started (it waits on `waits_on`), unless the player cancels
-    first (`_Cancelled`) or the loop time passes `deadline` (`_Expired`).
-
-    Either cancels this task while it waits, as `asyncio.timeout` does, and takes the cancel back
-    on the way out: the awaitable sees a task cancelled as under any `await` (an HTTP client's
-    timeout scopes tell their own cancels from others' by the task's count), and may clean up.
-    """
-    task = asyncio.current_task()
-    if task is None:
-        raise RuntimeError("a narrator's stream is read in a task")
-    cancelling = task.cancelling()
-    stopped: type[Exception] | None = None
-    waiting = True
-
-    def stop(why: type[Exception]) -> None:
-        nonlocal stopped
-        if waiting and stopped is None:
-            stopped = why
-            task.cancel()
-
-    def cancelled(_: object) -> None:
-        stop(_Cancelled)
-
-    loop = task.get_loop()
-    if cancel.done() or (deadline is not None and loop.time() >= deadline):
-        stop(_Cancelled if cancel.done() else _Expired)
-    cancel.add_done_callback(cancelled)
-    timer = loop.call_at(deadline, stop, _Expired) if deadline is not None else None
-    try:
-        result = yield from _resume(steps, waits_on)
-    except BaseException as exc:  # whatever it ends with once cancelled (it may turn the cancel into its own error)
-        if stopped is None or isinstance(exc, GeneratorExit):
-            raise
-        if task.uncancel() > cancelling and isinstance(exc, asyncio.CancelledError):
-            raise  # this task was cancelled from outside as well
-        raise stopped from None
-    finally:
-        waiting = False
-        cancel.remove_done_callback(cancelled)
-        if timer is not None:
-            timer.cancel()
-    if stopped is not None:  # it finished all the same, keeping the cancel to itself
-        task.uncancel()
-        raise stopped
-    return result
-
-
-def _resume(steps: Generator[Any, Any, T], waits_on: Any) -> Generator[Any, Any, T]:
-    """`yield from steps` for an awaitable already started (it waits on `waits_on`)."""
-    while True:
-        try:
-            yield waits_on
-        except GeneratorExit:
-            steps.close()
-            raise
-        except BaseException as exc:
-            try:
-                waits_on = steps.throw(exc)
-            except StopIteration as finished:
-                result: T = finished.value
-                return result
-        else:
-            try:
-                waits_on = steps.send(None)
-            except StopIteration as finished:
-                result = finished.value
-                return result

@@ -31,6 +31,7 @@ RULES: dict[str, str] = {
     "output.missing": "the reply carried no structured turn at all",
     "output.too_large": f"the raw output is over {OUTPUT_MAX_CHARS} characters",
     "output.json": "the structured output is not complete, valid JSON",
+    "output.truncated": "the answer was cut off at the narrator's output limit (the lifecycle's check)",
     "turn.schema": "a field of the turn is missing, of the wrong type or out of bounds",
     "patch.path": "a patch path is outside the declared world",
     "patch.apply": "a patch operation cannot be applied to the state",

@@ -23,7 +23,7 @@ from storyloom.engine.ledger import STORY_KINDS, LedgerTurn, StoryLedger, Versio
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
-from storyloom.saves.format import FORMAT, Record, Save, SaveHeader
+from storyloom.saves.format import FORMAT, Record, SaveHeader
 from storyloom.saves.verify import Rebuilt, rebuild_records
 
 
@@ -106,11 +106,6 @@ def read_story(
     commits = _Commits()
     built = rebuild_records(path, commits.watch(records), pack, rules=header.rules)
     return SavedStory(header, pack, tuple(commits.turns), built, commits.last_time or header_time)
-
-
-def story_of(save: Save, pack: StoryPack) -> SavedStory:
-    """`read_story` of a save read whole."""
-    return read_story(save.path, save.header, save.records, pack, header_time=save.header_time)
 
 
 def export_markdown(story: SavedStory) -> str:

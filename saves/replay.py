@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from storyloom.engine.events import Event, ProseDelta, TurnCommitted
-from storyloom.engine.lifecycle import ATTEMPT_MAX_SECONDS, LOOP_TURN_EVERY, Session
+from storyloom.engine.lifecycle import ATTEMPT_MAX_SECONDS, Session
 from storyloom.engine.narration import Finish
 from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from storyloom.engine.packs import StoryPack
@@ -405,8 +405,6 @@ class Replayer:
     Args:
         plan: from `replay_plan`.
         sleep: how the session waits before retrying a recorded transient fault (scaled by speed).
-        loop_turn_every: see `storyloom.engine.lifecycle.LOOP_TURN_EVERY` (a replay with no screen
-            passes `HEADLESS_LOOP_TURN`).
     """
 
     def __init__(
@@ -414,7 +412,6 @@ class Replayer:
         plan: ReplayPlan | StreamedPlan,
         *,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
-        loop_turn_every: float = LOOP_TURN_EVERY,
         keep_events: bool = True,
     ):
         self.plan = plan
@@ -437,7 +434,6 @@ class Replayer:
             rules=plan.header.rules,
             sleep=scaled,
             attempt_timeout=limit,
-            loop_turn_every=loop_turn_every,
         )
         plan.narrator.on_cancel = self.session.cancel
         plan.narrator.on_exhausted = self.session.cancel

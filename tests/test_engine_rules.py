@@ -221,8 +221,28 @@ def test_every_rule_id_is_documented_in_the_readme():
     from pathlib import Path
 
     readme = (Path(__file__).parent.parent / "README.md").read_text()
-    for rule in [*RULES, "output.truncated"]:
+    for rule in RULES:
         assert f"`{rule}`" in readme
+
+
+def test_every_rule_id_the_engine_judges_by_is_in_rules():
+    """An issue's rule id is how logs and the README name it: each `Issue(where, "rule", ...)` the
+    engine writes names one of `RULES` (a narrator's failure kinds are `NarratorError.rule`)."""
+    import ast
+    from pathlib import Path
+
+    from storyloom.engine import story
+
+    engine = Path(__file__).parent.parent / "engine"
+    found = set()
+    for path in engine.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Issue" and len(node.args) > 1:
+                rule = node.args[1]
+                if isinstance(rule, ast.Constant):
+                    found.add(rule.value)
+    assert found and story.RULE in RULES
+    assert found <= set(RULES), found - set(RULES)
 
 
 def test_state_hash_is_stable_under_key_order(pack):

@@ -14,7 +14,7 @@ from storyloom.engine.events import AlternativeChosen, TurnCommitted
 from storyloom.engine.narrators.offline import OfflineNarrator
 from storyloom.engine.packs import load_pack
 from storyloom.engine.state import state_hash
-from storyloom.saves.export import export_json, export_markdown, story_of
+from storyloom.saves.export import export_json, export_markdown, read_story
 from storyloom.saves.reader import load_save
 from storyloom.saves.replay import Replayer, replay_plan
 from storyloom.saves.resume import resume
@@ -189,10 +189,11 @@ async def test_exports_follow_the_chosen_path_and_the_json_lists_the_other_versi
         for _, e in save.events
         if isinstance(e, TurnCommitted) and e.turn == 2 and e.narrative != chosen.narrative
     ]
-    markdown = export_markdown(story_of(save, pack))
+    story = read_story(save.path, save.header, save.records, pack, header_time=save.header_time)
+    markdown = export_markdown(story)
     assert chosen.narrative.split("\n")[0] in markdown
     assert not any(other.split("\n")[0] in markdown for other in others if other.split("\n")[0] not in chosen.narrative)
-    data = export_json(story_of(save, pack))
+    data = export_json(story)
     assert [t["turn"] for t in data["turns"]] == [1, 2, 3]
     turn = data["turns"][1]
     assert turn["narrative"] == chosen.narrative and turn["alternative"] == 2

@@ -8,7 +8,6 @@ each live here so they stay the same whichever model is playing.
 from __future__ import annotations
 
 import email.utils
-import importlib
 import json
 import time
 from collections.abc import Mapping
@@ -206,73 +205,3 @@ def _clean(text: str | None, limit: int = 300) -> str:
         return ""
     text = "".join(ch if ch.isprintable() else " " for ch in str(text)).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-READ_INTERVAL = 1 / 100
-"""Seconds: the least time between two reads of a model's streamed answer from its socket."""
-
-
-def frame_paced_transport(package: str = "httpx") -> Any:
-    """An httpx transport that reads a streamed answer from the socket at most once a frame.
-
-    A model sends a token every few milliseconds, each its own server-sent event; read as
-    they come, every token costs a wake-up and a trip through httpx, httpcore, h11 and
-    anyio (about a fifth of the UI's CPU while a turn streams). Waiting until a frame's
-    worth of time has passed since the last read lets the socket gather them, so one read
-    brings every token the next frame will show. It adds at most one frame (16 ms) of lag.
-
-    Args:
-        package: "httpx", or the fork a client library uses ("httpx2" for the anthropic SDK).
-
-    httpx takes no network backend, so this one is set on the pool it builds; if a later
-    httpx builds its pool differently, the transport is returned as httpx made it.
-    """
-    transport = importlib.import_module(package).AsyncHTTPTransport()
-    pool = getattr(transport, "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if backend is not None:
-        setattr(pool, "_network_backend", _PacedBackend(backend))  # noqa: B010 (a private attribute of httpcore)
-    return transport
-
-
-class _PacedBackend:
-    """httpcore's network backend, its streams read at most once per `READ_INTERVAL`."""
-
-    def __init__(self, inner: Any):
-        self._inner = inner
-
-    async def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
-        return _PacedStream(await self._inner.connect_tcp(*args, **kwargs), self._inner)
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
-        return _PacedStream(await self._inner.connect_unix_socket(*args, **kwargs), self._inner)
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-class _PacedStream:
-    def __init__(self, inner: Any, backend: Any):
-        self._inner = inner
-        self._backend = backend
-        self._last = 0.0
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        wait = self._last + READ_INTERVAL - time.monotonic()
-        if wait > 0:
-            await self._backend.sleep(wait)
-        data: bytes = await self._inner.read(max_bytes, timeout)
-        self._last = time.monotonic()
-        return data
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._inner.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(self, *args: Any, **kwargs: Any) -> Any:
-        return _PacedStream(await self._inner.start_tls(*args, **kwargs), self._backend)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)

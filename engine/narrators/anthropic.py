@@ -39,13 +39,13 @@ from storyloom.engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
+from storyloom.engine.narrators._http_internals import frame_paced_transport, sdk_http_package
 from storyloom.engine.narrators._shared import (
     MAX_CONTINUATIONS,
     Timeouts,
     connection_fault,
     context_window_error,
     error_fields,
-    frame_paced_transport,
     stall_fault,
     status_fault,
 )
@@ -60,11 +60,6 @@ from storyloom.engine.narrators.prompts import (
 )
 from storyloom.engine.turns import turn_json_schema
 
-try:  # the SDK's HTTP layer: httpx2 in current releases, httpx in older ones
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _http  # type: ignore[no-redef]
-
 DEFAULT_MODEL = "claude-sonnet-5-5"
 """A current Claude model (claude-sonnet-4-5 reaches end of life on 2026-11-30)."""
 KEY_VAR = "ANTHROPIC_API_KEY"
@@ -76,7 +71,7 @@ _CACHE = {"type": "ephemeral"}
 _PROVIDER = "Anthropic"
 
 
-_HTTPX = anthropic.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0]
+_http = sdk_http_package(anthropic.DefaultAsyncHttpxClient)
 """The httpx package the SDK is built on (its own fork, httpx2, since 2.x; httpx before)."""
 
 
@@ -115,7 +110,7 @@ class AnthropicNarrator:
             api_key=api_key,
             base_url=base_url,
             max_retries=0,
-            http_client=anthropic.DefaultAsyncHttpxClient(transport=frame_paced_transport(_HTTPX)),
+            http_client=anthropic.DefaultAsyncHttpxClient(transport=frame_paced_transport(_http.__name__)),
             timeout=anthropic.Timeout(
                 connect=timeouts.connect, read=timeouts.read, write=timeouts.write, pool=timeouts.pool
             ),

@@ -34,11 +34,11 @@ from storyloom.engine.narration import (
     TextDelta,
     TransientNarratorError,
 )
+from storyloom.engine.narrators._http_internals import frame_paced_transport
 from storyloom.engine.narrators._shared import (
     Timeouts,
     connection_fault,
     error_fields,
-    frame_paced_transport,
     stall_fault,
     status_fault,
 )

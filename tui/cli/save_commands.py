@@ -199,7 +199,6 @@ def export(args: argparse.Namespace) -> int:
 
 def replay(args: argparse.Namespace) -> int:
     """Play a save back through a fresh engine; exit 1 on any divergence from the record."""
-    from storyloom.engine.lifecycle import HEADLESS_LOOP_TURN
     from storyloom.saves.replay import Replayer, replay_plan, stream_plan
 
     headless = bool(getattr(args, "headless", False))
@@ -219,7 +218,7 @@ def replay(args: argparse.Namespace) -> int:
             print(f"storyloom: warning: {safe_text(str(path))}: {warning}", file=sys.stderr)
         drafts = bool(getattr(args, "drafts", False))
         printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed), drafts=drafts)
-        replayer = Replayer(streamed, loop_turn_every=HEADLESS_LOOP_TURN, keep_events=False)
+        replayer = Replayer(streamed, keep_events=False)
         result = asyncio.run(replayer.run(printer))
     except SaveError as exc:
         return _fail(exc)
