@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from storyloom.engine.packs import Action, StoryPack
+from storyloom.engine.packs import ANY_COMMAND, Action, StoryPack
+from storyloom.engine.story import DROP_VERBS
 
 ARTICLES = frozenset({"the", "a", "an", "some", "this", "that", "my", "your", "to", "at", "towards", "toward"})
 
@@ -66,7 +67,7 @@ _MOVE_VERBS = (
     "go into",
 )
 _TAKE_VERBS = ("take", "get", "grab", "pick up", "collect", "carry", "pocket", "lift")
-_DROP_VERBS = ("drop", "put down", "discard", "set down", "leave")
+_DROP_VERBS = DROP_VERBS
 _LOOK_VERBS = ("look", "l", "look around")
 _EXAMINE_VERBS = (
     "examine",
@@ -170,8 +171,15 @@ def room_names(pack: StoryPack) -> dict[str, tuple[str, ...]]:
     return {r: (r.replace("_", " "), *pack.room_words(r)) for r in pack.rooms}
 
 
-def parse(line: str, pack: StoryPack) -> Command:
-    """Understand one line of player input (never fails: the worst is `unknown`)."""
+def parse(line: str, pack: StoryPack, here: str | None = None, reach: frozenset[str] | None = None) -> Command:
+    """Understand one line of player input (never fails: the worst is `unknown`).
+
+    Args:
+        here: the player's room: only the verbs of actions that can be done there (no `room`, or this
+            one) take a command over from a built-in verb. None: every action's.
+        reach: the items within reach: a word names one of these first, and another item only
+            when it names none of these. None: every item alike.
+    """
     words = words_of(line)
     if not words:
         return Command("unknown")
@@ -181,7 +189,15 @@ def parse(line: str, pack: StoryPack) -> Command:
     for verb, table in (("look", _LOOK_VERBS), ("inventory", _INVENTORY), ("wait", _WAIT), ("help", _HELP)):
         if " ".join(words) in table or " ".join(bare) in table:
             return Command(verb, word=words[0])
-    action_verbs = sorted({v.casefold() for a in pack.actions.values() for v in a.verbs})
+    action_verbs = sorted(
+        {
+            v.casefold()
+            for a in pack.actions.values()
+            if here is None or a.room in (None, here)
+            for v in a.verbs
+            if v != ANY_COMMAND
+        }
+    )
     custom = _longest_prefix(words, action_verbs)
     tables: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("examine", _EXAMINE_VERBS),
@@ -201,18 +217,18 @@ def parse(line: str, pack: StoryPack) -> Command:
         rest = words[len(found.split()) :]
         if verb == "take" and rest[-1:] == ["up"]:
             rest = rest[:-1]
-        return _with_object(verb, found, rest, pack)
+        return _with_object(verb, found, rest, pack, reach)
     if custom is not None:
-        return _with_object("action", custom, words[len(custom.split()) :], pack)
+        return _with_object("action", custom, words[len(custom.split()) :], pack, reach)
     # "pick the lamp up", "put the lamp down"
     if words[0] == "pick" and words[-1] == "up":
-        return _with_object("take", "pick up", words[1:-1], pack)
+        return _with_object("take", "pick up", words[1:-1], pack, reach)
     if words[0] == "put" and words[-1] == "down":
-        return _with_object("drop", "put down", words[1:-1], pack)
-    return _with_object("unknown", words[0], words[1:], pack)
+        return _with_object("drop", "put down", words[1:-1], pack, reach)
+    return _with_object("unknown", words[0], words[1:], pack, reach)
 
 
-def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack) -> Command:
+def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack, reach: frozenset[str] | None) -> Command:
     phrase = " ".join(_strip_articles(rest))
     direction = None
     if verb == "examine" and len(rest) == 1 and rest[0] in DIRECTION_WORDS:
@@ -227,11 +243,20 @@ def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack) -> Comm
         verb=verb,
         word=word,
         obj=phrase,
-        items=find_names(phrase, item_names(pack)),
+        items=_items_named(phrase, pack, reach),
         rooms=find_names(phrase, room_names(pack)),
         direction=direction,
         everything=bool(_ALL & set(rest)),
     )
+
+
+def _items_named(phrase: str, pack: StoryPack, reach: frozenset[str] | None) -> tuple[str, ...]:
+    names = item_names(pack)
+    if reach is not None:
+        near = find_names(phrase, {i: w for i, w in names.items() if i in reach})
+        if near:
+            return near
+    return find_names(phrase, names)
 
 
 def matching_actions(command: Command, pack: StoryPack) -> list[tuple[str, Action]]:
