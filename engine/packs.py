@@ -470,6 +470,9 @@ def _stand_in(annotation: Any) -> Any:
 
 def _pydantic_message(error: ErrorDetails) -> str:
     if error["type"] == "extra_forbidden":
+        parent = _annotation_at(error["loc"][:-1])
+        if isinstance(parent, type) and issubclass(parent, BaseModel):
+            return f"unknown key (check its spelling): the keys here are {', '.join(parent.model_fields)}"
         return "unknown key (check its spelling)"
     if error["type"] == "missing":
         return "required key is missing"

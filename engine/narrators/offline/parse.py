@@ -276,3 +276,55 @@ def matching_actions(command: Command, pack: StoryPack) -> list[tuple[str, Actio
             continue
         found.append((action_id, action))
     return found
+
+
+BUILT_IN_VERBS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (*_MOVE_VERBS, *_TAKE_VERBS, *_DROP_VERBS, *_LOOK_VERBS, *_EXAMINE_VERBS, *_INVENTORY, *_WAIT, *_HELP)
+        + ("use", "apply", "open", "unlock", "close", "shut", "lock")
+    )
+)
+"""Every verb the parser knows without a pack (an action's verb of more words than one of these wins over it)."""
+
+
+def pack_warnings(pack: StoryPack) -> list[str]:
+    """What a pack's words leave ambiguous (`storyloom check-story` prints these): a verb of several words
+    that takes a built-in verb over where its action can be done, two actions answering the same words in
+    the same place, a word naming both a room and an item."""
+    found = []
+    for action_id, action in pack.actions.items():
+        where = f"in {action.room}" if action.room else "in every room"
+        for verb in action.verbs:
+            built_in = _longest_prefix(verb.casefold().split(), BUILT_IN_VERBS)
+            if built_in is not None and built_in != verb.casefold():
+                found.append(
+                    f"actions.{action_id}: {verb!r} is not the built-in {built_in!r} {where}: a line "
+                    f"starting {verb!r} there reaches the story's actions"
+                )
+    seen: dict[tuple[str, str | None, str | None], str] = {}
+    for action_id, action in pack.actions.items():
+        for verb in action.verbs:
+            key = (verb.casefold(), action.item, action.room)
+            other = seen.setdefault(key, action_id)
+            if other != action_id and _can_hold_together(pack.actions[other], action):
+                found.append(
+                    f"actions.{action_id}: {verb!r} also reaches {other} in the same place; the first in "
+                    "the pack that can be done wins"
+                )
+    rooms = {w.casefold(): r for r, words in room_names(pack).items() for w in words}
+    for item_id, words in item_names(pack).items():
+        for word in words:
+            if word.casefold() in rooms:
+                found.append(
+                    f"items.{item_id}: {word!r} also names room {rooms[word.casefold()]}: it means the item "
+                    "where the item is in reach, else the room"
+                )
+    return list(dict.fromkeys(found))
+
+
+def _can_hold_together(one: Action, other: Action) -> bool:
+    """Whether two actions' requirements might both hold (no flag or item place they want differently)."""
+    a, b = one.requires, other.requires
+    flags = all(b.flags.get(f, v) == v for f, v in a.flags.items())
+    items = all(b.items.get(i, at) == at for i, at in a.items.items())
+    return flags and items and (a.location is None or b.location in (None, a.location))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from random import Random
 from typing import Any
 
@@ -395,9 +395,10 @@ class _World:
     def _action_for(self, command: Command, here_only: bool = False) -> tuple[str, Action] | None:
         """The pack action this command means here, if any (room-specific ones first)."""
         rooms = (self.here,) if here_only else (None, self.here)
+        near = replace(command, items=tuple(i for i in command.items if self.reachable(i)))
         candidates = [
             (a_id, a)
-            for a_id, a in matching_actions(command, self.pack)
+            for a_id, a in matching_actions(near, self.pack)
             if a.room in rooms and (a.item is None or self.reachable(a.item)) and not a.catch_all
         ]
         candidates.sort(key=lambda pair: pair[1].room is None)
