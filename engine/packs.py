@@ -17,7 +17,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
 from storyloom.engine.builtin import builtin_pack_ids, builtin_pack_text
@@ -232,6 +232,23 @@ class StoryPack(_Strict):
     visible: list[str] = list(PANEL_DEFAULT)
     """What the side panel shows: "room", "items" (carried), "stats", "flags" (all), or a stat or flag id;
     the rest of the world shows only on the details screen, so a flag cannot give the plot away."""
+    intro_room: bool = False
+    """Whether the intro goes on with the start room, as `look` would show it when the story begins."""
+
+    @model_validator(mode="after")
+    def _intro_then_room(self) -> StoryPack:
+        if not self.intro_room or self.start not in self.rooms:
+            return self
+        room = self.rooms[self.start]
+        state = {
+            "location": self.start,
+            "items": {i: item.at for i, item in self.items.items()},
+            "flags": dict(self.flags),
+            "stats": {s: stat.initial for s, stat in self.stats.items()},
+        }
+        opening = f"{self.intro.rstrip()}\n\n{room.name}\n\n{room.description_in(state)}"
+        object.__setattr__(self, "intro", opening)
+        return self
 
     @cached_property
     def digest(self) -> str:
@@ -268,7 +285,7 @@ class StoryPack(_Strict):
         return (room.name, *room.aliases)
 
 
-_LATER_FIELDS = ("free",)
+_LATER_FIELDS = ("free", "intro_room")
 _LATER_ENTITY_FIELDS = {
     "rooms": ("dark", "dark_text"),
     "items": (),

@@ -357,6 +357,10 @@ def describe_change(pack: StoryPack, change: Change) -> str:
 def describe_action(pack: StoryPack, action_id: str, action: Action) -> str:
     """An action by its id and the words a player would use for it."""
     thing = f" {pack.items[action.item].name}" if action.item is not None else ""
+    if action.catch_all:
+        return f"{action_id} (any command in {pack.rooms[action.room or pack.start].name} but a move through an exit)"
+    if not action.verbs:
+        return f'{action_id} ("go {action.direction}" from {pack.rooms[action.room or pack.start].name})'
     return f'{action_id} ("{action.verbs[0]}{thing}")'
 
 

@@ -11,7 +11,7 @@ from storyloom.engine.packs import DIRECTIONS, load_pack
 from storyloom.tui.cli import main
 
 PACKS = Path(__file__).parent / "packs"
-KEYS = "id, title, intro, style, start, rooms, items, stats, flags, actions, endings, free, visible"
+KEYS = "id, title, intro, style, start, rooms, items, stats, flags, actions, endings, free, visible, intro_room"
 
 
 @pytest.mark.parametrize(

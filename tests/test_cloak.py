@@ -203,3 +203,13 @@ async def test_a_model_cannot_walk_out_through_the_street_door():
 def test_hanging_the_cloak_twice_is_told_in_the_storys_words():
     told, _, _ = offline(["w", "hang cloak", "hang cloak"])
     assert told[2] == "The velvet cloak is already on the hook."
+
+
+def test_the_intro_goes_on_with_the_foyer_before_the_first_command(capsys, tmp_path):
+    commands = tmp_path / "one.txt"
+    commands.write_text("inventory\n")
+    assert main(["play", "--headless", "--story", "cloak", "--commands", str(commands)]) == 0
+    out = capsys.readouterr().out
+    opening = out.split("> inventory")[0]
+    assert opening.index("a message has been left for you") < opening.index("Foyer of the Opera House")
+    assert "Doorways lead south and west" in opening

@@ -319,8 +319,8 @@ class _World:
         ways.append(("see what you carry", ["inventory", "i"]))
         deeds: dict[str, str] = {}
         for action in sorted(pack.actions.values(), key=lambda a: a.item not in near):
-            verb = action.verbs[0]
-            if action.item is not None and verb not in deeds and len(deeds) < 4:
+            verb = action.verbs[0] if action.verbs else ""
+            if action.item is not None and verb and not action.catch_all and verb not in deeds and len(deeds) < 4:
                 deeds[verb] = f"{verb} {_short(pack, action.item)}"
         if deeds:
             ways.append(("try the deeds of this story", list(deeds.values())))
@@ -368,7 +368,7 @@ class _World:
             (
                 (a_id, a)
                 for a_id, a in self.pack.actions.items()
-                if a.direction == command.direction and a.room == self.here
+                if a.direction == command.direction and a.room == self.here and self._answers(a)
             ),
             None,
         )
@@ -399,12 +399,16 @@ class _World:
         candidates = [
             (a_id, a)
             for a_id, a in matching_actions(near, self.pack)
-            if a.room in rooms and (a.item is None or self.reachable(a.item)) and not a.catch_all
+            if a.room in rooms and (a.item is None or self.reachable(a.item)) and not a.catch_all and self._answers(a)
         ]
         candidates.sort(key=lambda pair: pair[1].room is None)
         ready = [c for c in candidates if c[1].requires.holds(self.state) and not self._done(c[1])]
         found = ready or candidates
         return found[0] if found else None
+
+    def _answers(self, action: Action) -> bool:
+        """Whether the action takes the command: one without effects refuses only while its `requires` holds."""
+        return not action.refuses or action.requires.holds(self.state)
 
     def _done(self, action: Action) -> bool:
         """Whether doing the action again would change nothing (the door is already open)."""
