@@ -213,3 +213,60 @@ def test_a_pack_says_how_an_action_is_reached(capsys, tmp_path):
 def test_the_documented_pack_is_the_shipped_one():
     guide = (Path(__file__).parents[1] / "docs" / "authoring.md").read_text()
     assert "[rooms.bar]" in guide and 'dark = { items = { cloak = "player" } }' in guide
+
+
+COAT = """
+id = "coat"
+title = "The Coat"
+intro = "A cold evening."
+start = "hall"
+
+[rooms.hall]
+name = "Hall"
+description = "A chilly hall."
+
+[items.coat]
+name = "wool coat"
+aliases = ["coat"]
+at = "player"
+
+[flags]
+coat_worn = true
+
+[actions.take_off]
+verbs = ["take off", "remove"]
+item = "coat"
+requires = { flags = { coat_worn = true } }
+effects = { flags = { coat_worn = false } }
+text = "You shrug the wool coat off."
+
+[actions.wear]
+verbs = ["wear", "put on"]
+item = "coat"
+requires = { items = { coat = "player" }, flags = { coat_worn = false } }
+effects = { flags = { coat_worn = true } }
+text = "You put the wool coat on."
+
+[actions.still_worn]
+verbs = ["drop"]
+item = "coat"
+requires = { flags = { coat_worn = true } }
+text = "You would have to take the wool coat off first."
+"""
+
+
+def test_the_documented_worn_item_pattern_plays():
+    pack = parse_pack(COAT)
+    turns, state = play(pack, ["drop coat", "take off coat", "drop coat", "take coat", "wear coat"])
+    assert turns[0]["narrative"] == "You would have to take the wool coat off first."
+    assert [t["state_patch"] for t in turns[2:3]] == [[{"op": "replace", "path": "/items/coat", "value": "hall"}]]
+    assert state["flags"]["coat_worn"] is True and state["items"]["coat"] == "player"
+
+
+async def test_a_model_cannot_drop_a_worn_item():
+    pack = parse_pack(COAT)
+    cheat = structured("You drop the wool coat.", [{"op": "replace", "path": "/items/coat", "value": "hall"}])
+    session = Session(pack, ScriptedNarrator([cheat, structured("You keep the coat on.", [])]), budget=2)
+    events = [e async for e in session.play("drop coat")]
+    assert any("still_worn" in i.message for e in events if isinstance(e, ValidationFailed) for i in e.issues)
+    assert session.state["items"]["coat"] == "player"
