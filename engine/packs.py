@@ -246,8 +246,9 @@ class StoryPack(_Strict):
             "flags": dict(self.flags),
             "stats": {s: stat.initial for s, stat in self.stats.items()},
         }
-        opening = f"{self.intro.rstrip()}\n\n{room.name}\n\n{room.description_in(state)}"
-        object.__setattr__(self, "intro", opening)
+        room_part = f"\n\n{room.name}\n\n{room.description_in(state)}"
+        if not self.intro.endswith(room_part):  # a pack validated again (from its own dump) keeps one room
+            object.__setattr__(self, "intro", self.intro.rstrip() + room_part)
         return self
 
     @cached_property

@@ -152,14 +152,11 @@ def replace(path, value):
     return {"op": "replace", "path": path, "value": value}
 
 
-async def cheated(state_changes: dict, command: str, cheat: Reply) -> tuple[Session, list]:
+async def cheated(location: str, command: str, cheat: Reply) -> tuple[Session, list]:
+    """The session after a model answers the command with `cheat`, then honestly, from the opening
+    state with the player in `location`."""
     pack = load_pack("cloak")
-    state = copy.deepcopy(initial_state(pack))
-    for section, values in state_changes.items():
-        if section == "location":
-            state["location"] = values
-        else:
-            state[section].update(values)
+    state = {**copy.deepcopy(initial_state(pack)), "location": location}
     honest = structured("You think better of it and stand still a moment.", [])
     session = Session(pack, ScriptedNarrator([cheat, honest]), budget=2, state=state)
     return session, [e async for e in session.play(command)]
@@ -171,31 +168,31 @@ def refused(events) -> list[str]:
 
 async def test_a_model_cannot_take_or_read_the_message_in_the_dark():
     cheat = structured("You feel for the message in the sawdust and pocket it.", [replace("/items/message", "player")])
-    session, events = await cheated({"location": "bar"}, "take message", cheat)
+    session, events = await cheated("bar", "take message", cheat)
     assert any("dark" in m for m in refused(events))
     assert session.state["items"]["message"] == "bar"
     read = structured("You read the message in the dark: you have won.", [replace("/flags/message_read", True)])
-    session, events = await cheated({"location": "bar"}, "read message", read)
+    session, events = await cheated("bar", "read message", read)
     assert refused(events) and session.state["flags"]["message_read"] is False
     assert not any(isinstance(e, StoryEnded) for e in events)
 
 
 async def test_a_model_in_the_dark_bar_must_tell_the_disturbance():
     calm = structured("You stand very still in the dark and wait.", [])
-    session, events = await cheated({"location": "bar"}, "wait", calm)
+    session, events = await cheated("bar", "wait", calm)
     assert any("blunder" in m for m in refused(events))
 
 
 async def test_a_model_cannot_drop_the_cloak_outside_the_cloakroom():
     cheat = structured("You drop the velvet cloak on the foyer carpet.", [replace("/items/cloak", "foyer")])
-    session, events = await cheated({}, "drop cloak", cheat)
+    session, events = await cheated("foyer", "drop cloak", cheat)
     assert any("keep_cloak" in m for m in refused(events))
     assert session.state["items"]["cloak"] == "player"
 
 
 async def test_a_model_cannot_walk_out_through_the_street_door():
     cheat = structured("You step back out into the rain.", [replace("/location", "cloakroom")])
-    session, events = await cheated({}, "go north", cheat)
+    session, events = await cheated("foyer", "go north", cheat)
     assert refused(events) and session.state["location"] == "foyer"
     assert isinstance(events[-1], TurnCommitted)
 

@@ -141,11 +141,16 @@ text = "You stamp the rain off your shoes onto the bare floor."
     assert turns[-1]["narrative"] == "You stamp the rain off your shoes onto the bare floor."
 
 
-def test_6_an_unknown_key_is_named_with_the_valid_ones(tmp_path, capsys):
-    path = tmp_path / "dark.toml"
-    path.write_text(CLOAK.replace("dark = {", "darkness = {"))
+def refused_by_check_story(tmp_path, capsys, old: str, new: str) -> str:
+    """What check-story prints of Cloak with `old` written `new` (it must refuse it)."""
+    path = tmp_path / "variant.toml"
+    path.write_text(CLOAK.replace(old, new))
     assert main(["check-story", str(path)]) == 2
-    err = capsys.readouterr().err
+    return str(capsys.readouterr().err)
+
+
+def test_6_an_unknown_key_is_named_with_the_valid_ones(tmp_path, capsys):
+    err = refused_by_check_story(tmp_path, capsys, "dark = {", "darkness = {")
     assert "rooms.bar.darkness: unknown key" in err
     assert "name, description, aliases, exits, gates, descriptions, dark, dark_text" in err
 
@@ -201,10 +206,7 @@ async def test_a_way_the_story_answers_is_not_walked_by_a_model():
 
 
 def test_a_pack_says_how_an_action_is_reached(capsys, tmp_path):
-    path = tmp_path / "no-way.toml"
-    path.write_text(CLOAK.replace('direction = "north"\nroom = "foyer"', 'direction = "widdershins"'))
-    assert main(["check-story", str(path)]) == 2
-    err = capsys.readouterr().err
+    err = refused_by_check_story(tmp_path, capsys, 'direction = "north"\nroom = "foyer"', 'direction = "widdershins"')
     assert "actions.street_door.direction: unknown direction 'widdershins': one of north" in err
     assert "actions.street_door.room: an action with a `direction` needs the `room`" in err
 
