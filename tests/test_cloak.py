@@ -210,3 +210,17 @@ def test_the_intro_goes_on_with_the_foyer_before_the_first_command(capsys, tmp_p
     opening = out.split("> inventory")[0]
     assert opening.index("a message has been left for you") < opening.index("Foyer of the Opera House")
     assert "Doorways lead south and west" in opening
+
+
+@pytest.mark.parametrize("line", ["n", "north", "go north", "walk north", "head north", "go n"])
+def test_north_from_the_foyer_is_refused_in_the_storys_words_however_it_is_said(line):
+    told, state, _ = offline([line])
+    assert state["location"] == "foyer" and "weather out there is getting worse" in told[0]
+
+
+def test_a_model_is_told_which_room_is_dark_and_when():
+    from storyloom.engine.narrators.prompts import world_json
+
+    bar = world_json(load_pack("cloak"))["rooms"]["bar"]
+    assert bar["dark"] == {"items": {"cloak": "player"}} and bar["dark_text"].startswith("It is pitch dark")
+    assert "dark" not in world_json(load_pack("lighthouse"))["rooms"]["shore"]
