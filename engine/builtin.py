@@ -26,4 +26,8 @@ def builtin_pack_text(pack_id: str) -> str:
 def builtin_opening(pack_id: str) -> tuple[str, str]:
     """A built-in pack's title and intro, to show while the rest loads (the built-in packs are tested whole)."""
     data = tomllib.loads(builtin_pack_text(pack_id))
-    return str(data["title"]), str(data["intro"])
+    intro = str(data["intro"])
+    if data.get("intro_room"):  # as `StoryPack` tells it; the built-in packs' start rooms have no other opening
+        room = data["rooms"][data["start"]]
+        intro = f"{intro.rstrip()}\n\n{room['name']}\n\n{room['description']}"
+    return str(data["title"]), intro

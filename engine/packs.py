@@ -17,7 +17,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
 from storyloom.engine.builtin import builtin_pack_ids, builtin_pack_text
@@ -63,10 +63,19 @@ class Room(_Strict):
     """Exit direction -> flag that must be true for the exit to be passable."""
     descriptions: list[Described] = []
     """Descriptions for states the story reaches (the first whose `when` holds stands in for `description`)."""
+    dark: Condition | None = None
+    """While this holds the room is dark: nothing lying in it can be seen, reached, taken or used."""
+    dark_text: str = "It is pitch dark. You cannot see a thing."
 
     def description_in(self, state: dict[str, Any]) -> str:
         """What the room looks like in this state."""
+        if self.is_dark(state):
+            return self.dark_text
         return _described(self.descriptions, state, self.description)
+
+    def is_dark(self, state: dict[str, Any]) -> bool:
+        """Whether the room is dark in this state (see `dark`)."""
+        return self.dark is not None and self.dark.holds(state)
 
 
 class Item(_Strict):
@@ -142,14 +151,22 @@ class Effects(_Strict):
     stats: dict[str, int] = {}
 
 
+ANY_COMMAND = "*"
+"""The verb of a room's catch-all action: every command there but a move through one of its exits."""
+
+
 class Action(_Strict):
     """A story-specific deed, such as lighting the beacon with the matches.
 
-    Narrators use actions to know what `use`, `open` and the like can do; the
-    rules still judge the resulting patch like any other.
+    A command reaches an action by one of its `verbs` (and its `item`, if it has one), by going
+    its `direction`, or, for the verb `"*"`, by being any command in its room but a move through
+    an exit. Narrators use actions to know what `use`, `open` and the like can do; the rules
+    still judge the resulting patch like any other.
     """
 
-    verbs: list[str] = Field(min_length=1)
+    verbs: list[str] = []
+    direction: str | None = None
+    """Going this way (`n`, `north`, `go north`) in the action's room does the action instead."""
     item: str | None = None
     room: str | None = None
     requires: Condition = Condition()
@@ -157,6 +174,22 @@ class Action(_Strict):
     text: str = Field(min_length=1)
     refusal: str = ""
     """Prose for when the verb and item match but `requires` does not hold."""
+    done: str = ""
+    """Prose for when the action is already done (every flag and item place it sets holds already):
+    it wins over `refusal`, and over the narrator's own "It is already done."."""
+    suggest: bool = True
+    """Whether the offline narrator may offer it as a suggestion."""
+
+    @property
+    def catch_all(self) -> bool:
+        """Whether this is its room's catch-all (verb `"*"`)."""
+        return ANY_COMMAND in self.verbs
+
+    @property
+    def refuses(self) -> bool:
+        """Whether it changes nothing: a deed it answers (a way, a drop) is refused in the story's words."""
+        effects = self.effects
+        return not (effects.flags or effects.items or effects.stats)
 
 
 class Free(_Strict):
@@ -199,6 +232,24 @@ class StoryPack(_Strict):
     visible: list[str] = list(PANEL_DEFAULT)
     """What the side panel shows: "room", "items" (carried), "stats", "flags" (all), or a stat or flag id;
     the rest of the world shows only on the details screen, so a flag cannot give the plot away."""
+    intro_room: bool = False
+    """Whether the intro goes on with the start room, as `look` would show it when the story begins."""
+
+    @model_validator(mode="after")
+    def _intro_then_room(self) -> StoryPack:
+        if not self.intro_room or self.start not in self.rooms:
+            return self
+        room = self.rooms[self.start]
+        state = {
+            "location": self.start,
+            "items": {i: item.at for i, item in self.items.items()},
+            "flags": dict(self.flags),
+            "stats": {s: stat.initial for s, stat in self.stats.items()},
+        }
+        room_part = f"\n\n{room.name}\n\n{room.description_in(state)}"
+        if not self.intro.endswith(room_part):  # a pack validated again (from its own dump) keeps one room
+            object.__setattr__(self, "intro", self.intro.rstrip() + room_part)
+        return self
 
     @cached_property
     def digest(self) -> str:
@@ -212,8 +263,14 @@ class StoryPack(_Strict):
         unused: dict[str, Any] = {name: True for name in _LATER_FIELDS if name not in self.model_fields_set}
         if tuple(self.visible) == PANEL_DEFAULT:
             unused["visible"] = True
-        for section, things in (("rooms", self.rooms), ("items", self.items)):
-            plain = {ident: {"descriptions"} for ident, thing in things.items() if not thing.descriptions}
+        for section, things in (("rooms", self.rooms), ("items", self.items), ("actions", self.actions)):
+            plain: dict[str, set[str]] = {}
+            for ident, thing in things.items():
+                later = {k for k in _LATER_ENTITY_FIELDS[section] if k not in thing.model_fields_set}
+                if not getattr(thing, "descriptions", True):
+                    later.add("descriptions")
+                if later:
+                    plain[ident] = later
             if plain:
                 unused[section] = plain
         return unused
@@ -229,7 +286,13 @@ class StoryPack(_Strict):
         return (room.name, *room.aliases)
 
 
-_LATER_FIELDS = ("free",)
+_LATER_FIELDS = ("free", "intro_room")
+_LATER_ENTITY_FIELDS = {
+    "rooms": ("dark", "dark_text"),
+    "items": (),
+    "actions": ("direction", "suggest", "done"),
+}
+"""Keys of rooms, items and actions added since the first saves, left out of the digest where unset."""
 """`StoryPack` fields added since the first saves, left out of the digest of a pack that does not set them."""
 
 
@@ -425,6 +488,9 @@ def _stand_in(annotation: Any) -> Any:
 
 def _pydantic_message(error: ErrorDetails) -> str:
     if error["type"] == "extra_forbidden":
+        parent = _annotation_at(error["loc"][:-1])
+        if isinstance(parent, type) and issubclass(parent, BaseModel):
+            return f"unknown key (check its spelling): the keys here are {', '.join(parent.model_fields)}"
         return "unknown key (check its spelling)"
     if error["type"] == "missing":
         return "required key is missing"
@@ -475,6 +541,9 @@ def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
             found.append((f"stats.{stat_id}", f"min {stat.min} is above max {stat.max}"))
         elif not stat.min <= stat.initial <= stat.max:
             found.append((f"stats.{stat_id}.initial", f"initial {stat.initial} is outside {stat.min}..{stat.max}"))
+    for room_id, room in rooms.items():
+        if room.dark is not None:
+            found += _condition_problems(f"rooms.{room_id}.dark", room.dark, pack)
     for section, described in (("rooms", rooms), ("items", items)):
         for ident, thing in described.items():
             for index, variant in enumerate(thing.descriptions):
@@ -490,11 +559,31 @@ def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
             found.append((f"{key}.item", f"unknown item {action.item!r}"))
         if action.room is not None and action.room not in rooms:
             found.append((f"{key}.room", f"unknown room {action.room!r}"))
+        found += _trigger_problems(key, action)
         found += _condition_problems(f"{key}.requires", action.requires, pack)
         found += _effects_problems(f"{key}.effects", action.effects, pack)
     for ending_id, ending in pack.endings.items():
         found += _condition_problems(f"endings.{ending_id}.when", ending.when, pack)
     found += _free_problems(pack)
+    return found
+
+
+def _trigger_problems(key: str, action: Action) -> list[tuple[str, str]]:
+    """How a command reaches the action: by its verbs, its direction, or as its room's catch-all."""
+    found = []
+    if not action.verbs and action.direction is None:
+        found.append((f"{key}.verbs", "an action needs `verbs`, a `direction`, or both"))
+    if action.direction is not None:
+        if action.direction not in DIRECTIONS:
+            known = ", ".join(DIRECTIONS)
+            found.append((f"{key}.direction", f"unknown direction {action.direction!r}: one of {known}"))
+        if action.room is None:
+            found.append((f"{key}.room", "an action with a `direction` needs the `room` it is taken from"))
+    if action.catch_all:
+        if action.room is None:
+            found.append((f"{key}.room", 'a catch-all (verb "*") needs the `room` it catches commands in'))
+        if action.item is not None or len(action.verbs) > 1:
+            found.append((f"{key}.verbs", 'a catch-all (verb "*") has no other verb and no `item`'))
     return found
 
 

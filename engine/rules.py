@@ -21,7 +21,7 @@ from pydantic_core import ErrorDetails
 
 from storyloom.engine.packs import NOWHERE, PLAYER, StoryPack
 from storyloom.engine.state import WorldState, describe_place, state_model
-from storyloom.engine.story import story_issues
+from storyloom.engine.story import in_sight, story_issues
 from storyloom.engine.turns import Issue, Turn
 
 OUTPUT_MAX_CHARS = 200_000
@@ -390,7 +390,8 @@ def names(narrative: str, words: Iterable[str]) -> bool:
 def _prose_agrees(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
     for item_id, was in before["items"].items():
         now = after["items"][item_id]
-        if was != now and not names(turn.narrative, pack.item_words(item_id)):
+        seen = in_sight(pack, before, was) or in_sight(pack, after, now)
+        if was != now and seen and not names(turn.narrative, pack.item_words(item_id)):
             words = ", ".join(repr(w) for w in pack.item_words(item_id))
             yield Issue(
                 f"/items/{item_id}",

@@ -31,9 +31,21 @@ COMBINATIONS_TRIED = 4096
 """How many sets of stat-changing actions are tried to explain one turn (a pack has a few)."""
 
 
-def within_reach(state: WorldState, item_id: str) -> bool:
-    """Whether the player can handle the item: carried, or in the player's room."""
-    return bool(state["items"][item_id] in (state["location"], PLAYER))
+DROP_VERBS = ("drop", "put down", "discard", "set down", "leave")
+"""The words for dropping a thing, which an action without effects for an item refuses (see `declared_issues`)."""
+
+
+def within_reach(pack: StoryPack, state: WorldState, item_id: str) -> bool:
+    """Whether the player can handle the item: carried, or in the player's room while it is not dark."""
+    place = state["items"][item_id]
+    here = state["location"]
+    return bool(place == PLAYER or (place == here and not pack.rooms[here].is_dark(state)))
+
+
+def in_sight(pack: StoryPack, state: WorldState, place: str) -> bool:
+    """Whether the player sees what is at a place: carried, or in the player's room while it is not dark."""
+    here = state["location"]
+    return place == PLAYER or (place == here and not pack.rooms[here].is_dark(state))
 
 
 def already_done(action: Action, state: WorldState) -> bool:
@@ -50,11 +62,11 @@ def already_done(action: Action, state: WorldState) -> bool:
     )
 
 
-def can_do(action: Action, state: WorldState) -> bool:
+def can_do(pack: StoryPack, action: Action, state: WorldState) -> bool:
     """Whether the action can be done in this state: its room, its item at hand, its requirements."""
     return (
         (action.room is None or state["location"] == action.room)
-        and (action.item is None or within_reach(state, action.item))
+        and (action.item is None or within_reach(pack, state, action.item))
         and action.requires.holds(state)
         and not already_done(action, state)
     )
@@ -66,7 +78,7 @@ def possible_now(pack: StoryPack, state: WorldState) -> list[tuple[str, Action]]
     found = []
     for action_id, action in pack.actions.items():
         key = action.effects.model_dump_json()
-        if can_do(action, state) and key not in seen:
+        if can_do(pack, action, state) and key not in seen:
             seen.add(key)
             found.append((action_id, action))
     return found
@@ -109,7 +121,9 @@ def bound_changes(before: WorldState, after: WorldState, pack: StoryPack) -> lis
 
 def story_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iterator[Issue]:
     """The `story.action` issues of a turn: none when its bound changes are the whole effects of
-    actions that can be done (see the module docstring), else one for each change it cannot explain."""
+    actions that can be done (see the module docstring) and it keeps what the author declared
+    (`declared_issues`), else one for each change it cannot explain."""
+    yield from declared_issues(before, after, pack)
     changes = bound_changes(before, after, pack)
     if not changes:
         return
@@ -120,6 +134,74 @@ def story_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iter
     if not issues:  # each change alone is an action's, but no set of actions makes all of them at once
         issues = [judged.together(changes)]
     yield from issues
+
+
+def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iterator[Issue]:
+    """What the author declared, kept by every narrator: nothing is taken from a dark room, a way an
+    action answers is not walked, a drop an action without effects answers is not done, and a turn
+    that stays in a room with a catch-all does the catch-all's whole effects."""
+    here = before["location"]
+    room = pack.rooms[here]
+    ready = [(i, a) for i, a in pack.actions.items() if can_do(pack, a, before)]
+    for item_id, was in before["items"].items():
+        now = after["items"][item_id]
+        if was == here and now == PLAYER and room.is_dark(before):
+            name = pack.items[item_id].name
+            yield Issue(
+                f"/items/{item_id}",
+                RULE,
+                f"{name} lies in {room.name}, which is dark now: nothing there can be seen or taken. "
+                f'Leave /items/{item_id} as it is ("{was}"), and tell of the dark instead.',
+            )
+        if was == PLAYER and now == here and not any(a.effects.items.get(item_id) == now for _, a in ready):
+            refusing = [i for i, a in ready if a.refuses and a.item == item_id and set(a.verbs) & set(DROP_VERBS)]
+            if refusing:
+                yield Issue(
+                    f"/items/{item_id}",
+                    RULE,
+                    f"the story does not let {pack.items[item_id].name} be dropped here: {refusing[0]} answers "
+                    f'that in the story\'s words. Leave /items/{item_id} as it is ("{PLAYER}") and tell that instead.',
+                )
+    if after["location"] != here:
+        ways = {d for d, target in room.exits.items() if target == after["location"]}
+        taken = [i for i, a in ready if a.direction in ways and a.room == here]
+        if ways and ways <= {pack.actions[i].direction for i in taken}:
+            yield Issue(
+                "/location",
+                RULE,
+                f"going that way from {room.name} is answered by the story's action {taken[0]}, not walked: "
+                f'leave /location as it is ("{here}") and tell what that action tells.',
+            )
+        return
+    for action_id, action in ready:
+        if action.catch_all and action.room == here and not _shows(pack, action.effects, before, after):
+            yield Issue(
+                _first_path(action.effects),
+                RULE,
+                f"in {room.name} every command but a move through an exit does {action_id}: the turn must "
+                f"patch its whole effects ({describe_effects(pack, action.effects, before)}) and tell what it tells.",
+            )
+
+
+def _shows(pack: StoryPack, effects: Effects, before: WorldState, after: WorldState) -> bool:
+    """Whether the state after a turn shows every effect (a stat's delta from the state before)."""
+    stats_ok = all(
+        after["stats"][s] == max(pack.stats[s].min, min(pack.stats[s].max, before["stats"][s] + d))
+        for s, d in effects.stats.items()
+    )
+    return (
+        stats_ok
+        and all(after["flags"][f] == v for f, v in effects.flags.items())
+        and all(after["items"][i] == at for i, at in effects.items.items())
+    )
+
+
+def _first_path(effects: Effects) -> str:
+    for section in ("stats", "flags", "items"):
+        keys = list(getattr(effects, section))
+        if keys:
+            return f"/{section}/{keys[0]}"
+    return "/location"
 
 
 class _Turn:
@@ -135,7 +217,7 @@ class _Turn:
         self.candidates = [
             (action_id, action)
             for action_id, action in pack.actions.items()
-            if (can_do(action, before) or can_do(action, self.moved)) and self._consistent(action.effects)
+            if (can_do(pack, action, before) or can_do(pack, action, self.moved)) and self._consistent(action.effects)
         ]
 
     def _consistent(self, effects: Effects) -> bool:
@@ -209,7 +291,7 @@ class _Turn:
             )
             message = f"{what}: no action of this story makes that change, and {how}. {keep}."
             return Issue(change.path, RULE, message)
-        ready = [(i, a) for i, a in makers if can_do(a, self.before) or can_do(a, self.moved)]
+        ready = [(i, a) for i, a in makers if can_do(self.pack, a, self.before) or can_do(self.pack, a, self.moved)]
         if ready:
             action_id, action = ready[0]
             message = (
@@ -275,6 +357,10 @@ def describe_change(pack: StoryPack, change: Change) -> str:
 def describe_action(pack: StoryPack, action_id: str, action: Action) -> str:
     """An action by its id and the words a player would use for it."""
     thing = f" {pack.items[action.item].name}" if action.item is not None else ""
+    if action.catch_all:
+        return f"{action_id} (any command in {pack.rooms[action.room or pack.start].name} but a move through an exit)"
+    if not action.verbs:
+        return f'{action_id} ("go {action.direction}" from {pack.rooms[action.room or pack.start].name})'
     return f'{action_id} ("{action.verbs[0]}{thing}")'
 
 
@@ -296,7 +382,7 @@ def unmet(pack: StoryPack, action: Action, state: WorldState) -> list[str]:
     room = action.room or action.requires.location
     if room is not None and state["location"] != room:
         found.append(f"the player in {pack.rooms[room].name} (now in {here})")
-    if action.item is not None and not within_reach(state, action.item):
+    if action.item is not None and not within_reach(pack, state, action.item):
         item = pack.items[action.item].name
         found.append(f"{item} within reach (now in {describe_place(pack, state['items'][action.item])})")
     found += _unmet_condition(pack, action.requires, state)

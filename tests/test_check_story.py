@@ -11,6 +11,7 @@ from storyloom.engine.packs import DIRECTIONS, load_pack
 from storyloom.tui.cli import main
 
 PACKS = Path(__file__).parent / "packs"
+KEYS = "id, title, intro, style, start, rooms, items, stats, flags, actions, endings, free, visible, intro_room"
 
 
 @pytest.mark.parametrize(
@@ -63,6 +64,7 @@ def test_a_good_pack_exits_0_with_a_summary_and_what_its_actions_bind(capsys):
         "never changes (no action changes it, and it is not free): none",
         "actions whose requirements can never hold: none",
         "endings that can never be reached: none",
+        "warnings: none",
     ]
 
 
@@ -149,7 +151,7 @@ def test_schema_and_cross_reference_problems_are_listed_together_in_the_order_of
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         f"{path}:5: start: start room 'porch' is not a declared room",
-        f"{path}:6: colour: unknown key (check its spelling)",
+        f"{path}:6: colour: unknown key (check its spelling): the keys here are {KEYS}",
         f"{path}:11: rooms.hall.exits.north: exit leads to unknown room 'attic'",
         f"{path}:21: items.lamp.portable: Input should be a valid boolean",
         "4 problems found",

@@ -44,6 +44,11 @@ def world_json(pack: StoryPack) -> dict[str, Any]:
             "exits": room.exits,
             **({"gates": room.gates} if room.gates else {}),
             **_described(room.descriptions),
+            **(
+                {"dark": room.dark.model_dump(exclude_defaults=True), "dark_text": room.dark_text}
+                if room.dark is not None
+                else {}
+            ),
         }
         for room_id, room in pack.rooms.items()
     }

@@ -107,8 +107,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("saves", help="list saved sessions")
     commands.add_parser("stories", help="list the built-in stories")
-    check = commands.add_parser("check-story", help="check a story pack and list every problem")
-    check.add_argument("path")
+    check = commands.add_parser(
+        "check-story",
+        help="check a story pack and list every problem",
+        description=(
+            "Check a story pack (a TOML file, or a built-in story's id) the way `storyloom play` would load it. "
+            "Every problem is listed with its file, line and key, and the keys or values that would be valid "
+            "there; the exit status is 2 when there is any. A sound pack gets a summary: what the story's "
+            "actions bind, what it leaves free to the narrator, what can never happen in it, and warnings "
+            "about verbs and words that mean different things in different rooms. "
+            "How to write a pack: docs/authoring.md."
+        ),
+    )
+    check.add_argument("path", help="the pack file to check (or a built-in story's id)")
     commands.add_parser("config", help="print the effective settings (secrets masked)")
     return parser
 

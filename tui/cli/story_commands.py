@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from storyloom.engine.narrators.offline.parse import pack_warnings
 from storyloom.engine.packs import PackError, builtin_pack_ids, load_pack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.story import binding
@@ -47,6 +48,10 @@ def check_story(args: argparse.Namespace) -> int:
     print(f"never changes (no action changes it, and it is not free): {_listed(bound.fixed)}")
     print(f"actions whose requirements can never hold: {_listed(bound.never_done)}")
     print(f"endings that can never be reached: {_listed(bound.never_reached)}")
+    warnings = pack_warnings(pack)
+    print("warnings (words that mean different things in different places):" if warnings else "warnings: none")
+    for warning in warnings:
+        print(f"  {safe_text(warning)}")
     return EXIT_OK
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from storyloom.engine.packs import Action, StoryPack
+from storyloom.engine.packs import ANY_COMMAND, Action, StoryPack
+from storyloom.engine.story import DROP_VERBS
 
 ARTICLES = frozenset({"the", "a", "an", "some", "this", "that", "my", "your", "to", "at", "towards", "toward"})
 
@@ -66,7 +67,7 @@ _MOVE_VERBS = (
     "go into",
 )
 _TAKE_VERBS = ("take", "get", "grab", "pick up", "collect", "carry", "pocket", "lift")
-_DROP_VERBS = ("drop", "put down", "discard", "set down", "leave")
+_DROP_VERBS = DROP_VERBS
 _LOOK_VERBS = ("look", "l", "look around")
 _EXAMINE_VERBS = (
     "examine",
@@ -170,8 +171,15 @@ def room_names(pack: StoryPack) -> dict[str, tuple[str, ...]]:
     return {r: (r.replace("_", " "), *pack.room_words(r)) for r in pack.rooms}
 
 
-def parse(line: str, pack: StoryPack) -> Command:
-    """Understand one line of player input (never fails: the worst is `unknown`)."""
+def parse(line: str, pack: StoryPack, here: str | None = None, reach: frozenset[str] | None = None) -> Command:
+    """Understand one line of player input (never fails: the worst is `unknown`).
+
+    Args:
+        here: the player's room: only the verbs of actions that can be done there (no `room`, or this
+            one) take a command over from a built-in verb. None: every action's.
+        reach: the items within reach: a word names one of these first, and another item only
+            when it names none of these. None: every item alike.
+    """
     words = words_of(line)
     if not words:
         return Command("unknown")
@@ -181,7 +189,15 @@ def parse(line: str, pack: StoryPack) -> Command:
     for verb, table in (("look", _LOOK_VERBS), ("inventory", _INVENTORY), ("wait", _WAIT), ("help", _HELP)):
         if " ".join(words) in table or " ".join(bare) in table:
             return Command(verb, word=words[0])
-    action_verbs = sorted({v.casefold() for a in pack.actions.values() for v in a.verbs})
+    action_verbs = sorted(
+        {
+            v.casefold()
+            for a in pack.actions.values()
+            if here is None or a.room in (None, here)
+            for v in a.verbs
+            if v != ANY_COMMAND
+        }
+    )
     custom = _longest_prefix(words, action_verbs)
     tables: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("examine", _EXAMINE_VERBS),
@@ -201,18 +217,18 @@ def parse(line: str, pack: StoryPack) -> Command:
         rest = words[len(found.split()) :]
         if verb == "take" and rest[-1:] == ["up"]:
             rest = rest[:-1]
-        return _with_object(verb, found, rest, pack)
+        return _with_object(verb, found, rest, pack, reach)
     if custom is not None:
-        return _with_object("action", custom, words[len(custom.split()) :], pack)
+        return _with_object("action", custom, words[len(custom.split()) :], pack, reach)
     # "pick the lamp up", "put the lamp down"
     if words[0] == "pick" and words[-1] == "up":
-        return _with_object("take", "pick up", words[1:-1], pack)
+        return _with_object("take", "pick up", words[1:-1], pack, reach)
     if words[0] == "put" and words[-1] == "down":
-        return _with_object("drop", "put down", words[1:-1], pack)
-    return _with_object("unknown", words[0], words[1:], pack)
+        return _with_object("drop", "put down", words[1:-1], pack, reach)
+    return _with_object("unknown", words[0], words[1:], pack, reach)
 
 
-def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack) -> Command:
+def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack, reach: frozenset[str] | None) -> Command:
     phrase = " ".join(_strip_articles(rest))
     direction = None
     if verb == "examine" and len(rest) == 1 and rest[0] in DIRECTION_WORDS:
@@ -227,11 +243,20 @@ def _with_object(verb: str, word: str, rest: list[str], pack: StoryPack) -> Comm
         verb=verb,
         word=word,
         obj=phrase,
-        items=find_names(phrase, item_names(pack)),
+        items=_items_named(phrase, pack, reach),
         rooms=find_names(phrase, room_names(pack)),
         direction=direction,
         everything=bool(_ALL & set(rest)),
     )
+
+
+def _items_named(phrase: str, pack: StoryPack, reach: frozenset[str] | None) -> tuple[str, ...]:
+    names = item_names(pack)
+    if reach is not None:
+        near = find_names(phrase, {i: w for i, w in names.items() if i in reach})
+        if near:
+            return near
+    return find_names(phrase, names)
 
 
 def matching_actions(command: Command, pack: StoryPack) -> list[tuple[str, Action]]:
@@ -251,3 +276,55 @@ def matching_actions(command: Command, pack: StoryPack) -> list[tuple[str, Actio
             continue
         found.append((action_id, action))
     return found
+
+
+BUILT_IN_VERBS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (*_MOVE_VERBS, *_TAKE_VERBS, *_DROP_VERBS, *_LOOK_VERBS, *_EXAMINE_VERBS, *_INVENTORY, *_WAIT, *_HELP)
+        + ("use", "apply", "open", "unlock", "close", "shut", "lock")
+    )
+)
+"""Every verb the parser knows without a pack (an action's verb of more words than one of these wins over it)."""
+
+
+def pack_warnings(pack: StoryPack) -> list[str]:
+    """What a pack's words leave ambiguous (`storyloom check-story` prints these): a verb of several words
+    that takes a built-in verb over where its action can be done, two actions answering the same words in
+    the same place, a word naming both a room and an item."""
+    found = []
+    for action_id, action in pack.actions.items():
+        where = f"in {action.room}" if action.room else "in every room"
+        for verb in action.verbs:
+            built_in = _longest_prefix(verb.casefold().split(), BUILT_IN_VERBS)
+            if built_in is not None and built_in != verb.casefold():
+                found.append(
+                    f"actions.{action_id}: {verb!r} is not the built-in {built_in!r} {where}: a line "
+                    f"starting {verb!r} there reaches the story's actions"
+                )
+    seen: dict[tuple[str, str | None, str | None], str] = {}
+    for action_id, action in pack.actions.items():
+        for verb in action.verbs:
+            key = (verb.casefold(), action.item, action.room)
+            other = seen.setdefault(key, action_id)
+            if other != action_id and _can_hold_together(pack.actions[other], action):
+                found.append(
+                    f"actions.{action_id}: {verb!r} also reaches {other} in the same place; the first in "
+                    "the pack that can be done wins"
+                )
+    rooms = {w.casefold(): r for r, words in room_names(pack).items() for w in words}
+    for item_id, words in item_names(pack).items():
+        for word in words:
+            if word.casefold() in rooms:
+                found.append(
+                    f"items.{item_id}: {word!r} also names room {rooms[word.casefold()]}: it means the item "
+                    "where the item is in reach, else the room"
+                )
+    return list(dict.fromkeys(found))
+
+
+def _can_hold_together(one: Action, other: Action) -> bool:
+    """Whether two actions' requirements might both hold (no flag or item place they want differently)."""
+    a, b = one.requires, other.requires
+    flags = all(b.flags.get(f, v) == v for f, v in a.flags.items())
+    items = all(b.items.get(i, at) == at for i, at in a.items.items())
+    return flags and items and (a.location is None or b.location in (None, a.location))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from random import Random
 from typing import Any
 
@@ -21,7 +21,7 @@ from storyloom.engine.narrators.offline.parse import Command, matching_actions, 
 from storyloom.engine.packs import PLAYER, Action, Item, Room, StoryPack
 from storyloom.engine.rules import judge, names
 from storyloom.engine.state import WorldState
-from storyloom.engine.story import already_done
+from storyloom.engine.story import already_done, in_sight, within_reach
 from storyloom.engine.turns import SUGGESTION_MAX_CHARS, SUGGESTIONS_MAX
 
 Patch = list[dict[str, Any]]
@@ -69,7 +69,8 @@ def write_turn(
         earlier_versions: for another version of the turn, the narratives of those already told.
     """
     voice = _voice(history, rng, earlier_versions)
-    draft = _World(pack, state, history, voice, seen).act(parse(player_input, pack))
+    world = _World(pack, state, history, voice, seen)
+    draft = world.act(parse(player_input, pack, world.here, world.in_reach()))
     if earlier_versions:
         draft.parts.insert(0, say.retelling(voice))
     turn = {"narrative": draft.narrative, "state_patch": draft.patch}
@@ -164,7 +165,13 @@ class _World:
         return [i for i, at in self.state["items"].items() if at == place]
 
     def reachable(self, item_id: str) -> bool:
-        return self.state["items"][item_id] in (self.here, PLAYER)
+        return within_reach(self.pack, self.state, item_id)
+
+    def in_reach(self) -> frozenset[str]:
+        return frozenset(i for i in self.pack.items if self.reachable(i))
+
+    def dark(self) -> bool:
+        return self.room.is_dark(self.state)
 
     def open_ways(self) -> tuple[list[str], list[str]]:
         open_: list[str] = []
@@ -176,12 +183,17 @@ class _World:
 
     def surroundings(self) -> str:
         open_, shut = self.open_ways()
-        items = [self.pack.items[i] for i in self.items_at(self.here)]
+        items = [] if self.dark() else [self.pack.items[i] for i in self.items_at(self.here)]
         return " ".join(p for p in (say.items_here(items, self.rng), say.exits_line(open_, shut, self.rng)) if p)
 
     # what a command does
     def act(self, command: Command) -> Draft:
-        action = self._action_for(command)
+        action = (
+            self._way_action(command)
+            or self._action_for(command, here_only=True)
+            or self._catch_all(command)
+            or self._action_for(command)
+        )
         if action is not None:
             return self._do_action(*action)
         handler = getattr(self, f"_{command.verb}", None)
@@ -240,7 +252,7 @@ class _World:
 
     def _take(self, command: Command) -> Draft:
         if command.everything:
-            ids = [i for i in self.items_at(self.here) if self.pack.items[i].portable]
+            ids = [i for i in self.items_at(self.here) if self.pack.items[i].portable and self.reachable(i)]
             if not ids:
                 return Draft().say(say.nothing_to_take(self.rng))
             draft = Draft()
@@ -254,7 +266,7 @@ class _World:
         item, place = self.pack.items[item_id], self.state["items"][item_id]
         if place == PLAYER:
             return Draft().say(say.already_carried(item, self.rng))
-        if place != self.here:
+        if place != self.here or not self.reachable(item_id):
             return Draft().say(say.not_here(command.obj, self.rng))
         if not item.portable:
             return Draft().say(say.cannot_carry(item, self.rng))
@@ -307,8 +319,8 @@ class _World:
         ways.append(("see what you carry", ["inventory", "i"]))
         deeds: dict[str, str] = {}
         for action in sorted(pack.actions.values(), key=lambda a: a.item not in near):
-            verb = action.verbs[0]
-            if action.item is not None and verb not in deeds and len(deeds) < 4:
+            verb = action.verbs[0] if action.verbs else ""
+            if action.item is not None and verb and not action.catch_all and verb not in deeds and len(deeds) < 4:
                 deeds[verb] = f"{verb} {_short(pack, action.item)}"
         if deeds:
             ways.append(("try the deeds of this story", list(deeds.values())))
@@ -348,17 +360,55 @@ class _World:
         return Draft().say(say.not_understood(command.word, self.rng))
 
     # the pack's own actions
-    def _action_for(self, command: Command) -> tuple[str, Action] | None:
+    def _way_action(self, command: Command) -> tuple[str, Action] | None:
+        """The action that answers going this way from here (`direction`), however the way is said."""
+        if command.verb != "go" or command.direction is None:
+            return None
+        return next(
+            (
+                (a_id, a)
+                for a_id, a in self.pack.actions.items()
+                if a.direction == command.direction and a.room == self.here and self._answers(a)
+            ),
+            None,
+        )
+
+    def _catch_all(self, command: Command) -> tuple[str, Action] | None:
+        """This room's catch-all, for any command but a move through one of its exits, while it can be done."""
+        if command.verb == "go" and self._exit_of(command) is not None:
+            return None
+        return next(
+            (
+                (a_id, a)
+                for a_id, a in self.pack.actions.items()
+                if a.catch_all and a.room == self.here and a.requires.holds(self.state)
+            ),
+            None,
+        )
+
+    def _exit_of(self, command: Command) -> str | None:
+        if command.direction in self.room.exits:
+            return command.direction
+        ways = [d for d, t in self.room.exits.items() if t in command.rooms]
+        return ways[0] if ways and command.direction is None else None
+
+    def _action_for(self, command: Command, here_only: bool = False) -> tuple[str, Action] | None:
         """The pack action this command means here, if any (room-specific ones first)."""
+        rooms = (self.here,) if here_only else (None, self.here)
+        near = replace(command, items=tuple(i for i in command.items if self.reachable(i)))
         candidates = [
             (a_id, a)
-            for a_id, a in matching_actions(command, self.pack)
-            if a.room in (None, self.here) and (a.item is None or self.reachable(a.item))
+            for a_id, a in matching_actions(near, self.pack)
+            if a.room in rooms and (a.item is None or self.reachable(a.item)) and not a.catch_all and self._answers(a)
         ]
         candidates.sort(key=lambda pair: pair[1].room is None)
         ready = [c for c in candidates if c[1].requires.holds(self.state) and not self._done(c[1])]
         found = ready or candidates
         return found[0] if found else None
+
+    def _answers(self, action: Action) -> bool:
+        """Whether the action takes the command: one without effects refuses only while its `requires` holds."""
+        return not action.refuses or action.requires.holds(self.state)
 
     def _done(self, action: Action) -> bool:
         """Whether doing the action again would change nothing (the door is already open)."""
@@ -366,7 +416,7 @@ class _World:
 
     def _do_action(self, action_id: str, action: Action) -> Draft:
         if self._done(action):
-            return Draft().say(say.already_done(self.rng))
+            return Draft().say(action.done or say.already_done(self.rng))
         if not action.requires.holds(self.state):
             return Draft().say(action.refusal or say.refused(self.rng))
         draft = Draft().say(action.text)
@@ -375,7 +425,10 @@ class _World:
             if self.state["items"][item_id] == place:
                 continue
             draft.patch.append(_replace(f"/items/{item_id}", place))
-            if not names(action.text, self.pack.item_words(item_id)):
+            seen = in_sight(self.pack, self.state, self.state["items"][item_id]) or in_sight(
+                self.pack, self.state, place
+            )
+            if seen and not names(action.text, self.pack.item_words(item_id)):
                 draft.say(say.moved_by_action(self.pack.items[item_id], place, self.here, self.rng))
         for flag, value in effects.flags.items():
             if self.state["flags"][flag] != value:
@@ -393,20 +446,28 @@ def _replace(path: str, value: Any) -> dict[str, Any]:
 
 
 def suggestions(pack: StoryPack, state: WorldState, rng: Random) -> list[str]:
-    """Up to four short next actions: a deed that is ready here, things to take, open ways."""
+    """Up to four short next actions, each once: a deed that is ready here, things to take, open ways.
+
+    Never an action the author keeps out (`suggest = false`) or one that only refuses, and where a
+    room's catch-all would take any other command (the dark bar), only the ways out.
+    """
     world = _World(pack, state, (), rng)
+    caught = world._catch_all(Command("look")) is not None
     found: list[str] = []
     for action in pack.actions.values():
-        if action.room not in (None, world.here) or action.item is None or not world.reachable(action.item):
+        if caught or not action.suggest or action.refuses or action.item is None:
+            continue
+        if action.room not in (None, world.here) or not world.reachable(action.item) or not action.verbs:
             continue
         if action.requires.holds(state) and not world._done(action):
             found.append(f"{action.verbs[0]} {_short(pack, action.item)}")
             break
     for item_id in world.items_at(world.here):
-        if pack.items[item_id].portable:
+        if pack.items[item_id].portable and world.reachable(item_id) and not caught:
             found.append(f"take {_short(pack, item_id)}")
     open_, _ = world.open_ways()
-    found += [f"go {d}" for d in open_]
+    found += [f"go {d}" for d in open_ if world._way_action(Command("go", direction=d)) is None]
+    found = list(dict.fromkeys(found))
     chosen = found[:1] + rng.sample(found[1:], k=min(len(found) - 1, SUGGESTIONS_MAX - 1)) if found else ["look"]
     return [s[:SUGGESTION_MAX_CHARS] for s in chosen]
 
