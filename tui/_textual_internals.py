@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import textual
 from textual.geometry import Region, Size
@@ -151,6 +152,11 @@ def request_layout(widget: Widget) -> None:
     widget.refresh(layout=True)
 
 
+_ARRANGED: WeakKeyDictionary[Widget, int] = WeakKeyDictionary()
+"""Each container's height as last measured: what it stands at while a layout request has emptied
+its arrangement cache and the next layout has not yet run (the frame shows the last one)."""
+
+
 def arranged_height(container: Widget) -> int:
     """How tall a container's children stand as its latest layout placed them, docked ones aside.
 
@@ -165,7 +171,9 @@ def arranged_height(container: Widget) -> int:
     current = [key for key in keys if key[0] == size and not key[2]]
     chosen = max(current, key=lambda key: key[1]) if current else (keys[-1] if keys else None)
     arrangement = cache.get(chosen) if chosen is not None else None
-    if arrangement is None:
-        return 0
+    if arrangement is None:  # a child asked for a layout since: the screen still shows the last one
+        return _ARRANGED.get(container, 0)
     placed = [p.region for p in arrangement.placements if not p.fixed]
-    return max(r.bottom for r in placed) - min(r.y for r in placed) if placed else 0
+    height = max(r.bottom for r in placed) - min(r.y for r in placed) if placed else 0
+    _ARRANGED[container] = height
+    return height
