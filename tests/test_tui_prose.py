@@ -98,3 +98,28 @@ async def test_streamed_prose_draws_the_same_lines_as_the_whole_text_at_once():
             compared += 1
             long_ones += len(streamed) > 4
         assert compared == 300 and long_ones > 100  # long paragraphs, several lines each, were part of it
+
+
+async def test_streamed_prose_paints_the_same_cells_as_the_whole_text_at_once():
+    """Segment for segment, style and selection offsets included: what a screenshot (or a snapshot) records."""
+    rng = random.Random(20261202)
+    app = Side()
+    async with app.run_test(size=(60, 40)) as pilot:
+        prose = app.query_one(Prose)
+        await pilot.pause()
+        breaks = 0
+        for _ in range(300):
+            text, chunks = a_story(rng)
+            prose.set_text("")
+            for chunk in chunks:
+                prose.append(chunk)
+                if rng.random() < 0.7:
+                    prose.settle()
+            prose.settle()
+            streamed = [list(strip) for strip in prose.wrapped_lines]
+            prose.set_text("")
+            prose.set_text(text)
+            at_once = [list(strip) for strip in prose.wrapped_lines]
+            assert streamed == at_once, (text, chunks)
+            breaks += "\n\n" in safe_text(text)
+        assert breaks > 50  # paragraph breaks (drawn by the finished part) were part of it

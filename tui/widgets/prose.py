@@ -344,9 +344,9 @@ class Prose(Widget):
             lines = self._wrap_grown(
                 self._live if streamed else [], live if streamed else "", source[len(head) :], width, first_line
             )
-            return [*self._frozen, *lines, self._blank(width)]
+            return [*self._frozen, *lines, self._paragraph_break()]
         lines = self._wrap(self._frozen_text, width)
-        return [*lines, self._blank(width)] if lines else lines
+        return [*lines, self._paragraph_break()] if lines else lines
 
     def _wrap_live(self, source: str, width: int, first_line: int) -> list[Strip]:
         """The live paragraph's lines (its lines so far kept, when it just grew)."""
@@ -387,6 +387,15 @@ class Prose(Widget):
             return []
         strips = Visual.to_strips(self, plain(text), width, None, self.visual_style)
         return _renumbered(strips, first_line) if first_line else strips
+
+    def _paragraph_break(self) -> Strip:
+        """The empty line between the finished part and the live paragraph.
+
+        Drawn as wrapping the whole text draws it (an empty line that knows its source
+        line), so the same prose paints the same cells however its chunks arrived.
+        """
+        line = safe_text(self._frozen_text).count("\n") + 1
+        return Strip([Segment("", self.visual_style.rich_style + RichStyle.from_meta({"offset": (0, line)}))], 0)
 
     def _blank(self, width: int) -> Strip:
         return Strip.blank(width, self.visual_style.rich_style)
