@@ -207,9 +207,12 @@ class StoryLedger(NamedTuple):
         """The standing turns held (see `keep`), oldest first."""
         return list(_walk(self.held))[::-1]
 
-    def undone_turns(self) -> list[LedgerTurn]:
-        """The undone turns held (see `keep`), oldest first."""
-        return list(_walk(self.held_undone))[::-1]
+    def undone_turns(self, branch: int | None = None) -> list[LedgerTurn]:
+        """The undone turns held (see `keep`) of `branch` (default: the one being played), oldest first."""
+        if branch is None or branch == self.branch:
+            return list(_walk(self.held_undone))[::-1]
+        found = next((b for b in self.tree if b.number == branch), None)
+        return [] if found is None or found.parked is None else list(_walk(found.parked.held_undone))[::-1]
 
     @property
     def next_turn(self) -> int:

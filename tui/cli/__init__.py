@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--headless", action="store_true", help="print the replay instead of showing it")
     replay.add_argument(
+        "--branch",
+        type=_positive_int,
+        default=None,
+        help="with --headless: show this branch's path (default: the one played last)",
+    )
+    replay.add_argument(
         "--drafts",
         action="store_true",
         help="with --headless: print every attempt's prose as it streams, rejected drafts too "
@@ -104,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="export a save as a transcript")
     export.add_argument("save")
     export.add_argument("--format", choices=["md", "json"], default="md")
+    export.add_argument(
+        "--branch", type=_positive_int, default=None, help="export this branch's path (default: the one played last)"
+    )
 
     commands.add_parser("saves", help="list saved sessions")
     commands.add_parser("stories", help="list the built-in stories")
