@@ -515,6 +515,13 @@ class Session:
         self.ledger = self.ledger.apply(event)
         return event
 
+    def branch_endings(self) -> dict[int, StoryEnding]:
+        """The ending each branch stands at, by branch number (those that reached none are left out)."""
+        endings = {number: story.ending for number, story in self._parked.items() if story.ending is not None}
+        if self._ending is not None:
+            endings[self.ledger.branch] = self._ending
+        return endings
+
     def _here(self) -> CommittedStory:
         """The branch being played, where it stands (to park it while another is played)."""
         return CommittedStory(

@@ -702,13 +702,13 @@ def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ..
     return Report(path, True, True, tuple(lines))
 
 
-def branch_line(view: BranchView) -> str:
+def branch_line(view: BranchView, current: str = "played last") -> str:
     """One branch as `verify`, `/branches` and the listings say it (the fork's command is untrusted:
     the caller makes it safe for where it goes)."""
     fork = "the story as first played" if not view.parent else f"from turn {view.fork} of branch {view.parent}"
     if view.parent and view.command:
         fork += f" ({safe_text(view.command)})"
-    played = ", played last" if view.current else ""
+    played = f", {current}" if view.current else ""
     return f"branch {view.number}: {fork}; {view.standing} turn{'' if view.standing == 1 else 's'}{played}"
 
 
