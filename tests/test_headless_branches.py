@@ -63,5 +63,11 @@ def test_the_issue_walk_through_the_command_line(commands_file, tmp_path, capsys
             f"replaying branch {branch} of 2" in replayed.err
             and "every decision and state hash matches" in replayed.err
         )
+    assert main(["diff", str(save), "--branch", "1", "--branch", "2"]) == 1
+    diff = capsys.readouterr().out
+    assert "They share 2 turns and fork after turn 2 (> take rope)." in diff
+    assert "After the fork, A plays: north, up, west, take key" in diff
+    assert "                B plays: north, up, take lamp" in diff
+    assert "The worlds at the ends (A │ B):" in diff and "  iron key: the player's inventory │ " in diff
     assert main(["export", str(save), "--branch", "3"]) == 2
     assert "the save has no branch 3 (it has branches 1 to 2)" in capsys.readouterr().err
