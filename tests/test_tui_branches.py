@@ -1,0 +1,93 @@
+"""Branches in the app: ctrl+b on a focused committed turn continues from it on a new branch (the
+transcript shows the path up to it, the side panel the world after it), ctrl+t opens the story tree,
+and choosing a branch there plays it where it was left. Printable keys still type into the input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storyloom.tui.screens.story_tree import StoryTreeScreen
+from storyloom.tui.testing.narrators import GatedReply, turn_text
+from storyloom.tui.testing.pilot import until
+from tests.test_tui_snapshots import scene, send, settled, snapshot  # noqa: F401 - the fixture redirects SVGs
+
+TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+GO_NORTH = [{"op": "replace", "path": "/location", "value": "path"}]
+TAKE_KEY = [{"op": "replace", "path": "/items/key", "value": "player"}]
+STEPS = [
+    ("take lamp", "You lift the brass lamp from the rocks.", TAKE_LAMP),
+    ("north", "You go north, up the Cliff Path.", GO_NORTH),
+    ("take key", "You take the iron key, cold in your hand.", TAKE_KEY),
+]
+STAY = ("wait", "You wait on the shore; the waves go on.", [])
+
+
+def _app() -> Any:
+    return scene(*[GatedReply(turn_text(prose, patch)) for _, prose, patch in [*STEPS, STAY]])
+
+
+async def _played_and_branched(pilot: Any) -> None:
+    app = pilot.app
+    for command, _, _ in STEPS:
+        await send(pilot, command)
+        await settled(pilot)
+    app.game.message(1).focus(scroll_visible=False)
+    await pilot.press("ctrl+b")
+    await until(pilot, lambda: app.game.session.ledger.branch == 2)
+    await send(pilot, STAY[0])
+    await settled(pilot)
+
+
+async def test_ctrl_b_continues_from_a_focused_turn_and_the_tree_switches_back() -> None:
+    app = _app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command, _, _ in STEPS:
+            await send(pilot, command)
+            await settled(pilot)
+        session = app.game.session
+        after_three = session.state
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        await pilot.pause()
+        assert session.state["location"] == "shore" and session.state["items"]["lamp"] == "player"
+        assert [i for i, _ in app.game.committed_exchanges()] == ["take lamp"]  # the path up to the fork
+        assert "Rocky Shore" in app.game.side_panel.render().plain  # the world after turn 1
+        await pilot.press(*"wai")  # printable keys type into the input line
+        assert app.game.command_input.value == "wai"
+        await pilot.press("t", "enter")
+        await settled(pilot)
+        assert [i for i, _ in app.game.committed_exchanges()] == ["take lamp", "wait"]
+
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: session.ledger.branch == 1 and not isinstance(app.screen, StoryTreeScreen))
+        await pilot.pause()
+        assert session.state == after_three
+        assert [i for i, _ in app.game.committed_exchanges()] == ["take lamp", "north", "take key"]
+        assert session.ledger.branch_count == 2  # nothing deleted
+
+
+async def test_ctrl_b_without_a_focused_committed_turn_says_how() -> None:
+    app = _app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await settled(pilot)
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert app.game.session.ledger.branch_count == 1
+        assert any("ctrl+b continues from it" in str(n.message) for n in app._notifications)
+
+
+def test_story_tree_80x24(snap_compare):
+    """The tree of a story with two branches: each one's fork (turn and command), turns, and the one
+    being played; the footer offers ctrl+t once there is a second branch."""
+
+    async def run_before(pilot: Any) -> None:
+        await _played_and_branched(pilot)
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(pilot.app.screen, StoryTreeScreen))
+        await pilot.pause()
+
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=run_before)
