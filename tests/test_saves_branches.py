@@ -3,7 +3,6 @@ the branch played last, replayed and exported one path at a time; older formats 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -12,10 +11,12 @@ from storyloom.engine.packs import load_pack
 from storyloom.engine.state import state_hash
 from storyloom.saves.export import export_json, export_markdown, read_story
 from storyloom.saves.format import VERSION
+from storyloom.saves.locations import saves_dir
 from storyloom.saves.reader import load_save, summarize_save
 from storyloom.saves.replay import Replayer, replay_plan
 from storyloom.saves.resume import resume
 from storyloom.saves.verify import verify_save
+from storyloom.tui.cli import main
 from tests.test_saves_kit import kinds, play, played_save_async, rewrite_records
 
 SIX = ["look", "take rope", "north", "up", "west", "take key"]
@@ -71,10 +72,9 @@ async def test_resume_continues_the_branch_played_last_and_switching_finds_the_o
     tmp_path: Path,
 ) -> None:
     walk = [*SIX, "/branch 2", "up", "open the tower door", "west"]
-    path, live, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    _, live, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
     branch_two = live.state
-    await_then = [*walk, "/switch 1"]
-    path_b, live_b, _ = await played_save_async(tmp_path / "b.jsonl", await_then, faults=0.0)
+    path_b, live_b, _ = await played_save_async(tmp_path / "b.jsonl", [*walk, "/switch 1"], faults=0.0)
     resumed = resume(path_b, _narrator())
     with resumed.journal:
         session = resumed.session
@@ -89,7 +89,6 @@ async def test_resume_continues_the_branch_played_last_and_switching_finds_the_o
     assert report.sound, report.lines
     assert "branches: 3, each judged from its fork; branch 3 was played last" in report.lines
     assert (await Replayer(replay_plan(load_save(path_b))).run()).faithful
-    assert path.exists()
 
 
 async def test_a_write_torn_while_branching_loses_nothing_committed(tmp_path: Path) -> None:
@@ -158,4 +157,14 @@ async def test_verify_refuses_a_branch_that_does_not_start_from_its_fork(tmp_pat
     rewrite_records(forged, from_nowhere)
     report = verify_save(forged)
     assert "turn 40 is not on the path of branch 1" in report.lines[-1]
-    json.loads(path.read_text().splitlines()[0])
+
+
+async def test_the_saves_listing_names_the_branches(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    folder = saves_dir()
+    await played_save_async(folder / "tree.jsonl", [*SIX[:3], "/branch 1", "north"], faults=0.0)
+    await played_save_async(folder / "line.jsonl", SIX[:2], faults=0.0)
+    assert main(["saves"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[2:]}
+    assert "4 turns in the story (4 committed, 0 undone), 2 branches" in rows["tree.jsonl"]
+    assert "branches" not in rows["line.jsonl"]
