@@ -91,3 +91,21 @@ def test_story_tree_80x24(snap_compare):
         await pilot.pause()
 
     assert snap_compare(_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_the_replay_screen_follows_a_branched_save_to_the_branch_played_last(tmp_path) -> None:
+    from storyloom.saves.reader import load_save
+    from storyloom.saves.replay import Replayer, replay_plan
+    from storyloom.tui.app import ReplayApp
+    from tests.test_saves_kit import played_save_async
+
+    walk = ["look", "take rope", "north", "/branch 1", "north", "/switch 1"]
+    path, live, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    app = ReplayApp(Replayer(replay_plan(load_save(path), speed=1000.0)), blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.replay.finished or bool(app.replay.problem), limit=2000)
+        assert app.replay.problem == ""
+        assert [i for i, _ in app.replay.committed_exchanges()] == ["look", "take rope", "north"]
+        assert app.replay.session.state == live.state
+        await pilot.press("q")
+    assert app.replay.exit_code == 0

@@ -204,7 +204,7 @@ class GameScreen(StoryScreen):
 
     async def render_event(self, event: Event) -> None:
         await super().render_event(event)
-        if isinstance(event, TurnCommitted | StoryEnded | AlternativeChosen):
+        if isinstance(event, TurnCommitted | StoryEnded | AlternativeChosen | BranchStarted | BranchSwitched):
             self._offer_next()
 
     def _offer_next(self) -> None:
@@ -320,14 +320,11 @@ class GameScreen(StoryScreen):
 
     async def _show_branch(self, event: BranchStarted | BranchSwitched) -> None:
         """Record a branch or a switch, then show the branch's path and world in place of the old one."""
-        if self._on_event is not None:
-            try:
-                result = self._on_event(event)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as exc:  # it stands in memory; the player is told it is not saved
-                self._hook_failed(exc)
-        await self.restart(self.session, path_turns(self.session))
+        self._pasted.clear()
+        await self.deliver(event)
+        self.command_input.say_busy(False)
+        self._update_retry_offer()
+        self.command_input.focus()
 
     def keep_typing(self) -> None:
         """A printable key arrived: it goes to the input line, whatever has focus (the app calls this
@@ -382,15 +379,6 @@ class GameScreen(StoryScreen):
         self.command_input.say_busy(False)
         self._update_retry_offer()
         self.command_input.focus()
-
-
-def path_turns(session: Session) -> list[PastTurn]:
-    """The turns of the branch being played as the screen shows them: each number, and for a turn the
-    next command fixed with several versions, which one counts (`version N of M`)."""
-    from storyloom.saves.resume import PastTurn
-
-    versions = {t.turn: (t.chosen, len(t.versions)) for t in session.ledger.turns() if len(t.versions) > 1}
-    return [PastTurn(x.number, versions=versions.get(x.number)) for x in session.history]
 
 
 def _freeze_garbage_collector() -> None:
