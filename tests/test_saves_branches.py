@@ -168,3 +168,14 @@ async def test_the_saves_listing_names_the_branches(tmp_path: Path, monkeypatch,
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[2:]}
     assert "4 turns in the story (4 committed, 0 undone), 2 branches" in rows["tree.jsonl"]
     assert "branches" not in rows["line.jsonl"]
+
+
+async def test_the_resume_preview_never_shows_another_branchs_turns(tmp_path: Path) -> None:
+    from storyloom.saves.preview import newest_turns
+
+    walk = [*SIX[:4], "/branch 1", "north", "/switch 1"]
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    assert newest_turns(path, 10) == []  # the switch: the tail holds no turn of branch 1 after it
+    path, live, _ = await played_save_async(tmp_path / "t.jsonl", [*SIX[:4], "/branch 1", "north", "up"], faults=0.0)
+    assert [command for command, _ in newest_turns(path, 10)] == ["north", "up"]
+    assert [x.number for x in live.history] == [1, 5, 6]
