@@ -109,3 +109,57 @@ async def test_the_replay_screen_follows_a_branched_save_to_the_branch_played_la
         assert app.replay.session.state == live.state
         await pilot.press("q")
     assert app.replay.exit_code == 0
+
+
+async def test_the_issue_walk_in_the_app(tmp_path, capsys) -> None:
+    """Six turns, ctrl+b on turn 2, three turns there, back to branch 1 from the tree, quit; the
+    resumed game's tree lists both; diff shows the fork at turn 2; verify says sound."""
+    from storyloom.engine.lifecycle import Session
+    from storyloom.engine.narrators.offline import OfflineNarrator
+    from storyloom.engine.packs import load_pack
+    from storyloom.saves.format import SaveHeader
+    from storyloom.saves.resume import resume
+    from storyloom.saves.writer import Journal
+    from storyloom.tui.app import StoryloomApp
+    from storyloom.tui.cli import main
+
+    pack, path = load_pack("lighthouse"), tmp_path / "walk.jsonl"
+    narrator = OfflineNarrator(pack, seed=7, faults=0.0)
+    session = Session(pack, narrator)
+    journal = Journal.create(path, SaveHeader.for_session(pack, narrator, seed=7))
+    app = StoryloomApp(session, on_event=journal.record, blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command in ["look", "take rope", "north", "up", "west", "take key"]:
+            await send(pilot, command)
+            await settled(pilot)
+        app.game.message(2).focus(scroll_visible=False)
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        for command in ["north", "up", "take lamp"]:
+            await send(pilot, command)
+            await settled(pilot)
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: session.ledger.branch == 1 and not isinstance(app.screen, StoryTreeScreen))
+        await pilot.pause()
+        assert [i for i, _ in app.game.committed_exchanges()][-2:] == ["west", "take key"]
+    journal.close()
+
+    resumed = resume(path, OfflineNarrator(pack, seed=7, faults=0.0))
+    app = StoryloomApp(resumed.session, on_event=resumed.journal.record, blink=False, past=lambda: resumed.past)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        labels = [str(option.prompt) for option in app.screen.query_one("OptionList")._options]
+        assert labels == [
+            "Branch 1  the story as first played · 6 turns · being played",
+            "Branch 2  from turn 2 of branch 1 (> take rope) · 5 turns",
+        ]
+        await pilot.press("escape")
+    resumed.journal.close()
+    assert main(["diff", str(path), "--branch", "1", "--branch", "2"]) == 1
+    assert "They share 2 turns and fork after turn 2 (> take rope)." in capsys.readouterr().out
+    assert main(["verify", str(path)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("sound")
