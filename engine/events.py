@@ -185,6 +185,31 @@ class StoryEnded(Event):
     text: str
 
 
+@dataclass(frozen=True)
+class BranchStarted(Event):
+    """The story continues from after turn `turn` (0: from its start) on a new branch, numbered
+    `branch`, forked from branch `parent` (the one being played). The branch's path is its parent's
+    turns up to `turn`, then its own; its world is exactly the world after `turn` (`state_hash`,
+    `state`). Nothing of the parent is lost: switching back plays it on where it stood."""
+
+    event: ClassVar[str] = "branch_started"
+    branch: int
+    parent: int
+    state_hash: str
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BranchSwitched(Event):
+    """The player goes back to branch `branch`, where it stood (`turn`: its latest standing turn, 0
+    if none): its path, its world (`state_hash`, `state`), its versions, undo and ending."""
+
+    event: ClassVar[str] = "branch_switched"
+    branch: int
+    state_hash: str
+    state: dict[str, Any] = field(default_factory=dict)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.event: cls
     for cls in (
@@ -202,6 +227,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         StoryEnded,
         AlternativeStarted,
         AlternativeChosen,
+        BranchStarted,
+        BranchSwitched,
     )
 }
 

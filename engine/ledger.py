@@ -19,13 +19,18 @@ length, and `keep` bounds how many standing turns a long save's reader holds in 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import jsonpatch
 
 from storyloom.engine.events import (
     AlternativeChosen,
     AlternativeStarted,
     AttemptFinished,
+    BranchStarted,
+    BranchSwitched,
     CorrectionStarted,
     Event,
     TurnCancelled,
@@ -37,7 +42,7 @@ from storyloom.engine.events import (
 
 STORY_KINDS = frozenset(
     {"turn_started", "alternative_started", "turn_committed", "alternative_chosen", "turn_undone"}
-    | {"turn_failed", "turn_cancelled"}
+    | {"turn_failed", "turn_cancelled", "branch_started", "branch_switched"}
 )
 """The events that say which turns the story holds: a reader that wants only the turns (not the
 counts of corrections or tokens) applies these and skips making the others' events."""
@@ -107,6 +112,44 @@ class InFlight(NamedTuple):
     """The version asked for (0: a new turn)."""
 
 
+class _Place(NamedTuple):
+    """Where a branch not being played stands: its own part of the ledger, kept as it was left."""
+
+    standing: int
+    in_flight: InFlight | None
+    pending: InFlight | None
+    held: _Link | None
+    held_undone: _Link | None
+
+
+class Branch(NamedTuple):
+    """One path of the story: the branch it forks from and after which turn (branch 1, the story as
+    first played, forks from nothing), and where it stands while another branch is played."""
+
+    number: int
+    parent: int = 0
+    fork: int = 0
+    """The turn the branch continues from (0: from the story's start)."""
+    command: str = ""
+    """The command of the fork turn, as the player typed it ("" for a fork at the start)."""
+    parked: _Place | None = None
+    """Its part of the ledger while another branch is played (None for the branch being played)."""
+
+
+class BranchView(NamedTuple):
+    """A branch as a listing shows it (`StoryLedger.branches`)."""
+
+    number: int
+    parent: int
+    fork: int
+    command: str
+    standing: int
+    """Turns on its path (the fork's included)."""
+    latest: int
+    """The number of its newest standing turn (0: none)."""
+    current: bool
+
+
 class StoryLedger(NamedTuple):
     """What the story is after the events applied so far (see the module docstring).
 
@@ -139,6 +182,10 @@ class StoryLedger(NamedTuple):
     held: _Link | None = None
     """The standing turns held (newest first, sharing their tails with earlier ledgers)."""
     held_undone: _Link | None = None
+    branch: int = 1
+    """The branch being played: `standing`, `held`, `in_flight` and `pending` are its own."""
+    tree: tuple[Branch, ...] = ()
+    """Every branch, in the order they were started; empty while the story has one path."""
 
     def apply(self, event: Event, at: str = "") -> StoryLedger:
         """The ledger once `event` has happened (`at`: when it was recorded, kept with a commit)."""
@@ -160,13 +207,42 @@ class StoryLedger(NamedTuple):
         """The standing turns held (see `keep`), oldest first."""
         return list(_walk(self.held))[::-1]
 
-    def undone_turns(self) -> list[LedgerTurn]:
-        """The undone turns held (see `keep`), oldest first."""
-        return list(_walk(self.held_undone))[::-1]
+    def undone_turns(self, branch: int | None = None) -> list[LedgerTurn]:
+        """The undone turns held (see `keep`) of `branch` (default: the one being played), oldest first."""
+        if branch is None or branch == self.branch:
+            return list(_walk(self.held_undone))[::-1]
+        found = next((b for b in self.tree if b.number == branch), None)
+        return [] if found is None or found.parked is None else list(_walk(found.parked.held_undone))[::-1]
 
     @property
     def next_turn(self) -> int:
         return self.last_turn + 1
+
+    @property
+    def branch_count(self) -> int:
+        return len(self.tree) or 1
+
+    def branches(self) -> list[BranchView]:
+        """Every branch of the story (one while it has a single path), in the order they started."""
+        views = []
+        for branch in self.tree or (Branch(1),):
+            place = branch.parked if branch.number != self.branch else None
+            standing, held = (self.standing, self.held) if place is None else (place.standing, place.held)
+            latest = 0 if held is None else held.turn.turn
+            views.append(
+                BranchView(branch.number, branch.parent, branch.fork, branch.command, standing, latest, place is None)
+            )
+        return views
+
+    def path(self, branch: int | None = None) -> list[LedgerTurn]:
+        """The standing turns held of `branch` (default: the one being played), oldest first: its
+        parent's turns up to its fork, then its own. Empty for a branch that does not exist."""
+        if branch is None or branch == self.branch:
+            return self.turns()
+        found = next((b for b in self.tree if b.number == branch), None)
+        if found is None or found.parked is None:
+            return []
+        return list(_walk(found.parked.held))[::-1]
 
     @property
     def retryable(self) -> InFlight | None:
@@ -221,7 +297,70 @@ def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
         return ledger._replace(choices=ledger.choices + 1, held=_Link(chosen, top.rest, top.length))
     if isinstance(event, CorrectionStarted):
         return ledger._replace(corrections=ledger.corrections + 1)
+    if isinstance(event, BranchStarted):
+        return _branched(ledger, event)
+    if isinstance(event, BranchSwitched):
+        return _switched(ledger, event)
     return ledger
+
+
+def _parked(ledger: StoryLedger) -> tuple[Branch, ...]:
+    """The tree with the branch being played parked where it stands."""
+    here = _Place(ledger.standing, ledger.in_flight, ledger.pending, ledger.held, ledger.held_undone)
+    return tuple(b._replace(parked=here) if b.number == ledger.branch else b for b in ledger.tree or (Branch(1),))
+
+
+def _branched(ledger: StoryLedger, event: BranchStarted) -> StoryLedger:
+    """A new branch from after turn `event.turn` of the branch being played: its path shares the
+    parent's links up to the fork (nothing is copied), and the fork turn is its latest turn."""
+    if any(b.number == event.branch for b in ledger.tree) or event.branch == ledger.branch:
+        return ledger
+    held, standing = ledger.held, ledger.standing
+    while held is not None and held.turn.turn > event.turn:
+        held, standing = held.rest, standing - 1
+    command = ""
+    if held is not None and held.turn.turn == event.turn:
+        command = held.turn.player_input
+        held = _Link(held.turn._replace(fixed=False), held.rest, held.length)
+    tree = (*_parked(ledger), Branch(event.branch, ledger.branch, event.turn, command))
+    return ledger._replace(
+        branch=event.branch,
+        tree=tree,
+        standing=max(standing, 0),
+        in_flight=None,
+        pending=None,
+        held=held,
+        held_undone=None,
+    )
+
+
+def _switched(ledger: StoryLedger, event: BranchSwitched) -> StoryLedger:
+    """Play branch `event.branch` again, where it was left; the one played is parked as it stands."""
+    target = next((b for b in ledger.tree if b.number == event.branch), None)
+    if target is None or target.parked is None or event.branch == ledger.branch:
+        return ledger
+    place = target.parked
+    tree = tuple(b._replace(parked=None) if b.number == event.branch else b for b in _parked(ledger))
+    return ledger._replace(
+        branch=event.branch,
+        tree=tree,
+        standing=place.standing,
+        in_flight=place.in_flight,
+        pending=place.pending,
+        held=place.held,
+        held_undone=place.held_undone,
+    )
+
+
+def world_after(initial: dict[str, Any], path: Iterable[LedgerTurn], turn: int | None = None) -> dict[str, Any]:
+    """The world after `turn` of a path (`StoryLedger.path`, held whole: `keep=None`), from the story's
+    initial world: each turn's chosen version's patch in order (None: after its last turn)."""
+    world = copy.deepcopy(initial)
+    for step in path:
+        if turn is not None and step.turn > turn:
+            break
+        world = jsonpatch.JsonPatch(list(step.shown.state_patch)).apply(world)
+    return world
 
 
 def _committed(ledger: StoryLedger, event: TurnCommitted, at: str) -> StoryLedger:

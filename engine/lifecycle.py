@@ -32,6 +32,8 @@ from storyloom.engine.events import (
     AlternativeChosen,
     AlternativeStarted,
     AttemptFinished,
+    BranchStarted,
+    BranchSwitched,
     CorrectionStarted,
     Event,
     NarratorRetrying,
@@ -45,6 +47,7 @@ from storyloom.engine.events import (
     TurnUndone,
     ValidationFailed,
 )
+from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.limits import DEFAULT_BUDGET, HISTORY_TURNS, UNDO_TURNS, command_too_long
 from storyloom.engine.narration import (
     Exchange,
@@ -74,6 +77,10 @@ REJECTED_ECHO_MAX_CHARS = 4_000
 would otherwise cost some 50,000 tokens, more than a small local model's whole context)."""
 PROSE_STREAM_MAX_CHARS = 32_000
 """Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
+
+
+class BranchRefused(ValueError):
+    """A branch cannot be started or switched to now; the message says why, in the player's words."""
 
 
 class CommandTooLong(ValueError):
@@ -149,6 +156,12 @@ class CommittedStory:
     fixed_versions: tuple[Versions | None, ...] = ()
     """Beside `undo_stack`, entry for entry: the versions of the turn before each of those commits,
     as they were when the commit fixed them (an undo makes that turn the latest again)."""
+    pending: PendingTurn | None = None
+    """A failed or cancelled command of this branch that can be retried (kept while another is played)."""
+    ledger: StoryLedger | None = None
+    """The story's ledger (`storyloom.engine.ledger`): its branches, and which turns each path holds."""
+    parked: tuple[tuple[int, CommittedStory], ...] = ()
+    """The branches not being played, each where it stands (branch number, its committed story)."""
 
 
 @dataclass(frozen=True)
@@ -271,6 +284,10 @@ class Session:
         self._ending: StoryEnding | None = None
         self._cancel: asyncio.Future[None] | None = None
         """Done once the player cancels the turn in flight (a future, so waiting on it needs no task)."""
+        self.ledger = StoryLedger(keep=UNDO_TURNS)
+        """The story as the one reducer folds this session's events: its branches and their paths."""
+        self._parked: dict[int, CommittedStory] = {}
+        """The branches not being played, each where it was left (see `branch`, `switch`)."""
 
     @property
     def ending(self) -> StoryEnding | None:
@@ -312,7 +329,16 @@ class Session:
             raise CommandTooLong(problem)
         turn = self.next_turn
         self.next_turn += 1
-        return self._run(turn, player_input, retry=0)
+        return self._followed(self._run(turn, player_input, retry=0))
+
+    async def _followed(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        """A turn's events, each applied to the session's ledger as it is yielded."""
+        try:
+            async for event in events:
+                self.ledger = self.ledger.apply(event)
+                yield event
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
 
     @property
     def can_regenerate(self) -> bool:
@@ -339,7 +365,9 @@ class Session:
             )
         if self.busy:
             raise RuntimeError("a turn is already in flight")
-        return self._run(versions.turn, versions.player_input, retry=0, alternative=len(versions.alternatives) + 1)
+        return self._followed(
+            self._run(versions.turn, versions.player_input, retry=0, alternative=len(versions.alternatives) + 1)
+        )
 
     def choose(self, alternative: int) -> AlternativeChosen | None:
         """Make one of the latest turn's committed versions (1-based) the one that counts: its state
@@ -361,7 +389,10 @@ class Session:
         self.state, self.history = chosen.state, remembered(history, chosen.exchange)
         self.versions = replace(versions, chosen=alternative)
         self._ending = ending_of(self.pack, self.commits - 1, versions.turn, before, chosen.state)
-        return self.showing()
+        event = self.showing()
+        if event is not None:
+            self.ledger = self.ledger.apply(event)
+        return event
 
     def showing(self) -> AlternativeChosen | None:
         """The version of the latest turn that counts now, as the event that shows it (a resumed
@@ -389,7 +420,7 @@ class Session:
         if self.pending is None:
             raise RuntimeError("there is no failed or cancelled turn to retry")
         pending = self.pending
-        return self._run(pending.turn, pending.player_input, retry=pending.retries + 1)
+        return self._followed(self._run(pending.turn, pending.player_input, retry=pending.retries + 1))
 
     def cancel(self) -> None:
         """Cancel the turn in flight, wherever it is; a no-op when idle."""
@@ -408,7 +439,109 @@ class Session:
         self.versions, self._fixing = self._fixed.pop(), None
         if self._ending is not None and self._ending.commit >= self.commits:
             self._ending = None  # this undo took back the commit that reached it
-        return TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
+        event = TurnUndone(turn=self.next_turn - 1, state_hash=state_hash(self.state), state=self.state)
+        self.ledger = self.ledger.apply(event)
+        return event
+
+    def no_branch(self, turn: int) -> str | None:
+        """Why the story cannot continue from after `turn` on a new branch now, in the player's
+        words, or None when it can (see `branch`)."""
+        if self.busy:
+            return "a turn is in flight: wait for it, or cancel it"
+        path = self.ledger.turns()
+        if turn == 0:
+            later = self.commits
+        elif any(t.turn == turn for t in path):
+            later = sum(1 for t in path if t.turn > turn)
+        else:
+            shown = ", ".join(str(t.turn) for t in path[-12:]) or "none yet"
+            return f"turn {turn} is not on the path of branch {self.ledger.branch} (its turns: {shown})"
+        if later > len(self._undo_stack):
+            return f"only the latest {UNDO_TURNS} turns of a branch can be continued from"
+        return None
+
+    def branch(self, turn: int) -> BranchStarted:
+        """Continue the story from after `turn` (0: its start) on a new branch; the branch played
+        until now is kept whole, where it stands, and `switch` goes back to it.
+
+        The new branch's world is exactly the world after `turn`, its history the model's history
+        then, its undo the turns before, and `turn` its latest turn again, with its versions as
+        they were when the next command fixed them (so another version of an earlier turn is a
+        branch from it, then `regenerate` or `choose`). Nothing is asked of the narrator.
+
+        Raises:
+            BranchRefused: see `no_branch`.
+        """
+        problem = self.no_branch(turn)
+        if problem is not None:
+            raise BranchRefused(problem)
+        later = self.commits if turn == 0 else sum(1 for t in self.ledger.turns() if t.turn > turn)
+        self._parked[self.ledger.branch] = self._here()
+        for _ in range(later):
+            self.state, self.history = self._undo_stack.pop()
+            self.versions = self._fixed.pop()
+            self.commits -= 1
+        self._fixing, self.pending = None, None
+        if self._ending is not None and self._ending.commit >= self.commits:
+            self._ending = None  # reached after the fork: this branch has not reached it
+        event = BranchStarted(
+            turn=turn,
+            branch=self.ledger.branch_count + 1,
+            parent=self.ledger.branch,
+            state_hash=state_hash(self.state),
+            state=self.state,
+        )
+        self.ledger = self.ledger.apply(event)
+        return event
+
+    def switch(self, branch: int) -> BranchSwitched:
+        """Play branch `branch` again, where it was left: its world, history, undo, versions,
+        the command to retry and its ending. The branch played until now is kept where it stands.
+
+        Raises:
+            BranchRefused: a turn is in flight, or there is no such other branch.
+        """
+        if self.busy:
+            raise BranchRefused("a turn is in flight: wait for it, or cancel it")
+        if branch == self.ledger.branch:
+            raise BranchRefused(f"branch {branch} is the one being played")
+        story = self._parked.pop(branch, None)
+        if story is None:
+            raise BranchRefused(f"there is no branch {branch} (the story has 1 to {self.ledger.branch_count})")
+        self._parked[self.ledger.branch] = self._here()
+        self._take(story)
+        latest = next((b.latest for b in self.ledger.branches() if b.number == branch), 0)
+        event = BranchSwitched(turn=latest, branch=branch, state_hash=state_hash(self.state), state=self.state)
+        self.ledger = self.ledger.apply(event)
+        return event
+
+    def branch_endings(self) -> dict[int, StoryEnding]:
+        """The ending each branch stands at, by branch number (those that reached none are left out)."""
+        endings = {number: story.ending for number, story in self._parked.items() if story.ending is not None}
+        if self._ending is not None:
+            endings[self.ledger.branch] = self._ending
+        return endings
+
+    def _here(self) -> CommittedStory:
+        """The branch being played, where it stands (to park it while another is played)."""
+        return CommittedStory(
+            self.state,
+            self.history,
+            tuple(self._undo_stack),
+            self.commits,
+            self.versions,
+            self._ending,
+            tuple(self._fixed),
+            self.pending,
+        )
+
+    def _take(self, story: CommittedStory) -> None:
+        self.state, self.history, self.versions = story.state, story.history, story.versions
+        self._undo_stack = deque(story.undo_stack, maxlen=UNDO_TURNS)
+        fixed = story.fixed_versions[-len(story.undo_stack) :] if story.undo_stack else ()
+        self._fixed = deque((None,) * (len(story.undo_stack) - len(fixed)) + fixed, maxlen=UNDO_TURNS)
+        self._fixing = None
+        self.commits, self._ending, self.pending = story.commits, story.ending, story.pending
 
     def restore(self, story: CommittedStory) -> None:
         """Put a resumed story's commits in place: its state, the model's history, what undo takes
@@ -419,12 +552,10 @@ class Session:
             and story.versions.showing.state == story.state
         ):
             raise ValueError("the chosen version must be the committed state, over a turn on the undo stack")
-        self.state, self.history, self.versions = story.state, story.history, story.versions
-        self._undo_stack = deque(story.undo_stack, maxlen=UNDO_TURNS)
-        fixed = story.fixed_versions[-len(story.undo_stack) :] if story.undo_stack else ()
-        self._fixed = deque((None,) * (len(story.undo_stack) - len(fixed)) + fixed, maxlen=UNDO_TURNS)
-        self._fixing = None
-        self.commits, self._ending = story.commits, story.ending
+        self._take(story)
+        if story.ledger is not None:
+            self.ledger = story.ledger
+        self._parked = dict(story.parked)
 
     def _start(self, turn: int, player_input: str, retry: int, alternative: int) -> tuple[NarrationRequest, Event]:
         """The first request of a turn (or of another version of one) and the event that announces it.

@@ -92,3 +92,7 @@ class SaveExists(SaveError):
 
 class SaveWriteError(SaveError):
     """The save could not be written (disk full, permissions); later records are refused."""
+
+
+class NoSuchBranch(SaveUnreadable):
+    """A branch was asked for (`--branch K`) that the save does not have: nothing of it can be shown."""

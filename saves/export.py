@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from storyloom.engine.ledger import STORY_KINDS, LedgerTurn, StoryLedger, Version
+from storyloom.engine.lifecycle import StoryEnding
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
-from storyloom.engine.state import state_hash
+from storyloom.engine.state import WorldState, state_hash
+from storyloom.saves.errors import NoSuchBranch
 from storyloom.saves.format import FORMAT, Record, SaveHeader
 from storyloom.saves.verify import Rebuilt, rebuild_records
 
@@ -59,11 +61,11 @@ class _Commits:
                 self.ledger = self.ledger.apply(event, record.time)
             yield record
 
-    @property
-    def turns(self) -> list[CommittedTurn]:
+    def turns(self, branch: int | None = None) -> list[CommittedTurn]:
+        """The commits of `branch`'s path (default: the branch played last), its undone ones marked."""
         ledger = self.ledger
-        undone = [(t, True) for t in ledger.undone_turns()]
-        ordered = heapq.merge(undone, [(t, False) for t in ledger.turns()], key=lambda pair: pair[0].turn)
+        undone = [(t, True) for t in ledger.undone_turns(branch)]
+        ordered = heapq.merge(undone, [(t, False) for t in ledger.path(branch)], key=lambda pair: pair[0].turn)
         return [_committed(turn, version, gone) for turn, gone in ordered for version in turn.versions]
 
 
@@ -92,30 +94,79 @@ class SavedStory:
     """Every commit in the order it was made (see `CommittedTurn`)."""
     built: Rebuilt
     last_time: str
+    branch: int = 1
+    """The branch whose path this is (the one played last unless asked)."""
+    branches: int = 1
+
+    @property
+    def ending(self) -> StoryEnding | None:
+        return self.built.end_of(self.branch)[1]
+
+    @property
+    def state(self) -> WorldState:
+        return self.built.end_of(self.branch)[0]
 
 
 def read_story(
-    path: Path, header: SaveHeader, records: Iterable[Record], pack: StoryPack, *, header_time: str = ""
+    path: Path,
+    header: SaveHeader,
+    records: Iterable[Record],
+    pack: StoryPack,
+    *,
+    header_time: str = "",
+    branch: int | None = None,
 ) -> SavedStory:
     """Rebuild a save's story (every commit re-judged) and gather its commits, in one pass over its
     records: a save read a record at a time is exported in the memory its commits' text takes.
 
+    Args:
+        branch: whose path (default: the branch played last).
+
     Raises:
         InvalidCommit: as `rebuild`.
+        NoSuchBranch: the save has no branch `branch`.
     """
     commits = _Commits()
     built = rebuild_records(path, commits.watch(records), pack, rules=header.rules)
-    return SavedStory(header, pack, tuple(commits.turns), built, commits.last_time or header_time)
+    count = commits.ledger.branch_count
+    if branch is None:
+        branch = commits.ledger.branch
+    elif not 1 <= branch <= count:
+        raise NoSuchBranch(path, f"the save has no branch {branch} (it has {_branches(count)})")
+    turns = tuple(commits.turns(branch))
+    return SavedStory(header, pack, turns, built, commits.last_time or header_time, branch, count)
+
+
+def path_turns(path: Path, records: Iterable[Record], branch: int | None) -> tuple[int, int, frozenset[int]]:
+    """The branch asked for (default: the one played last), how many the save has, and the turn
+    numbers on that branch's path: what a replay of one path shows (records are not judged here).
+
+    Raises:
+        NoSuchBranch: the save has no branch `branch`.
+    """
+    ledger = StoryLedger().fold(e for r in records if r.kind in STORY_KINDS and (e := r.event) is not None)
+    count = ledger.branch_count
+    if branch is None:
+        branch = ledger.branch
+    elif not 1 <= branch <= count:
+        raise NoSuchBranch(path, f"the save has no branch {branch} (it has {_branches(count)})")
+    return branch, count, frozenset(t.turn for t in ledger.path(branch))
+
+
+def _branches(count: int) -> str:
+    return "one branch, 1" if count == 1 else f"branches 1 to {count}"
 
 
 def export_markdown(story: SavedStory) -> str:
     """A transcript to read: the intro, then each standing turn's input and narrative."""
-    header, pack, turns, ending = story.header, story.pack, story.turns, story.built.ending
+    header, pack, turns, ending = story.header, story.pack, story.turns, story.ending
     model = f" ({markdown_text(header.model, inline=True)})" if header.model else ""
     byline = (
         f"*Story `{header.story_id}`, narrated by {markdown_text(header.narrator, inline=True)}{model}; "
         f"last played {story.last_time}.*"
     )
+    if story.branches > 1:
+        byline += f" *Branch {story.branch} of {story.branches}.*"
     return markdown_transcript(
         pack.title,
         pack.intro,
@@ -207,7 +258,7 @@ def export_json(story: SavedStory) -> dict[str, Any]:
     """Every committed turn (undone ones marked) with its patch, the ending the story reached (null while
     it goes on: the turn that reached it, the pack's ending id, title and text), and the final state.
     A turn with other versions is the chosen one, with the others under `alternatives`."""
-    header, pack, turns, built = story.header, story.pack, story.turns, story.built
+    header, pack, turns, ending, state = story.header, story.pack, story.turns, story.ending, story.state
     others: dict[int, list[CommittedTurn]] = {}  # turn numbers are never reused
     for t in turns:
         if not t.chosen:
@@ -232,15 +283,16 @@ def export_json(story: SavedStory) -> dict[str, Any]:
             if t.chosen
         ],
         "ending": None
-        if built.ending is None
+        if ending is None
         else {
-            "id": built.ending.ending,
-            "title": safe_text(built.ending.title),
-            "text": safe_text(built.ending.text),
-            "turn": built.ending_turn,
+            "id": ending.ending,
+            "title": safe_text(ending.title),
+            "text": safe_text(ending.text),
+            "turn": ending.turn,
         },
-        "final_state": built.state,
-        "final_state_hash": state_hash(built.state),
+        "final_state": state,
+        "final_state_hash": state_hash(state),
+        **({"branch": story.branch, "branches": story.branches} if story.branches > 1 else {}),
     }
 
 

@@ -27,12 +27,13 @@ from typing import Any
 import pydantic_core
 
 from storyloom.engine.events import AttemptFinished, Event
+from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.rules import RULE_SET, RULE_SETS
 from storyloom.engine.state import canonical_json
 
 FORMAT = "storyloom-save"
-VERSION = 2
+VERSION = 3
 """The format version this storyloom writes; see `migrate` and docs/saves.md."""
 SAME_RECORDS_SINCE = 1
 """The oldest format version whose records read exactly as the current version's (its migration
@@ -46,7 +47,10 @@ RESUMED = "resumed"
 """A journal's own record: the save was reopened to continue (narrator and model may differ)."""
 TALLY = "tally"
 """The journal's own member of an outcome record's `data`: the story's counts so far (see `Tally`)."""
-TALLIED = frozenset({RESUMED, "turn_committed", "turn_undone", "turn_failed", "turn_cancelled", "story_ended"})
+TALLIED = frozenset(
+    {RESUMED, "turn_committed", "turn_undone", "turn_failed", "turn_cancelled", "story_ended"}
+    | {"branch_started", "branch_switched"}
+)
 """Record kinds the journal writes the tally into: every outcome, so the last one is near the end of a save."""
 
 
@@ -62,10 +66,17 @@ class Tally:
     Attributes:
         committed: turns committed, undone ones included.
         undone: commits taken back by an undo.
+        branches: the story's branches (written only once there is more than one: format 3).
     """
 
     committed: int = 0
     undone: int = 0
+    branches: int = 1
+
+    @classmethod
+    def of(cls, ledger: StoryLedger) -> Tally:
+        """The counts of a story ledger."""
+        return cls(ledger.committed, ledger.undone, ledger.branch_count)
 
     @property
     def in_story(self) -> int:
@@ -73,17 +84,20 @@ class Tally:
         return self.committed - self.undone
 
     def to_json(self) -> dict[str, int]:
-        return {"committed": self.committed, "undone": self.undone}
+        counts = {"committed": self.committed, "undone": self.undone}
+        return counts if self.branches == 1 else {**counts, "branches": self.branches}
 
     @classmethod
     def from_json(cls, data: Any) -> Tally | None:
         """A written tally, or None when it is not one (an older save has none)."""
         if not isinstance(data, dict):
             return None
-        committed, undone = data.get("committed"), data.get("undone")
+        committed, undone, branches = data.get("committed"), data.get("undone"), data.get("branches", 1)
         if type(committed) is not int or type(undone) is not int or not 0 <= undone <= committed:
             return None
-        return cls(committed, undone)
+        if type(branches) is not int or branches < 1:
+            return None
+        return cls(committed, undone, branches)
 
 
 def storyloom_version() -> str:
@@ -310,8 +324,17 @@ def _v1_to_v2(header: dict[str, Any], records: list[dict[str, Any]]) -> tuple[di
     return header, records
 
 
+def _v2_to_v3(header: dict[str, Any], records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Version 3 adds branches (`branch_started`, `branch_switched`, and `branches` in a tally once
+    there is more than one); every version 2 record means the same in version 3 (a save of one
+    path), so nothing changes. The version went up so that a storyloom knowing only version 2
+    refuses a save holding branches as too new instead of calling those records damage."""
+    return header, records
+
+
 _STEPS: tuple[Callable[[dict[str, Any], list[dict[str, Any]]], tuple[dict[str, Any], list[dict[str, Any]]]], ...] = (
     _v1_to_v2,
+    _v2_to_v3,
 )
 """`_STEPS[n - 1]` takes a save from version n to n + 1."""
 

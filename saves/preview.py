@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from storyloom.engine.events import Event, TurnStarted, event_from_json
+from storyloom.engine.events import BranchStarted, BranchSwitched, Event, TurnStarted, event_from_json
 from storyloom.engine.ledger import STORY_KINDS, StoryLedger
 
 HEADER_MAX = 64 * 1024
@@ -42,7 +42,8 @@ def newest_turns(path: Path, count: int) -> list[tuple[str, str]]:
     Records are read backwards from the end, at most `TAIL_MAX` bytes whatever the save's size,
     until the tail from a command on holds `count` standing turns; that tail is then folded
     forwards (`storyloom.engine.ledger`). An undone turn is left out; a line that does not parse
-    is skipped. Unchecked: see the module docstring.
+    is skipped. Unchecked: see the module docstring. A save's branches share turns the tail may not
+    hold, so only the turns after its newest branch or switch are shown (the checked save shows all).
     """
     tail: list[Event] = []
     fold_at = 16
@@ -50,6 +51,8 @@ def newest_turns(path: Path, count: int) -> list[tuple[str, str]]:
         event = _story_event(record)
         if event is None:
             continue
+        if isinstance(event, BranchStarted | BranchSwitched):
+            break  # what came before is another branch's, or the fork this tail does not hold
         tail.append(event)
         if isinstance(event, TurnStarted) and len(tail) >= fold_at:
             fold_at *= 2

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from storyloom.engine.events import Event, ProseDelta, TurnCommitted
-from storyloom.engine.lifecycle import ATTEMPT_MAX_SECONDS, Session
+from storyloom.engine.lifecycle import ATTEMPT_MAX_SECONDS, BranchRefused, Session
 from storyloom.engine.narration import Finish
 from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from storyloom.engine.packs import StoryPack
@@ -47,13 +47,14 @@ class ReplayStep:
     another version of the latest turn (`regenerate`) or `choose` one of its versions.
 
     Attributes:
-        action: "play", "retry", "undo", "regenerate" or "choose".
+        action: "play", "retry", "undo", "regenerate", "choose", "branch" (from after `turn`) or
+            "switch" (to branch `alternative`).
         turn: the turn number the step concerns.
         player_input: what the player typed (for play and retry).
         expected: the recorded events this step produced (comparable form, no timing).
         cancel_after: index in `expected` after whose event the player cancelled, if they did.
         interrupted: the save stopped during this step (a crash); its end is not compared.
-        alternative: for `choose`, the version chosen (1-based).
+        alternative: for `choose`, the version chosen (1-based); for `branch` and `switch`, the branch.
         last: the save's last step (an interrupted last step is where the save stops).
     """
 
@@ -353,6 +354,10 @@ class _Reading:
             chosen = int(data["alternative"])
             step = ReplayStep("choose", data["turn"], expected=(comparable(kind, data),), alternative=chosen)
             return [*self._close(), step]
+        elif kind in ("branch_started", "branch_switched"):
+            action = "branch" if kind == "branch_started" else "switch"
+            step = ReplayStep(action, data["turn"], expected=(comparable(kind, data),), alternative=int(data["branch"]))
+            return [*self._close(), step]
         current = self._current
         if current is None:
             return closed
@@ -478,8 +483,8 @@ class Replayer:
     async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:
         """Play one recorded step, yielding the engine's events (prose deltas included) as they come."""
         self._last_turn = step.turn
-        if step.action in ("undo", "choose"):
-            done = self.session.undo() if step.action == "undo" else self.session.choose(step.alternative)
+        if step.action in ("undo", "choose", "branch", "switch"):
+            done = self._at_once(step)
             if done is not None:
                 self._keep(done)
                 yield done
@@ -518,6 +523,18 @@ class Replayer:
             self.result.interrupted = step.turn
         elif step.interrupted:
             self.result.went_on_after.append(step.turn)
+
+    def _at_once(self, step: ReplayStep) -> Event | None:
+        """A step that asks nothing of the narrator: an undo, a choice, a branch or a switch."""
+        session = self.session
+        if step.action == "undo":
+            return session.undo()
+        if step.action == "choose":
+            return session.choose(step.alternative)
+        try:
+            return session.branch(step.turn) if step.action == "branch" else session.switch(step.alternative)
+        except BranchRefused:
+            return None  # the replayed story cannot: it differs from the record here
 
     def _compare(self, step: ReplayStep, index: int, event: Event | None) -> bool:
         expected = step.expected[index] if index < len(step.expected) else None

@@ -25,13 +25,15 @@ from storyloom.engine.events import (
     AlternativeChosen,
     AlternativeStarted,
     AttemptFinished,
+    BranchStarted,
+    BranchSwitched,
     TurnCancelled,
     TurnCommitted,
     TurnFailed,
     TurnStarted,
     TurnUndone,
 )
-from storyloom.engine.ledger import StoryLedger
+from storyloom.engine.ledger import BranchView, StoryLedger
 from storyloom.engine.lifecycle import (
     Alternative,
     CommittedStory,
@@ -45,6 +47,7 @@ from storyloom.engine.limits import UNDO_TURNS, command_too_long
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import RULE_SET, RULE_SETS, judge_data, parse_output
+from storyloom.engine.safety import safe_text
 from storyloom.engine.state import WorldState, canonical_json, initial_state, state_hash
 from storyloom.saves.errors import InvalidCommit, PackMismatch, SaveError, SaveUnreadable
 from storyloom.saves.format import TALLIED, TALLY, Record, Save, SaveHeader, Tally
@@ -73,7 +76,7 @@ class Rebuilt:
     state: WorldState
     history: tuple[Exchange, ...] = ()
     undo_stack: deque[tuple[WorldState, tuple[Exchange, ...]]] = field(default_factory=lambda: deque(maxlen=UNDO_TURNS))
-    ledger: StoryLedger = StoryLedger(keep=1)
+    ledger: StoryLedger = StoryLedger(keep=UNDO_TURNS)
     versions: Versions | None = None
     ending: StoryEnding | None = None
     refused_today: int = 0
@@ -82,6 +85,8 @@ class Rebuilt:
     """Beside `undo_stack`: the versions each commit fixed, which an undo opens again (as `Session` does)."""
     fixing: Versions | None = None
     """The versions the command in flight fixed, until it commits."""
+    parked: dict[int, CommittedStory] = field(default_factory=dict)
+    """The branches not being played, each where it was left (as `Session` parks them)."""
 
     @property
     def standing(self) -> int:
@@ -114,6 +119,28 @@ class Rebuilt:
             self.versions,
             self.ending,
             tuple(self.fixed_versions),
+            ledger=self.ledger,
+            parked=tuple(self.parked.items()),
+        )
+
+    def end_of(self, branch: int) -> tuple[WorldState, StoryEnding | None]:
+        """The world and the ending branch `branch` stands at (the one played last, or one parked)."""
+        if branch == self.ledger.branch:
+            return self.state, self.ending
+        story = self.parked[branch]
+        return story.state, story.ending
+
+    def here(self) -> CommittedStory:
+        """The branch being played, where it stands (to park it while another is played)."""
+        return CommittedStory(
+            self.state,
+            self.history,
+            tuple(self.undo_stack),
+            self.standing,
+            self.versions,
+            self.ending,
+            tuple(self.fixed_versions),
+            self.pending,
         )
 
     def turns_in_story(self) -> str:
@@ -186,6 +213,7 @@ def rebuild_records(
     *,
     rules: int,
     note_today: bool = False,
+    ledger: StoryLedger | None = None,
 ) -> Rebuilt:
     """`rebuild` over records as they are read (verify, export and resume stream them): memory holds
     what a session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length.
@@ -194,8 +222,12 @@ def rebuild_records(
         rules: the rule set the save was played under (its header's), which every commit is judged by.
         note_today: (verify) a save played under older rules also notes the first commits today's
             rules would refuse (`Rebuilt.refused_today`).
+        ledger: the ledger to fold the save into (default: holding what undo and branching reach;
+            `StoryLedger()` holds every branch's whole path, for a diff).
     """
     built = Rebuilt(state=initial_state(pack))
+    if ledger is not None:
+        built.ledger = ledger
     save = _Where(path, rules, note_today and rules != RULE_SET)
     started: TurnStarted | None = None
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
@@ -234,6 +266,10 @@ def rebuild_records(
             _undo(save, built, record.seq, record.line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
             answers.pop(event.turn, None)
+        elif isinstance(event, BranchStarted):
+            _branch(save, built, record.seq, record.line, event)
+        elif isinstance(event, BranchSwitched):
+            _switch(save, built, record.seq, record.line, event)
         built.ledger = built.ledger.apply(event)
     if tallied is not None:
         _check_tally(save, built, tallied)
@@ -255,7 +291,7 @@ def _check_tally(save: _Where, built: Rebuilt, record: Record) -> None:
     written = record.data.get(TALLY)
     if written is None:
         return  # a save from before tallies
-    counted = Tally(built.ledger.committed, built.ledger.undone)
+    counted = Tally.of(built.ledger)
     if Tally.from_json(written) != counted:
         raise InvalidCommit(
             save.path,
@@ -511,6 +547,64 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
         built.ending = None
 
 
+def _branch(save: _Where, built: Rebuilt, seq: int, line: int, event: BranchStarted) -> None:
+    """A new branch, judged from its fork: the turn is on the path of the branch being played, within
+    what undo reaches, and the branch starts from exactly the world after it (as `Session.branch`)."""
+    ledger = built.ledger
+    path = ledger.turns()
+    later = ledger.standing if event.turn == 0 else sum(1 for t in path if t.turn > event.turn)
+    why = ""
+    if event.branch != ledger.branch_count + 1 or event.parent != ledger.branch:
+        why = f"branch {ledger.branch} of {ledger.branch_count} was being played"
+    elif ledger.in_flight is not None:
+        why = f"turn {ledger.in_flight.turn} was in flight"
+    elif event.turn and not any(t.turn == event.turn for t in path):
+        why = f"turn {event.turn} is not on the path of branch {ledger.branch}"
+    elif later > len(built.undo_stack):
+        why = f"only the latest {UNDO_TURNS} turns of a branch can be continued from"
+    if why:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq} starts branch {event.branch} from turn {event.turn} of branch {event.parent}, but {why}",
+            line=line,
+            seq=seq,
+        )
+    built.parked[ledger.branch] = built.here()
+    for _ in range(later):
+        built.state, built.history = built.undo_stack.pop()
+        built.versions = built.fixed_versions.pop()
+    built.fixing = None
+    if built.ending is not None and built.ending.commit >= ledger.standing - later:
+        built.ending = None
+    _check_branch_state(save, built, seq, line, event.branch, event.state_hash)
+
+
+def _switch(save: _Where, built: Rebuilt, seq: int, line: int, event: BranchSwitched) -> None:
+    """Back to a branch where it was left: it must exist, and its world be the recorded one."""
+    flight = built.ledger.in_flight
+    story = built.parked.pop(event.branch, None) if flight is None else None
+    if story is None:
+        why = "there is no such other branch" if flight is None else f"turn {flight.turn} was in flight"
+        raise InvalidCommit(save.path, f"record {seq} switches to branch {event.branch}, but {why}", line=line, seq=seq)
+    built.parked[built.ledger.branch] = built.here()
+    built.state, built.history, built.versions, built.ending = story.state, story.history, story.versions, story.ending
+    built.undo_stack = deque(story.undo_stack, maxlen=UNDO_TURNS)
+    built.fixed_versions = deque(story.fixed_versions, maxlen=UNDO_TURNS)
+    built.fixing = None
+    _check_branch_state(save, built, seq, line, event.branch, event.state_hash)
+
+
+def _check_branch_state(save: _Where, built: Rebuilt, seq: int, line: int, branch: int, recorded: str) -> None:
+    if state_hash(built.state) != recorded:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: branch {branch} stands at state {state_hash(built.state)[:12]}…, not the "
+            f"recorded {recorded[:12]}…",
+            line=line,
+            seq=seq,
+        )
+
+
 @dataclass(frozen=True)
 class Report:
     """What `storyloom verify` found."""
@@ -590,6 +684,9 @@ def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ..
             f"alternatives: {told.versions} other version(s) of turns re-validated against the state "
             f"before their turn, {told.choices} choice(s) among them; every state hash matches"
         )
+    if told.branch_count > 1:
+        lines.append(f"branches: {told.branch_count}, each judged from its fork; branch {told.branch} was played last")
+        lines += [f"  {branch_line(view)}" for view in told.branches()]
     if built.ending is not None:
         lines.append(f"ending: {built.ending.title} (reached at turn {built.ending_turn})")
     if built.refused_today:
@@ -603,6 +700,16 @@ def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ..
     lines.append(f"final state: {state_hash(built.state)}")
     lines.append("sound")
     return Report(path, True, True, tuple(lines))
+
+
+def branch_line(view: BranchView, current: str = "played last") -> str:
+    """One branch as `verify`, `/branches` and the listings say it (the fork's command is untrusted:
+    the caller makes it safe for where it goes)."""
+    fork = "the story as first played" if not view.parent else f"from turn {view.fork} of branch {view.parent}"
+    if view.parent and view.command:
+        fork += f" ({safe_text(view.command)})"
+    played = f", {current}" if view.current else ""
+    return f"branch {view.number}: {fork}; {view.standing} turn{'' if view.standing == 1 else 's'}{played}"
 
 
 def _where(exc: SaveError) -> str:

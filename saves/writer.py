@@ -61,9 +61,11 @@ _DURABLE = {
     "turn_cancelled",
     "story_ended",
     "alternative_chosen",
+    "branch_started",
+    "branch_switched",
 }
 """Record kinds fsynced before `record` returns: every outcome a player may be shown."""
-_STATELESS = {"turn_committed", "turn_undone"}
+_STATELESS = {"turn_committed", "turn_undone", "branch_started", "branch_switched"}
 """Events whose full `state` is left out: it is rebuilt from the patches and checked by hash."""
 
 
@@ -377,7 +379,7 @@ class Journal:
         if self._reading is not None:
             self._read_to_end()
         if kind in TALLIED:
-            data = {**data, TALLY: Tally(self._ledger.committed, self._ledger.undone).to_json()}
+            data = {**data, TALLY: Tally.of(self._ledger).to_json()}
         record: dict[str, Any] = {
             "seq": self._seq + 1,
             "time": _now(),

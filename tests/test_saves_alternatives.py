@@ -15,6 +15,7 @@ from storyloom.engine.narrators.offline import OfflineNarrator
 from storyloom.engine.packs import load_pack
 from storyloom.engine.state import state_hash
 from storyloom.saves.export import export_json, export_markdown, read_story
+from storyloom.saves.format import VERSION
 from storyloom.saves.reader import load_save
 from storyloom.saves.replay import Replayer, replay_plan
 from storyloom.saves.resume import resume
@@ -43,7 +44,7 @@ async def test_a_save_records_every_version_and_choice_in_the_chain_and_verifies
     assert recorded.count("alternative_started") == 4 and recorded.count("alternative_chosen") == 1
     assert recorded.count("turn_committed") == 4 + 4
     save = load_save(path)
-    assert save.header.version == 2 and not save.warnings
+    assert save.header.version == VERSION and not save.warnings
     report = verify_save(path)
     assert report.sound, report.lines
     assert any(line.startswith("alternatives: 4 other version(s)") and "1 choice(s)" in line for line in report.lines)

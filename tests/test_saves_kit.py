@@ -52,7 +52,8 @@ async def play(
     `/undo` undoes, `/retry` retries the pending turn, `/cancel CMD` plays CMD
     and cancels it after `cancel_after_deltas` prose deltas (default 1);
     `/regenerate` asks for another version of the latest turn (`/cancel /regenerate`
-    cancels it the same way) and `/choose N` chooses its version N.
+    cancels it the same way) and `/choose N` chooses its version N; `/branch N` continues from
+    after turn N on a new branch, `/switch K` plays branch K again.
     """
     events: list[Any] = []
 
@@ -81,6 +82,11 @@ async def play(
             if chosen is not None:
                 journal.record(chosen)
                 events.append(chosen)
+        elif command.startswith(("/branch ", "/switch ")):
+            number = int(command.split()[1])
+            moved = session.branch(number) if command.startswith("/branch ") else session.switch(number)
+            journal.record(moved)
+            events.append(moved)
         elif command == "/cancel /regenerate":
             await run(session.regenerate(), cancel_after_deltas or 1)
         elif command.startswith("/cancel "):

@@ -215,6 +215,9 @@ class StoryloomApp(App[int]):
         )
         yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats", self.action_toggle_panel)
         game = self.game
+        story_tree = getattr(game, "action_story_tree", None)
+        if story_tree is not None:
+            yield SystemCommand("Story tree", "Every branch of the story; play another where it was left", story_tree)
         for record in game.folded_with_details():  # reachable by a click too, and this way by keyboard
             yield SystemCommand(
                 f"Details of turn {record.turn}",

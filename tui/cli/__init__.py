@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--headless", action="store_true", help="print the replay instead of showing it")
     replay.add_argument(
+        "--branch",
+        type=_positive_int,
+        default=None,
+        help="with --headless: show this branch's path (default: the one played last)",
+    )
+    replay.add_argument(
         "--drafts",
         action="store_true",
         help="with --headless: print every attempt's prose as it streams, rejected drafts too "
@@ -104,6 +110,25 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="export a save as a transcript")
     export.add_argument("save")
     export.add_argument("--format", choices=["md", "json"], default="md")
+    export.add_argument(
+        "--branch", type=_positive_int, default=None, help="export this branch's path (default: the one played last)"
+    )
+
+    diff = commands.add_parser(
+        "diff",
+        help="compare two paths of a story: two saves, or two branches of one save",
+        description="Where two paths fork (the turn and the commands after it), their turns after the fork "
+        "side by side at the terminal's width, and how the worlds differ at their ends (room, items, flags, "
+        "stats). Exit 0 when the paths are the same, 1 when they differ, 2 when a save cannot be read.",
+    )
+    diff.add_argument("saves", nargs="+", metavar="SAVE", help="one save (with two --branch) or two saves, or 'latest'")
+    diff.add_argument(
+        "--branch",
+        type=_positive_int,
+        action="append",
+        help="a branch to compare, once per path (default: the branch played last of each save)",
+    )
+    diff.add_argument("--format", choices=["text", "json"], default="text")
 
     commands.add_parser("saves", help="list saved sessions")
     commands.add_parser("stories", help="list the built-in stories")
@@ -235,6 +260,15 @@ def _plain_lines(args: argparse.Namespace) -> bool:
     return offer_screen_reader(sys.stdout)
 
 
+def _diff(args: argparse.Namespace) -> int:
+    if len(args.saves) > 2:
+        print("storyloom: diff compares two paths: one save with two --branch, or two saves", file=sys.stderr)
+        return EXIT_USAGE
+    from storyloom.tui.cli.diff import run_diff
+
+    return run_diff(args)
+
+
 def _saves_command(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from storyloom.tui.cli import save_commands
@@ -259,6 +293,7 @@ _HANDLERS: dict[str, Handler] = {
     "replay": _saves_command("replay"),
     "verify": _saves_command("verify"),
     "export": _saves_command("export"),
+    "diff": _diff,
     "saves": _saves_command("saves"),
     "stories": _story_command("stories"),
     "check-story": _story_command("check_story"),

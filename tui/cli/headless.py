@@ -30,11 +30,12 @@ from dataclasses import replace
 from typing import IO, TextIO
 
 from storyloom.engine.events import Event, StoryEnded, TurnFailed
-from storyloom.engine.lifecycle import Session
+from storyloom.engine.lifecycle import BranchRefused, Session
 from storyloom.engine.limits import command_too_long
 from storyloom.engine.packs import PackError
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveWriteError
+from storyloom.saves.verify import branch_line
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro, print_problems
 from storyloom.tui.session import PlaySession
@@ -366,6 +367,48 @@ async def _choose(session: Session, argument: str, on_event: EventHook | None, p
     printer(event)
 
 
+async def _branch(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+    """`/branch N`: continue from after turn N on a new branch (the branch played until now is kept)."""
+    if not argument.isdigit():
+        print(
+            "storyloom: /branch needs the number of a committed turn on this path (0: the start); skipped",
+            file=printer.err,
+        )
+        return
+    try:
+        event: Event = session.branch(int(argument))
+    except BranchRefused as refused:
+        print(f"storyloom: cannot branch: {refused}; skipped", file=printer.err)
+        return
+    if on_event is not None:
+        on_event(event)
+    printer(event)
+
+
+async def _switch(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+    """`/switch K`: play branch K again, where it was left."""
+    try:
+        event: Event = session.switch(int(argument) if argument.isdigit() else 0)
+    except BranchRefused as refused:
+        print(f"storyloom: cannot switch: {refused}; skipped", file=printer.err)
+        return
+    if on_event is not None:
+        on_event(event)
+    printer(event)
+    ending = session.ending
+    if ending is not None:
+        print_ending(ending.title, ending.text, printer.out)
+
+
+async def _branches(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+    """`/branches`: every branch, where it forks, how many turns, whether it ended, which is played."""
+    endings = session.branch_endings()
+    for view in session.ledger.branches():
+        ending = endings.get(view.number)
+        ended = f"; ended: {safe_text(ending.title)}" if ending is not None else ""
+        print(f"storyloom: {branch_line(view, 'being played')}{ended}", file=printer.err)
+
+
 async def _quit(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
     raise Stop(EXIT_OK)
 
@@ -377,6 +420,9 @@ META_COMMANDS: dict[str, MetaCommand] = {
     "/undo": _undo,
     "/regenerate": _regenerate,
     "/choose": _choose,
+    "/branch": _branch,
+    "/branches": _branches,
+    "/switch": _switch,
     "/quit": _quit,
 }
 """Meta-commands a commands file may use; the saves layer may add its own."""

@@ -11,6 +11,8 @@ from typing import TextIO
 from storyloom.engine.events import (
     AlternativeChosen,
     AlternativeStarted,
+    BranchStarted,
+    BranchSwitched,
     CorrectionStarted,
     Event,
     ProseDelta,
@@ -81,6 +83,8 @@ class EventPrinter:
             print(f"\n(another version of turn {event.turn}: version {event.alternative})", file=self.out)
         elif isinstance(event, AlternativeChosen):
             print(f"\n({_chosen(event)})\n{safe_text(event.narrative)}", file=self.out)
+        elif isinstance(event, BranchStarted | BranchSwitched):
+            print(f"\n({branched(event)})", file=self.out)
         elif isinstance(event, ValidationFailed):
             rules = ", ".join(sorted({issue.rule for issue in event.issues}))
             self._note(f"turn {event.turn}, attempt {event.attempt} rejected ({rules})")
@@ -117,6 +121,8 @@ class EventPrinter:
             | TurnFailed
             | TurnCancelled
             | TurnUndone
+            | BranchStarted
+            | BranchSwitched
             | StoryEnded,
         ):
             self._close()
@@ -134,6 +140,8 @@ class EventPrinter:
             write(f"[turn {event.turn} cancelled]\n\n")
         elif isinstance(event, TurnUndone):
             write("[undo]\n\n")
+        elif isinstance(event, BranchStarted | BranchSwitched):
+            write(f"[{branched(event)}]\n\n")
         elif isinstance(event, StoryEnded):
             write(f"*** {safe_text(event.title)} ***\n{safe_text(event.text)}\n\n")
 
@@ -171,6 +179,16 @@ class EventPrinter:
         if self._open:
             self.out.write("\n\n")
             self._open = False
+
+
+def branched(event: BranchStarted | BranchSwitched) -> str:
+    """What a branch or a switch says, in the transcript and the live view alike."""
+    if isinstance(event, BranchStarted):
+        where = f"continued from after turn {event.turn}" if event.turn else "the story from its start again"
+        return f"branch {event.branch}: {where} of branch {event.parent}, which is kept"
+    return f"branch {event.branch}: back where it stood, " + (
+        f"after turn {event.turn}" if event.turn else "at the story's start"
+    )
 
 
 def _chosen(event: AlternativeChosen) -> str:

@@ -13,9 +13,11 @@ import json
 import math
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from storyloom.engine.events import Event
 from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveUnreadable
 from storyloom.saves.format import Save
@@ -146,6 +148,8 @@ def _row(path: Path, folder: Path, rescue: Path | None) -> _Listing:
     tally = summary.tally
     turns = story_turns(tally.committed, tally.undone) if tally is not None else "?"
     short = turns.split(" in the story", 1)[0]
+    if tally is not None and tally.branches > 1:
+        turns, short = f"{turns}, {tally.branches} branches", f"{short}, {tally.branches} branches"
     when = summary.last_time.replace("T", " ")[:16] + " UTC" if summary.last_time else "-"
     story = safe_text(summary.header.story_id)
     return _Listing(name, story, safe_text(summary.header.story_title), turns, short, when, size, note)
@@ -182,7 +186,9 @@ def export(args: argparse.Namespace) -> int:
         path = resolve_save(args.save)
         story, warnings = read_through(
             path,
-            lambda header, records, time: read_story(path, header, records, open_pack(header, path), header_time=time),
+            lambda header, records, time: read_story(
+                path, header, records, open_pack(header, path), header_time=time, branch=getattr(args, "branch", None)
+            ),
         )
         for warning in warnings:
             print(f"storyloom: warning: {safe_text(str(path))}: {warning}", file=sys.stderr)
@@ -197,12 +203,38 @@ def export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _on_path(path: Path, branch: int | None, show: Callable[[Event], None]) -> Callable[[Event], None]:
+    """What a text replay shows: a story of one path, all of it; of several, only the events of the
+    turns on the path of `branch` (default: the one played last), which it names first."""
+    from storyloom.saves.export import path_turns
+    from storyloom.saves.reader import read_through
+
+    (shown, count, turns), _ = read_through(path, lambda _header, records, _time: path_turns(path, records, branch))
+    if count == 1:
+        return show
+    print(f"storyloom: replaying branch {shown} of {count}: the turns on its path", file=sys.stderr)
+
+    def on_path(event: Event) -> None:
+        if event.turn in turns and event.event not in _OFF_PATH:
+            show(event)
+
+    return on_path
+
+
+_OFF_PATH = frozenset({"turn_undone", "branch_started", "branch_switched"})
+"""Events a replay of one path leaves out: they move between paths, never along one."""
+
+
 def replay(args: argparse.Namespace) -> int:
     """Play a save back through a fresh engine; exit 1 on any divergence from the record."""
     from storyloom.saves.replay import Replayer, replay_plan, stream_plan
 
     headless = bool(getattr(args, "headless", False))
     speed = getattr(args, "speed", None) or (math.inf if headless else 1.0)
+    branch = getattr(args, "branch", None)
+    if branch is not None and not headless:
+        print("storyloom: replay --branch shows one path as text: add --headless", file=sys.stderr)
+        return EXIT_USAGE
     if not headless:
         try:
             plan = replay_plan(_load(args.save), speed=speed)
@@ -219,7 +251,7 @@ def replay(args: argparse.Namespace) -> int:
         drafts = bool(getattr(args, "drafts", False))
         printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed), drafts=drafts)
         replayer = Replayer(streamed, keep_events=False)
-        result = asyncio.run(replayer.run(printer))
+        result = asyncio.run(replayer.run(_on_path(path, branch, printer)))
     except SaveError as exc:
         return _fail(exc)
     printer.end()

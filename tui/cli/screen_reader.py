@@ -177,6 +177,8 @@ HELP = """Type what you do, then Enter. Commands:
 /regenerate: another version of the latest turn.
 /versions: how many versions the latest turn has.
 /choose 2: hear version 2 of the latest turn, and keep it.
+/branch 2: go on from after turn 2 on a new branch; the story so far is kept as a branch too.
+/branches: the story's branches. /switch 1: play branch 1 again where it was left.
 /help: this list.
 /quit: save and leave (so does Control-D). Control-C cancels a turn being written."""
 

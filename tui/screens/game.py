@@ -13,10 +13,19 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
-from storyloom.engine.events import AlternativeChosen, Event, StoryEnded, TurnCommitted, TurnUndone
-from storyloom.engine.lifecycle import Session
+from storyloom.engine.events import (
+    AlternativeChosen,
+    BranchStarted,
+    BranchSwitched,
+    Event,
+    StoryEnded,
+    TurnCommitted,
+    TurnUndone,
+)
+from storyloom.engine.lifecycle import BranchRefused, Session
 from storyloom.engine.safety import safe_text
 from storyloom.tui.screens.story import StoryScreen
+from storyloom.tui.screens.story_tree import StoryTreeScreen
 from storyloom.tui.widgets.command_input import CommandInput
 from storyloom.tui.widgets.turn_message import TurnMessage
 
@@ -54,6 +63,8 @@ class GameScreen(StoryScreen):
         Binding("ctrl+d", "any_details", show=False, priority=True),
         Binding("ctrl+z", "undo", "Undo", priority=True),
         Binding("ctrl+g", "regenerate", "Another version", priority=True),
+        Binding("ctrl+b", "branch", "Branch from here", show=False, priority=True),
+        Binding("ctrl+t", "story_tree", "Story tree", priority=True),
         Binding("pageup", "page_transcript(-1)", "Scroll up", show=False),
         Binding("pagedown", "page_transcript(1)", "Scroll down", show=False),
         Binding("end", "follow", "Follow", show=False, priority=True),
@@ -193,7 +204,7 @@ class GameScreen(StoryScreen):
 
     async def render_event(self, event: Event) -> None:
         await super().render_event(event)
-        if isinstance(event, TurnCommitted | StoryEnded | AlternativeChosen):
+        if isinstance(event, TurnCommitted | StoryEnded | AlternativeChosen | BranchStarted | BranchSwitched):
             self._offer_next()
 
     def _offer_next(self) -> None:
@@ -228,6 +239,8 @@ class GameScreen(StoryScreen):
             return not self.running and self.transcript.has_committed
         if action == "regenerate":
             return not self.running and self.session.can_regenerate
+        if action == "story_tree":  # in the footer once the story has a second branch (always in the palette)
+            return self.session.ledger.branch_count > 1
         return super().check_action(action, parameters)
 
     def action_cancel(self) -> None:
@@ -269,6 +282,49 @@ class GameScreen(StoryScreen):
         chosen = self.session.choose(event.version)
         if chosen is not None:
             await self.deliver(chosen)
+
+    async def action_branch(self) -> None:
+        """ctrl+b on a focused committed turn: the story continues from that turn on a new branch; the
+        transcript shows the path up to it, the side panel the world after it. The old path is kept."""
+        focused = self.focused
+        if self.running:
+            self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
+            return
+        if not isinstance(focused, TurnMessage) or focused.outcome != "committed":
+            self.notify("Focus a committed turn first (shift+tab or a click), then ctrl+b continues from it.")
+            return
+        try:
+            event = self.session.branch(focused.turn)
+        except BranchRefused as refused:
+            self.notify(f"{str(refused)[0].upper()}{str(refused)[1:]}.", title="Branch", markup=False)
+            return
+        await self._show_branch(event)  # no toast: one at 80x24 covers the input line; ctrl+t now shows
+
+    def action_story_tree(self) -> None:
+        """ctrl+t: every branch of the story; choosing one plays it where it was left."""
+        branches = self.session.ledger.branches()
+        self.app.push_screen(StoryTreeScreen(branches, self.session.branch_endings()), self._switch_branch)
+
+    async def _switch_branch(self, branch: int | None) -> None:
+        if branch is None or branch == self.session.ledger.branch:
+            return
+        if self.running:
+            self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
+            return
+        try:
+            event = self.session.switch(branch)
+        except BranchRefused as refused:
+            self.notify(str(refused), title="Story tree", markup=False)
+            return
+        await self._show_branch(event)
+
+    async def _show_branch(self, event: BranchStarted | BranchSwitched) -> None:
+        """Record a branch or a switch, then show the branch's path and world in place of the old one."""
+        self._pasted.clear()
+        await self.deliver(event)
+        self.command_input.say_busy(False)
+        self._update_retry_offer()
+        self.command_input.focus()
 
     def keep_typing(self) -> None:
         """A printable key arrived: it goes to the input line, whatever has focus (the app calls this

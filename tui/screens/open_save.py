@@ -14,6 +14,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from storyloom.engine.safety import safe_text
+from storyloom.saves.errors import SaveError
+from storyloom.saves.reader import summarize_save
 
 
 class OpenSaveScreen(ModalScreen[Path | None]):
@@ -62,8 +64,17 @@ class OpenSaveScreen(ModalScreen[Path | None]):
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
         except OSError:
             when = "?"
-        return Content.assemble((safe_text(path.name), "bold"), ("  " + when, "dim"))
+        return Content.assemble((safe_text(path.name), "bold"), ("  " + when + _branches(path), "dim"))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self.dismiss(self._saves[int(event.option.id or 0)])
+
+
+def _branches(path: Path) -> str:
+    """How many branches a save's story has, when more than one (read from its last records only)."""
+    try:
+        tally = summarize_save(path).tally
+    except SaveError:
+        return ""
+    return f"  · {tally.branches} branches" if tally is not None and tally.branches > 1 else ""

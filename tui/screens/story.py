@@ -10,7 +10,14 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
 
-from storyloom.engine.events import AlternativeChosen, Event, TurnCommitted, TurnUndone
+from storyloom.engine.events import (
+    AlternativeChosen,
+    BranchStarted,
+    BranchSwitched,
+    Event,
+    TurnCommitted,
+    TurnUndone,
+)
 from storyloom.engine.lifecycle import Session, Versions
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
@@ -146,9 +153,29 @@ class StoryScreen(Screen[None]):
         if isinstance(event, TurnUndone):  # once: `show_undo` marks the turn in the transcript
             self.show_undo(event)
             return
+        if isinstance(event, BranchStarted | BranchSwitched):
+            await self.show_branch()
+            return
         await self.transcript.show(event)
         if isinstance(event, TurnCommitted | AlternativeChosen):
             self.side_panel.show_state(event.state)
+
+    async def show_branch(self) -> None:
+        """A branch started or another taken up: the transcript shows that branch's path (from the
+        intro, as a resumed story is shown), the side panel its world."""
+        session = self.session
+        await self.transcript.start_again(
+            session.pack.title,
+            session.pack.intro,
+            session.history,
+            path_turns(session),
+            _open_versions(session),
+            earlier=_earlier(session),
+        )
+        if (mounting := self._show_standing_ending()) is not None:
+            await mounting
+        self.side_panel.show_state(session.state)
+        self.refresh_bindings()
 
     async def fold_old_turns(self) -> bool:
         """Fold old turns into blocks (`StoryView.fold_old_turns`), never past the session's pending turn."""
@@ -251,6 +278,15 @@ class StoryScreen(Screen[None]):
     def show_details_of(self, record: TurnRecord) -> None:
         """Open the details of a folded turn."""
         self.app.push_screen(self._details_screen(record.turn, record.player_input, list(record.details)))
+
+
+def path_turns(session: Session) -> list[PastTurn]:
+    """The turns of the branch being played as the screen shows them: each number, and for a turn the
+    next command fixed with several versions, which one counts (`version N of M`)."""
+    from storyloom.saves.resume import PastTurn
+
+    versions = {t.turn: (t.chosen, len(t.versions)) for t in session.ledger.turns() if len(t.versions) > 1}
+    return [PastTurn(x.number, versions=versions.get(x.number)) for x in session.history]
 
 
 def _earlier(session: Session) -> int:

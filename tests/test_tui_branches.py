@@ -1,0 +1,165 @@
+"""Branches in the app: ctrl+b on a focused committed turn continues from it on a new branch (the
+transcript shows the path up to it, the side panel the world after it), ctrl+t opens the story tree,
+and choosing a branch there plays it where it was left. Printable keys still type into the input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storyloom.tui.screens.story_tree import StoryTreeScreen
+from storyloom.tui.testing.narrators import GatedReply, turn_text
+from storyloom.tui.testing.pilot import until
+from tests.test_tui_snapshots import scene, send, settled, snapshot  # noqa: F401 - the fixture redirects SVGs
+
+TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
+GO_NORTH = [{"op": "replace", "path": "/location", "value": "path"}]
+TAKE_KEY = [{"op": "replace", "path": "/items/key", "value": "player"}]
+STEPS = [
+    ("take lamp", "You lift the brass lamp from the rocks.", TAKE_LAMP),
+    ("north", "You go north, up the Cliff Path.", GO_NORTH),
+    ("take key", "You take the iron key, cold in your hand.", TAKE_KEY),
+]
+STAY = ("wait", "You wait on the shore; the waves go on.", [])
+
+
+def _app() -> Any:
+    return scene(*[GatedReply(turn_text(prose, patch)) for _, prose, patch in [*STEPS, STAY]])
+
+
+async def _played_and_branched(pilot: Any) -> None:
+    app = pilot.app
+    for command, _, _ in STEPS:
+        await send(pilot, command)
+        await settled(pilot)
+    app.game.message(1).focus(scroll_visible=False)
+    await pilot.press("ctrl+b")
+    await until(pilot, lambda: app.game.session.ledger.branch == 2)
+    await send(pilot, STAY[0])
+    await settled(pilot)
+
+
+async def test_ctrl_b_continues_from_a_focused_turn_and_the_tree_switches_back() -> None:
+    app = _app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command, _, _ in STEPS:
+            await send(pilot, command)
+            await settled(pilot)
+        session = app.game.session
+        after_three = session.state
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        await pilot.pause()
+        assert session.state["location"] == "shore" and session.state["items"]["lamp"] == "player"
+        assert [i for i, _ in app.game.committed_exchanges()] == ["take lamp"]  # the path up to the fork
+        assert "Rocky Shore" in app.game.side_panel.render().plain  # the world after turn 1
+        await pilot.press(*"wai")  # printable keys type into the input line
+        assert app.game.command_input.value == "wai"
+        await pilot.press("t", "enter")
+        await settled(pilot)
+        assert [i for i, _ in app.game.committed_exchanges()] == ["take lamp", "wait"]
+
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: session.ledger.branch == 1 and not isinstance(app.screen, StoryTreeScreen))
+        await pilot.pause()
+        assert session.state == after_three
+        assert [i for i, _ in app.game.committed_exchanges()] == ["take lamp", "north", "take key"]
+        assert session.ledger.branch_count == 2  # nothing deleted
+
+
+async def test_ctrl_b_without_a_focused_committed_turn_says_how() -> None:
+    app = _app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await settled(pilot)
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert app.game.session.ledger.branch_count == 1
+        assert any("ctrl+b continues from it" in str(n.message) for n in app._notifications)
+
+
+def test_story_tree_80x24(snap_compare):
+    """The tree of a story with two branches: each one's fork (turn and command), turns, and the one
+    being played; the footer offers ctrl+t once there is a second branch."""
+
+    async def run_before(pilot: Any) -> None:
+        await _played_and_branched(pilot)
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(pilot.app.screen, StoryTreeScreen))
+        await pilot.pause()
+
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_the_replay_screen_follows_a_branched_save_to_the_branch_played_last(tmp_path) -> None:
+    from storyloom.saves.reader import load_save
+    from storyloom.saves.replay import Replayer, replay_plan
+    from storyloom.tui.app import ReplayApp
+    from tests.test_saves_kit import played_save_async
+
+    walk = ["look", "take rope", "north", "/branch 1", "north", "/switch 1"]
+    path, live, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    app = ReplayApp(Replayer(replay_plan(load_save(path), speed=1000.0)), blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.replay.finished or bool(app.replay.problem), limit=2000)
+        assert app.replay.problem == ""
+        assert [i for i, _ in app.replay.committed_exchanges()] == ["look", "take rope", "north"]
+        assert app.replay.session.state == live.state
+        await pilot.press("q")
+    assert app.replay.exit_code == 0
+
+
+async def test_the_issue_walk_in_the_app(tmp_path, capsys) -> None:
+    """Six turns, ctrl+b on turn 2, three turns there, back to branch 1 from the tree, quit; the
+    resumed game's tree lists both; diff shows the fork at turn 2; verify says sound."""
+    from storyloom.engine.lifecycle import Session
+    from storyloom.engine.narrators.offline import OfflineNarrator
+    from storyloom.engine.packs import load_pack
+    from storyloom.saves.format import SaveHeader
+    from storyloom.saves.resume import resume
+    from storyloom.saves.writer import Journal
+    from storyloom.tui.app import StoryloomApp
+    from storyloom.tui.cli import main
+
+    pack, path = load_pack("lighthouse"), tmp_path / "walk.jsonl"
+    narrator = OfflineNarrator(pack, seed=7, faults=0.0)
+    session = Session(pack, narrator)
+    journal = Journal.create(path, SaveHeader.for_session(pack, narrator, seed=7))
+    app = StoryloomApp(session, on_event=journal.record, blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command in ["look", "take rope", "north", "up", "west", "take key"]:
+            await send(pilot, command)
+            await settled(pilot)
+        app.game.message(2).focus(scroll_visible=False)
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        for command in ["north", "up", "take lamp"]:
+            await send(pilot, command)
+            await settled(pilot)
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: session.ledger.branch == 1 and not isinstance(app.screen, StoryTreeScreen))
+        await pilot.pause()
+        assert [i for i, _ in app.game.committed_exchanges()][-2:] == ["west", "take key"]
+    journal.close()
+
+    resumed = resume(path, OfflineNarrator(pack, seed=7, faults=0.0))
+    app = StoryloomApp(resumed.session, on_event=resumed.journal.record, blink=False, past=lambda: resumed.past)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        labels = [str(option.prompt) for option in app.screen.query_one("OptionList")._options]
+        assert labels == [
+            "Branch 1  the story as first played · 6 turns · being played",
+            "Branch 2  from turn 2 of branch 1 (> take rope) · 5 turns",
+        ]
+        await pilot.press("escape")
+    resumed.journal.close()
+    assert main(["diff", str(path), "--branch", "1", "--branch", "2"]) == 1
+    assert "They share 2 turns and fork after turn 2 (> take rope)." in capsys.readouterr().out
+    assert main(["verify", str(path)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("sound")
