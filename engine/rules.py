@@ -7,6 +7,7 @@ in or repairs anything; a turn passes as written or not at all.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -210,7 +211,9 @@ def judge_data(
     if issues:
         return Verdict(turn, None, issues)
     try:
-        after = jsonpatch.JsonPatch(turn.patch_json()).apply(_copy_state(before), in_place=True)
+        after = _copy_state(before)
+        if turn.state_patch:  # a turn that changes nothing (look, examine) is a copy of the state
+            after = jsonpatch.JsonPatch(turn.patch_json()).apply(after, in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
         return Verdict(turn, None, (Issue("/state_patch", "patch.apply", f"The patch cannot be applied: {exc}."),))
     issues = tuple(_state_issues(after, pack))
@@ -384,14 +387,22 @@ def _stat_bounds(before: WorldState, after: WorldState, turn: Turn, pack: StoryP
 def names(narrative: str, words: Iterable[str]) -> bool:
     """Whether the narrative mentions any of the words, as whole words, in any case."""
     text = narrative.casefold()
-    return any(re.search(rf"(?<!\w){re.escape(w.casefold())}(?!\w)", text) for w in words if w)
+    return any(_whole_word(w).search(text) for w in words if w)
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_word(word: str) -> re.Pattern[str]:
+    """A word as a whole word in any case: a pack's few names, each asked of every turn that moves a thing."""
+    return re.compile(rf"(?<!\w){re.escape(word.casefold())}(?!\w)")
 
 
 def _prose_agrees(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
     for item_id, was in before["items"].items():
         now = after["items"][item_id]
+        if was == now:
+            continue
         seen = in_sight(pack, before, was) or in_sight(pack, after, now)
-        if was != now and seen and not names(turn.narrative, pack.item_words(item_id)):
+        if seen and not names(turn.narrative, pack.item_words(item_id)):
             words = ", ".join(repr(w) for w in pack.item_words(item_id))
             yield Issue(
                 f"/items/{item_id}",

@@ -142,7 +142,15 @@ def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> I
     that stays in a room with a catch-all does the catch-all's whole effects."""
     here = before["location"]
     room = pack.rooms[here]
-    ready = [(i, a) for i, a in pack.actions.items() if can_do(pack, a, before)]
+    found: list[tuple[str, Action]] | None = None
+
+    def ready() -> list[tuple[str, Action]]:
+        """The actions that can be done before the turn, found once and only if a drop or a move asks."""
+        nonlocal found
+        if found is None:
+            found = [(i, a) for i, a in pack.actions.items() if can_do(pack, a, before)]
+        return found
+
     for item_id, was in before["items"].items():
         now = after["items"][item_id]
         if was == here and now == PLAYER and room.is_dark(before):
@@ -153,8 +161,8 @@ def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> I
                 f"{name} lies in {room.name}, which is dark now: nothing there can be seen or taken. "
                 f'Leave /items/{item_id} as it is ("{was}"), and tell of the dark instead.',
             )
-        if was == PLAYER and now == here and not any(a.effects.items.get(item_id) == now for _, a in ready):
-            refusing = [i for i, a in ready if a.refuses and a.item == item_id and set(a.verbs) & set(DROP_VERBS)]
+        if was == PLAYER and now == here and not any(a.effects.items.get(item_id) == now for _, a in ready()):
+            refusing = [i for i, a in ready() if a.refuses and a.item == item_id and set(a.verbs) & set(DROP_VERBS)]
             if refusing:
                 yield Issue(
                     f"/items/{item_id}",
@@ -164,7 +172,7 @@ def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> I
                 )
     if after["location"] != here:
         ways = {d for d, target in room.exits.items() if target == after["location"]}
-        taken = [i for i, a in ready if a.direction in ways and a.room == here]
+        taken = [i for i, a in ready() if a.direction in ways and a.room == here]
         if ways and ways <= {pack.actions[i].direction for i in taken}:
             yield Issue(
                 "/location",
@@ -173,8 +181,13 @@ def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> I
                 f'leave /location as it is ("{here}") and tell what that action tells.',
             )
         return
-    for action_id, action in ready:
-        if action.catch_all and action.room == here and not _shows(pack, action.effects, before, after):
+    for action_id, action in pack.actions.items():  # the actions in `ready()` order, the cheap tests first
+        if (
+            action.catch_all
+            and action.room == here
+            and can_do(pack, action, before)
+            and not _shows(pack, action.effects, before, after)
+        ):
             yield Issue(
                 _first_path(action.effects),
                 RULE,

@@ -16,17 +16,16 @@ loads a save, `storyloom.saves.writer` appends to one, and neither knows the oth
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import pydantic_core
 
-from storyloom.engine.events import AttemptFinished, Event
+from storyloom.engine.events import EVENT_TYPES, AttemptFinished, Event
 from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.rules import RULE_SET, RULE_SETS
@@ -212,6 +211,30 @@ class SaveHeader:
         return header
 
 
+_T = TypeVar("_T")
+
+
+class _computed_once(Generic[_T]):
+    """`functools.cached_property` without its lock (as Python 3.12 has it): the value is computed on
+    first use and stored on the instance, which answers every later use. A save's reading asks each
+    of its records once or twice, and the lock cost more than making most events."""
+
+    def __init__(self, compute: Callable[[Any], _T]):
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _computed_once[_T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+    def __get__(self, instance: object | None, owner: type | None = None) -> _T | _computed_once[_T]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
+
+
 @dataclass(frozen=True)
 class Record:
     """One line of a save, as loaded.
@@ -233,14 +256,14 @@ class Record:
     written: dict[str, Any] | bytes = field(repr=False, compare=False)
     checked: Event | dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
-    @functools.cached_property
+    @_computed_once
     def data(self) -> dict[str, Any]:
         """The record's `data` (an attempt's `raw` and `text` put back, see `expand_attempt`)."""
         if isinstance(self.written, bytes):  # already read once as valid JSON (no NaN, no lone surrogate)
             return expand_attempt(self.kind, pydantic_core.from_json(self.written, allow_inf_nan=False))
         return self.written
 
-    @functools.cached_property
+    @_computed_once
     def event(self) -> Event | None:
         """The engine event this record holds, or None for the journal's own records (header, resumed)."""
         if isinstance(self.checked, dict):
@@ -341,8 +364,6 @@ _STEPS: tuple[Callable[[dict[str, Any], list[dict[str, Any]]], tuple[dict[str, A
 
 def event_from_fields(kind: str, fields: dict[str, Any]) -> Event:
     """The event of a record read as written, from its checked fields (see `storyloom.saves.reader`)."""
-    from storyloom.engine.events import EVENT_TYPES
-
     cls = EVENT_TYPES[kind]
     if cls is AttemptFinished and not ("raw" in fields and "text" in fields):
         fields = _with_joined(fields)

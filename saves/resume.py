@@ -16,7 +16,7 @@ from typing import Any
 
 from storyloom.engine.builtin import builtin_pack_ids
 from storyloom.engine.events import Event
-from storyloom.engine.ledger import STORY_KINDS, StoryLedger
+from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
 from storyloom.engine.narration import Exchange, Narrator
@@ -57,18 +57,14 @@ history can hold after a resume, and after undos back through the undo stack."""
 class _Tries:
     """The records of the latest try of the latest turns, kept as a save is read (`watch`), so the
     standing turns a resumed screen shows can have their details (`past`) without a second reading
-    and without keeping every turn's records; and the save's story ledger (`ledger`, the newest
-    `KEPT_TRIES` turns held), which says each turn's versions."""
+    and without keeping every turn's records."""
 
     def __init__(self) -> None:
         self._tries: dict[int, list[Record]] = {}
-        self.ledger = StoryLedger(keep=KEPT_TRIES)
 
     def watch(self, records: Iterable[Record]) -> Iterator[Record]:
         for record in records:
             turn = record.turn
-            if record.kind in STORY_KINDS and (event := record.event) is not None:
-                self.ledger = self.ledger.apply(event)
             if record.kind == "turn_started" and turn is not None:
                 self._tries.pop(turn, None)
                 self._tries[turn] = [record]
@@ -78,10 +74,11 @@ class _Tries:
                 self._tries[turn].append(record)
             yield record
 
-    def past(self, history: Iterable[Exchange]) -> tuple[PastTurn, ...]:
+    def past(self, history: Iterable[Exchange], ledger: StoryLedger) -> tuple[PastTurn, ...]:
         """The turns of `history`, each with the events of the try that committed it if it had issues
-        (the events live play showed in its details). Only those turns' records are made into events."""
-        versions = {t.turn: (t.chosen, len(t.versions)) for t in self.ledger.turns() if len(t.versions) > 1}
+        (the events live play showed in its details), and its versions as the save's `ledger` (the
+        newest `KEPT_TRIES` turns held) says. Only those turns' records are made into events."""
+        versions = {t.turn: (t.chosen, len(t.versions)) for t in ledger.turns() if len(t.versions) > 1}
         past: list[PastTurn] = []
         for exchange in history:
             records = self._tries.get(exchange.number, [])
@@ -221,13 +218,15 @@ def _reopen(
     except BaseException:
         journal.close()
         raise
-    return Resumed(session, journal, header, built, pack, notes, tries.past(session.history))
+    return Resumed(session, journal, header, built, pack, notes, tries.past(session.history, built.ledger))
 
 
 def _rebuilt(journal: Journal, pack: StoryPack, rules: int) -> tuple[Rebuilt, _Tries]:
     tries = _Tries()
     with gc_paused():
-        built = rebuild_records(journal.path, tries.watch(journal.records()), pack, rules=rules)
+        built = rebuild_records(
+            journal.path, tries.watch(journal.records()), pack, rules=rules, ledger=StoryLedger(keep=KEPT_TRIES)
+        )
     return built, tries
 
 

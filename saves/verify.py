@@ -87,6 +87,9 @@ class Rebuilt:
     """The versions the command in flight fixed, until it commits."""
     parked: dict[int, CommittedStory] = field(default_factory=dict)
     """The branches not being played, each where it was left (as `Session` parks them)."""
+    digest: str | None = None
+    """The state hash of `state` once a record has proven it (a commit, a choice or an undo), so a turn
+    that changes nothing is not hashed again."""
 
     @property
     def standing(self) -> int:
@@ -223,7 +226,8 @@ def rebuild_records(
         note_today: (verify) a save played under older rules also notes the first commits today's
             rules would refuse (`Rebuilt.refused_today`).
         ledger: the ledger to fold the save into (default: holding what undo and branching reach;
-            `StoryLedger()` holds every branch's whole path, for a diff).
+            resume's holds the newest turns whose versions it shows; `StoryLedger()` holds every
+            branch's whole path, for a diff).
     """
     built = Rebuilt(state=initial_state(pack))
     if ledger is not None:
@@ -327,14 +331,14 @@ def _commit(
     if started is None or started.turn != event.turn:
         why = "which was never started" if started is None else f"but the turn in flight is {started.turn}"
         raise InvalidCommit(save.path, f"record {seq} commits turn {event.turn}, {why}", line=line, seq=seq)
-    exchange, after = _rejudged(save, pack, built.state, seq, line, event, started.player_input)
+    exchange, after = _rejudged(save, pack, built.state, seq, line, event, started.player_input, built.digest)
     before = built.state
     if save.note_today:
         _note_today(pack, built, before, exchange, event.turn)
     built.undo_stack.append((before, built.history))
     built.fixed_versions.append(built.fixing)
     built.fixing = None
-    built.state = after
+    built.state, built.digest = after, event.state_hash
     built.history = remembered(built.history, exchange)
     built.versions = Versions(event.turn, (Alternative(exchange, built.state),), 1)
     if built.ending is None:  # the ledger counts this commit once it is judged: it stands at `standing`
@@ -342,10 +346,18 @@ def _commit(
 
 
 def _rejudged(
-    save: _Where, pack: StoryPack, before: WorldState, seq: int, line: int, event: TurnCommitted, player_input: str
+    save: _Where,
+    pack: StoryPack,
+    before: WorldState,
+    seq: int,
+    line: int,
+    event: TurnCommitted,
+    player_input: str,
+    before_hash: str | None = None,
 ) -> tuple[Exchange, WorldState]:
     """A recorded commit judged again against the state before its turn: its exchange and the state
-    after it, which must have the recorded hash."""
+    after it, which must have the recorded hash (`before_hash`, when known, is the state before's:
+    a turn with no patch leaves the state as it was)."""
     turn = {
         "narrative": event.narrative,
         "state_patch": list(event.state_patch),
@@ -362,7 +374,7 @@ def _rejudged(
             seq=seq,
         )
     assert verdict.after is not None and verdict.turn is not None
-    recomputed = state_hash(verdict.after)
+    recomputed = before_hash if before_hash is not None and not verdict.turn.state_patch else state_hash(verdict.after)
     if recomputed != event.state_hash:
         raise InvalidCommit(
             save.path,
@@ -417,7 +429,7 @@ def _commit_version(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, lin
     exchange, after = _rejudged(save, pack, before, seq, line, event, versions.player_input)
     alternatives = (*versions.alternatives, Alternative(exchange, after))
     built.versions = Versions(versions.turn, alternatives, len(alternatives))
-    built.state = after
+    built.state, built.digest = after, event.state_hash
     built.history = remembered(history, exchange)
     built.ending = ending_of(pack, built.standing - 1, event.turn, before, after)
 
@@ -448,7 +460,7 @@ def _choose(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, 
         )
     before, history = built.undo_stack[-1]
     built.versions = Versions(versions.turn, versions.alternatives, event.alternative)
-    built.state = chosen.state
+    built.state, built.digest = chosen.state, event.state_hash
     built.history = remembered(history, chosen.exchange)
     built.ending = ending_of(pack, built.standing - 1, event.turn, before, chosen.state)
 
@@ -541,7 +553,7 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
             line=line,
             seq=seq,
         )
-    built.state, built.history = state, history
+    built.state, built.history, built.digest = state, history, event.state_hash
     built.versions, built.fixing = built.fixed_versions.pop(), None  # the turn before is the latest again
     if built.ending is not None and built.ending.commit >= built.standing - 1:  # the ledger pops it next
         built.ending = None
@@ -603,6 +615,7 @@ def _check_branch_state(save: _Where, built: Rebuilt, seq: int, line: int, branc
             line=line,
             seq=seq,
         )
+    built.digest = recorded
 
 
 @dataclass(frozen=True)

@@ -56,10 +56,19 @@ def _state_hash(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return records
 
 
+def _unchanged_state_hash(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turn 4 ("look") changes nothing: its state hash is the one turn 3 proved, never taken on trust."""
+    data = _commit_of(records, 4)["data"]
+    assert not data["state_patch"], "the forgery needs a turn that changed nothing"
+    data["state_hash"] = "cd" * 32
+    return records
+
+
 FORGERIES: dict[str, tuple[Callable[[list[dict[str, Any]]], list[dict[str, Any]]], str]] = {
     "prose": (_prose, "the commit of turn 3 is not what the model's answer recorded for it"),
     "patch": (_patch, "the commit of turn 2 is not what the model's answer recorded for it"),
     "state hash": (_state_hash, "the commit of turn 2 leads to state"),
+    "state hash of a turn that changed nothing": (_unchanged_state_hash, "the commit of turn 4 leads to state"),
 }
 
 

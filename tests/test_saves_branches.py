@@ -179,3 +179,13 @@ async def test_the_resume_preview_never_shows_another_branchs_turns(tmp_path: Pa
     path, live, _ = await played_save_async(tmp_path / "t.jsonl", [*SIX[:4], "/branch 1", "north", "up"], faults=0.0)
     assert [command for command, _ in newest_turns(path, 10)] == ["north", "up"]
     assert [x.number for x in live.history] == [1, 5, 6]
+
+
+async def test_a_turn_that_changes_nothing_right_after_a_branch_or_a_switch_verifies_sound(tmp_path: Path) -> None:
+    """verify reuses a proven state hash for a turn without a patch: a branch or switch brings another world."""
+    path, live, _ = await played_save_async(
+        tmp_path / "s.jsonl", [*SIX, "/branch 2", "look", "/switch 1", "look"], faults=0.0
+    )
+    report = verify_save(path)
+    assert report.sound, report.lines
+    assert report.lines[-2] == f"final state: {state_hash(live.state)}"
