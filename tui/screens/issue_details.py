@@ -17,6 +17,7 @@ from storyloom.engine.events import AttemptFinished, Event, ProseDelta, ProseRep
 from storyloom.engine.safety import safe_text
 from storyloom.engine.turns import Issue
 from storyloom.tui.failures import BUDGET_SPENT, failure
+from storyloom.tui.narrators import counts_tokens
 from storyloom.tui.words import plural
 
 
@@ -161,7 +162,7 @@ class IssueDetailsScreen(ModalScreen[None]):
             if corrections and usage_text(_total(corrections)):
                 yield Static(Content(f"Corrections cost: {usage_text(_total(corrections))}"), markup=False)
             if views and not usage_text(_total(views)):
-                said = "offline: no tokens" if self._narrator == "offline" else "no token figures reported"
+                said = "no token figures reported" if counts_tokens(self._narrator) else f"{self._narrator}: no tokens"
                 yield Static(Content.styled(said, "dim"), markup=False)
             for index, view in enumerate(views):
                 title = "First attempt" if view.kind == "turn" else f"Correction {view.number - 1}"
