@@ -499,72 +499,111 @@ def _pydantic_message(error: ErrorDetails) -> str:
 
 def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
     """Cross-references that the schema alone cannot check."""
-    rooms, items, stats, flags = pack.rooms, pack.items, pack.stats, pack.flags
-    places = set(rooms) | set(RESERVED_PLACES)
     found: list[tuple[str, str]] = []
-    if pack.start not in rooms:
+    if pack.start not in pack.rooms:
         found.append(("start", f"start room {pack.start!r} is not a declared room"))
+    found += _id_problems(pack)
+    found += _room_problems(pack)
+    found += _item_problems(pack)
+    found += _stat_problems(pack)
+    found += _description_problems(pack)
+    found += _visible_problems(pack)
+    found += _action_problems(pack)
+    for ending_id, ending in pack.endings.items():
+        found += _condition_problems(f"endings.{ending_id}.when", ending.when, pack)
+    found += _free_problems(pack)
+    return found
+
+
+def _id_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """Every id names one thing: not a reserved place, not declared in two sections."""
+    found = []
     seen_ids: dict[str, str] = {}
-    for section, ids in (("rooms", rooms), ("items", items), ("stats", stats), ("flags", flags)):
+    for section, ids in (("rooms", pack.rooms), ("items", pack.items), ("stats", pack.stats), ("flags", pack.flags)):
         for ident in ids:
             if ident in RESERVED_PLACES:
                 found.append((f"{section}.{ident}", f"{ident!r} is reserved for item places"))
             if ident in seen_ids:
                 found.append((f"{section}.{ident}", f"duplicate id {ident!r}: also declared in [{seen_ids[ident]}]"))
             seen_ids.setdefault(ident, section)
-    for room_id, room in rooms.items():
+    return found
+
+
+def _room_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """Exits lead to rooms in known directions; gates close exits with declared flags."""
+    found = []
+    for room_id, room in pack.rooms.items():
         for direction, target in room.exits.items():
+            key = f"rooms.{room_id}.exits.{direction}"
             if direction not in DIRECTIONS:
-                found.append(
-                    (
-                        f"rooms.{room_id}.exits.{direction}",
-                        f"unknown direction {direction!r}: an exit is one of {', '.join(DIRECTIONS)}",
-                    )
-                )
-            if target not in rooms:
-                found.append((f"rooms.{room_id}.exits.{direction}", f"exit leads to unknown room {target!r}"))
+                found.append((key, f"unknown direction {direction!r}: an exit is one of {', '.join(DIRECTIONS)}"))
+            if target not in pack.rooms:
+                found.append((key, f"exit leads to unknown room {target!r}"))
         for direction, flag in room.gates.items():
             if direction not in room.exits:
                 found.append((f"rooms.{room_id}.gates.{direction}", f"gate on {direction!r}, which is not an exit"))
-            if flag not in flags:
+            if flag not in pack.flags:
                 found.append((f"rooms.{room_id}.gates.{direction}", f"gate names unknown flag {flag!r}"))
+    return found
+
+
+def _item_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """Items start in known places, and no word names two of them."""
+    places = set(pack.rooms) | set(RESERVED_PLACES)
+    found = []
     words: dict[str, str] = {}
-    for item_id, item in items.items():
+    for item_id, item in pack.items.items():
         if item.at not in places:
             found.append((f"items.{item_id}.at", f"item placed in unknown room {item.at!r}"))
         for word in {w.lower() for w in (item.name, *item.aliases)}:
             if word in words and words[word] != item_id:
                 found.append((f"items.{item_id}.aliases", f"duplicate alias {word!r}: also names item {words[word]!r}"))
             words.setdefault(word, item_id)
-    for stat_id, stat in stats.items():
+    return found
+
+
+def _stat_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    found = []
+    for stat_id, stat in pack.stats.items():
         if stat.min > stat.max:
             found.append((f"stats.{stat_id}", f"min {stat.min} is above max {stat.max}"))
         elif not stat.min <= stat.initial <= stat.max:
             found.append((f"stats.{stat_id}.initial", f"initial {stat.initial} is outside {stat.min}..{stat.max}"))
-    for room_id, room in rooms.items():
+    return found
+
+
+def _description_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """The conditions that choose a room's or an item's description (darkness first)."""
+    found: list[tuple[str, str]] = []
+    for room_id, room in pack.rooms.items():
         if room.dark is not None:
             found += _condition_problems(f"rooms.{room_id}.dark", room.dark, pack)
-    for section, described in (("rooms", rooms), ("items", items)):
+    for section, described in (("rooms", pack.rooms), ("items", pack.items)):
         for ident, thing in described.items():
             for index, variant in enumerate(thing.descriptions):
                 found += _condition_problems(f"{section}.{ident}.descriptions.{index}.when", variant.when, pack)
-    found += [
+    return found
+
+
+def _visible_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    return [
         ("visible", f"{name!r} is not something the panel can show: {', '.join(PANEL_SECTIONS)}, or a stat or flag id")
         for name in pack.visible
-        if name not in PANEL_SECTIONS and name not in stats and name not in flags
+        if name not in PANEL_SECTIONS and name not in pack.stats and name not in pack.flags
     ]
+
+
+def _action_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
     for action_id, action in pack.actions.items():
         key = f"actions.{action_id}"
-        if action.item is not None and action.item not in items:
+        if action.item is not None and action.item not in pack.items:
             found.append((f"{key}.item", f"unknown item {action.item!r}"))
-        if action.room is not None and action.room not in rooms:
+        if action.room is not None and action.room not in pack.rooms:
             found.append((f"{key}.room", f"unknown room {action.room!r}"))
         found += _trigger_problems(key, action)
         found += _condition_problems(f"{key}.requires", action.requires, pack)
         found += _effects_problems(f"{key}.effects", action.effects, pack)
-    for ending_id, ending in pack.endings.items():
-        found += _condition_problems(f"endings.{ending_id}.when", ending.when, pack)
-    found += _free_problems(pack)
     return found
 
 
