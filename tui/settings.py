@@ -33,6 +33,7 @@ refused with a message naming it and exit code 2, and `storyloom config` reports
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -113,24 +114,23 @@ class Settings:
     """Everything that decides how a story is played, and what each setting may be."""
 
     narrator: Annotated[Text, AfterValidator(_known_narrator)] = DEFAULT_NARRATOR
-    model: Text | None = Field(None, description="a non-empty string")
-    base_url: Annotated[Text, AfterValidator(_http_address)] | None = Field(
-        None, description="an http:// or https:// address"
-    )
-    budget: Annotated[Whole, Field(ge=0)] = Field(
-        DEFAULT_BUDGET, description="a whole number of corrections, 0 or more"
-    )
-    pace: Annotated[Fraction, Field(le=PACE_MAX)] | None = Field(
-        None, description=f"a number from 0 to {PACE_MAX:g} (seconds per streamed chunk)"
-    )
+    model: Annotated[Text | None, Field(description="a non-empty string")] = None
+    base_url: Annotated[
+        Annotated[Text, AfterValidator(_http_address)] | None, Field(description="an http:// or https:// address")
+    ] = None
+    budget: Annotated[Whole, Field(ge=0, description="a whole number of corrections, 0 or more")] = DEFAULT_BUDGET
+    pace: Annotated[
+        Annotated[Fraction, Field(le=PACE_MAX)] | None,
+        Field(description=f"a number from 0 to {PACE_MAX:g} (seconds per streamed chunk)"),
+    ] = None
     theme: Annotated[Text, AfterValidator(_known_theme)] = DEFAULT_THEME
-    output: Literal["tools", "json"] = Field("tools", description="tools or json")
-    max_tokens: Annotated[Whole, Field(ge=1)] = Field(1024, description="a whole number, at least 1")
-    thinking: YesNo = Field(False, description="true or false")
-    screen_reader: YesNo = Field(False, description="true or false")
+    output: Annotated[Literal["tools", "json"], Field(description="tools or json")] = "tools"
+    max_tokens: Annotated[Whole, Field(ge=1, description="a whole number, at least 1")] = 1024
+    thinking: Annotated[YesNo, Field(description="true or false")] = False
+    screen_reader: Annotated[YesNo, Field(description="true or false")] = False
     """Play as plain printed lines for a screen reader instead of the full-screen app."""
-    seed: Whole = Field(0, description="a whole number")
-    faults: Annotated[Fraction, Field(le=1.0)] = Field(0.0, description="a number from 0 to 1")
+    seed: Annotated[Whole, Field(description="a whole number")] = 0
+    faults: Annotated[Fraction, Field(le=1.0, description="a number from 0 to 1")] = 0.0
     api_key: str | None = field(default=None, repr=False)
     """From the environment only; kept out of `repr` so it cannot leak into a log or traceback."""
 
@@ -170,9 +170,16 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     except ValidationError as exc:
         error = exc.errors()[0]
         key = str(error["loc"][0])
-        expected = _EXPECTED[key]() if key in _EXPECTED else Settings.__pydantic_fields__[key].description
+        expected = _EXPECTED[key]() if key in _EXPECTED else _descriptions()[key]
         raise SettingsError(f"{source}: {key} must be {expected}, not {_shown(values[key])}") from None
     return {key: getattr(checked, key) for key in values}
+
+
+@functools.cache
+def _descriptions() -> dict[str, str]:
+    """What each setting must be, as `Settings` declares it (its fields' `description`)."""
+    fields = _SETTINGS.json_schema()["properties"]
+    return {key: field["description"] for key, field in fields.items() if "description" in field}
 
 
 def config_path() -> Path:

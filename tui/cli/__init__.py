@@ -246,7 +246,8 @@ def _saves_command(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from storyloom.tui.cli import save_commands
 
-        return getattr(save_commands, name)(args)
+        handler: Handler = getattr(save_commands, name)
+        return handler(args)
 
     return run
 
@@ -255,7 +256,8 @@ def _story_command(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from storyloom.tui.cli import story_commands
 
-        return getattr(story_commands, name)(args)
+        handler: Handler = getattr(story_commands, name)
+        return handler(args)
 
     return run
 

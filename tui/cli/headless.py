@@ -132,7 +132,7 @@ def run_headless(args: argparse.Namespace) -> int:  # noqa: C901 (branches are b
         if events_file is not None:
             events_file.close()
         if hasattr(commands, "close") and commands is not sys.stdin:
-            commands.close()  # type: ignore[union-attr]
+            commands.close()
 
 
 def play_session(settings: Settings, args: argparse.Namespace, err: TextIO) -> PlaySession:
@@ -297,10 +297,10 @@ async def play_commands(  # noqa: C901 (branches are being added here: issue 31;
         return stop.code
     finally:
         if skipped:
-            failed = plural(len(skipped), "turn") + (
+            skips = plural(len(skipped), "turn") + (
                 " failed and was skipped" if len(skipped) == 1 else " failed and were skipped"
             )
-            print(f"storyloom: {failed}: {_turns(skipped)}", file=err)
+            print(f"storyloom: {skips}: {_turns(skipped)}", file=err)
     return EXIT_OK
 
 

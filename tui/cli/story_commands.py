@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 
+from storyloom.engine.builtin import builtin_pack_ids
 from storyloom.engine.narrators.offline.parse import pack_warnings
-from storyloom.engine.packs import PackError, builtin_pack_ids, load_pack
+from storyloom.engine.packs import PackError, load_pack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.story import binding
 from storyloom.tui.cli.exits import EXIT_OK, EXIT_USAGE

@@ -179,8 +179,8 @@ class IssueDetailsScreen(ModalScreen[None]):
             stats, flags = self._world
             if stats or flags:
                 yield Static(Content("Not in the side panel (the story keeps these out of sight)"), classes="-heading")
-                for line in (*stats, *flags):
-                    yield Static(Content(line), markup=False, classes="-issue")
+                for hidden in (*stats, *flags):
+                    yield Static(Content(hidden), markup=False, classes="-issue")
 
     def _outcome(self) -> list[Static]:
         last = self._events[-1] if self._events else None
@@ -195,7 +195,8 @@ class IssueDetailsScreen(ModalScreen[None]):
             if said is not BUDGET_SPENT:
                 spent = f"{said.status} (no correction spent)"
             text = f"Outcome: not committed — {spent}. Nothing changed in the story."
-            if last.issues and not any(e.event == "attempt_finished" and e.issues == last.issues for e in self._events):
+            judged = (e.issues for e in self._events if isinstance(e, AttemptFinished))
+            if last.issues and last.issues not in judged:
                 extra = [
                     Static(Content(f"• {i.rule}: {safe_text(i.message)}"), markup=False, classes="-issue")
                     for i in last.issues
