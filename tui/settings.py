@@ -24,29 +24,27 @@ output = "json"                # tools | json
 API keys are never read from or written to the file: they come from the narrator's own
 variable (`ANTHROPIC_API_KEY` / `OPENAI_API_KEY`) only, and are never shown.
 
-What each setting may be is declared once, on `Settings` (a pydantic dataclass: a type, bounds,
-and `description`, which is what a message says it must be). Every value, from any layer, is
-validated against it before anything uses it, so a value that would crash or hang the game is
+What each setting may be is declared once, on its field of `Settings` (a `Rule`: its kind, bounds or
+allowed values, and what a message says it must be); one function applies the rules. Every value,
+from any layer, is validated against it before anything uses it, so a value that would crash or hang the game is
 refused with a message naming it and exit code 2, and `storyloom config` reports the same problems.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
+import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, field, replace
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
-from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter, ValidationError
-from pydantic.dataclasses import dataclass
 
 from storyloom.engine.limits import DEFAULT_BUDGET
 from storyloom.saves.choices import SessionChoices
@@ -56,6 +54,8 @@ DEFAULT_STORY = "lighthouse"
 PACE_MAX = 1.0
 """The slowest pace allowed: a second a chunk is already a turn of a minute or more."""
 DEFAULT_THEME = "textual-dark"
+OUTPUTS = ("tools", "json")
+"""How the openai narrator may be asked to return a turn (`engine/narrators/openai.OUTPUTS`)."""
 CONFIG_MAX_BYTES = 1 << 20
 """A config file is a few lines; anything larger is not one (and is not read whole)."""
 
@@ -64,73 +64,97 @@ class SettingsError(Exception):
     """The config file or a setting is wrong; the message says which and how to fix it."""
 
 
-def _from_text(kind: type) -> BeforeValidator:
-    """Environment variables are text: a number written there is read as one (anything else is left
-    for the field's own check to refuse)."""
+@dataclass(frozen=True)
+class Rule:
+    """What one setting may be, declared on its field of `Settings` (`field(metadata=rule(...))`)."""
 
-    def parse(value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
+    expected: str | Callable[[], str]
+    """What a message says it must be (a function where that depends on what is installed)."""
+    kind: type[Any] = str
+    """str, int, float or bool; text from the environment is read as the kind (a bool is no int)."""
+    low: float | None = None
+    high: float | None = None
+    among: Callable[[], Collection[str]] | None = None
+    """The values allowed, where there is a list of them."""
+    test: Callable[[str], bool] | None = None
+    """A further test of a text value."""
+
+    def conform(self, value: Any) -> Any:
+        """`value` as this setting holds it.
+
+        Raises:
+            ValueError: it is not what the setting may be.
+        """
+        read: Any = _from_text(self.kind, value) if isinstance(value, str) else value
+        if self.kind is float and isinstance(read, int) and not isinstance(read, bool):
+            read = float(read)
+        if not isinstance(read, self.kind) or isinstance(read, bool) is not (self.kind is bool):
+            raise ValueError(read)
+        if (isinstance(read, str) and not read.strip()) or (isinstance(read, float) and not math.isfinite(read)):
+            raise ValueError(read)
+        if (self.low is not None and read < self.low) or (self.high is not None and read > self.high):
+            raise ValueError(read)
+        if (self.among is not None and read not in self.among()) or (self.test is not None and not self.test(read)):
+            raise ValueError(read)
+        return read
+
+    def says(self) -> str:
+        return self.expected() if callable(self.expected) else self.expected
+
+
+def rule(expected: str | Callable[[], str], kind: type[Any] = str, **bounds: Any) -> dict[str, Rule]:
+    """A field's metadata declaring what it may be (see `Rule`)."""
+    return {"rule": Rule(expected, kind, **bounds)}
+
+
+def _from_text(kind: type[Any], text: str) -> Any:
+    """A value from the environment (or a flag) read as `kind`; left as text when it is not one."""
+    if kind is bool and text.lower() in ("1", "true", "yes", "0", "false", "no"):
+        return text.lower() in ("1", "true", "yes")
+    if kind in (int, float):
         try:
-            return kind(value.strip())
+            return kind(text.strip())
         except ValueError:
-            return value
-
-    return BeforeValidator(parse)
-
-
-def _yes_or_no(value: Any) -> Any:
-    if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
-        return value.lower() in ("1", "true", "yes")
-    return value
+            return text
+    return text
 
 
-def _known_narrator(name: str) -> str:
-    if name not in NARRATORS:
-        raise ValueError(name)
-    return name
+def _http_address(url: str) -> bool:
+    return urlsplit(url).scheme in ("http", "https")
 
 
-def _http_address(url: str) -> str:
-    if urlsplit(url).scheme not in ("http", "https"):
-        raise ValueError(url)
-    return url
+def _known_theme(theme: str) -> bool:
+    return theme == DEFAULT_THEME or theme in _themes()
 
 
-def _known_theme(theme: str) -> str:
-    if theme != DEFAULT_THEME and theme not in _themes():
-        raise ValueError(theme)
-    return theme
+def _narrators_listed() -> str:
+    return f"one of {', '.join(narrator_names())}"
 
 
-Text = Annotated[str, Field(strict=True, pattern=r"\S")]
-Whole = Annotated[int, _from_text(int), Field(strict=True)]
-Fraction = Annotated[float, _from_text(float), Field(strict=True, ge=0, allow_inf_nan=False)]
-YesNo = Annotated[bool, BeforeValidator(_yes_or_no), Field(strict=True)]
+def _themes_listed() -> str:
+    return f"one of Textual's themes ({', '.join(sorted(_themes()))})"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything that decides how a story is played, and what each setting may be."""
+    """Everything that decides how a story is played, and, on each field, what it may be."""
 
-    narrator: Annotated[Text, AfterValidator(_known_narrator)] = DEFAULT_NARRATOR
-    model: Annotated[Text | None, Field(description="a non-empty string")] = None
-    base_url: Annotated[
-        Annotated[Text, AfterValidator(_http_address)] | None, Field(description="an http:// or https:// address")
-    ] = None
-    budget: Annotated[Whole, Field(ge=0, description="a whole number of corrections, 0 or more")] = DEFAULT_BUDGET
-    pace: Annotated[
-        Annotated[Fraction, Field(le=PACE_MAX)] | None,
-        Field(description=f"a number from 0 to {PACE_MAX:g} (seconds per streamed chunk)"),
-    ] = None
-    theme: Annotated[Text, AfterValidator(_known_theme)] = DEFAULT_THEME
-    output: Annotated[Literal["tools", "json"], Field(description="tools or json")] = "tools"
-    max_tokens: Annotated[Whole, Field(ge=1, description="a whole number, at least 1")] = 1024
-    thinking: Annotated[YesNo, Field(description="true or false")] = False
-    screen_reader: Annotated[YesNo, Field(description="true or false")] = False
+    narrator: str = field(default=DEFAULT_NARRATOR, metadata=rule(_narrators_listed, among=narrator_names))
+    model: str | None = field(default=None, metadata=rule("a non-empty string"))
+    base_url: str | None = field(default=None, metadata=rule("an http:// or https:// address", test=_http_address))
+    budget: int = field(default=DEFAULT_BUDGET, metadata=rule("a whole number of corrections, 0 or more", int, low=0))
+    pace: float | None = field(
+        default=None,
+        metadata=rule(f"a number from 0 to {PACE_MAX:g} (seconds per streamed chunk)", float, low=0, high=PACE_MAX),
+    )
+    theme: str = field(default=DEFAULT_THEME, metadata=rule(_themes_listed, test=_known_theme))
+    output: str = field(default="tools", metadata=rule(" or ".join(OUTPUTS), among=lambda: OUTPUTS))
+    max_tokens: int = field(default=1024, metadata=rule("a whole number, at least 1", int, low=1))
+    thinking: bool = field(default=False, metadata=rule("true or false", bool))
+    screen_reader: bool = field(default=False, metadata=rule("true or false", bool))
     """Play as plain printed lines for a screen reader instead of the full-screen app."""
-    seed: Annotated[Whole, Field(description="a whole number")] = 0
-    faults: Annotated[Fraction, Field(le=1.0, description="a number from 0 to 1")] = 0.0
+    seed: int = field(default=0, metadata=rule("a whole number", int))
+    faults: float = field(default=0.0, metadata=rule("a number from 0 to 1", float, low=0, high=1))
     api_key: str | None = field(default=None, repr=False)
     """From the environment only; kept out of `repr` so it cannot leak into a log or traceback."""
 
@@ -151,35 +175,23 @@ class Settings:
         return replace(self, narrator=choices.narrator, seed=choices.seed, faults=choices.faults, budget=choices.budget)
 
 
-_EXPECTED: dict[str, Callable[[], str]] = {
-    "narrator": lambda: f"one of {', '.join(narrator_names())}",
-    "theme": lambda: f"one of Textual's themes ({', '.join(sorted(_themes()))})",
-}
-"""What a setting must be, where that depends on what is installed (the rest say it in `description`)."""
-_SETTINGS = TypeAdapter(Settings)
+RULES: dict[str, Rule] = {f.name: f.metadata["rule"] for f in fields(Settings) if "rule" in f.metadata}
+"""What each setting may be, as `Settings` declares it."""
 
 
 def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """One layer's values, each validated as `Settings` declares it.
+    """One layer's values, each conformed to the rule `Settings` declares for it.
 
     Raises:
         SettingsError: "{source}: {key} must be {what it may be}, not {the value}", for the first bad one.
     """
-    try:
-        checked = _SETTINGS.validate_python(dict(values))
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        key = str(error["loc"][0])
-        expected = _EXPECTED[key]() if key in _EXPECTED else _descriptions()[key]
-        raise SettingsError(f"{source}: {key} must be {expected}, not {_shown(values[key])}") from None
-    return {key: getattr(checked, key) for key in values}
-
-
-@functools.cache
-def _descriptions() -> dict[str, str]:
-    """What each setting must be, as `Settings` declares it (its fields' `description`)."""
-    fields = _SETTINGS.json_schema()["properties"]
-    return {key: field["description"] for key, field in fields.items() if "description" in field}
+    checked = {}
+    for key, value in values.items():
+        try:
+            checked[key] = RULES[key].conform(value)
+        except ValueError:
+            raise SettingsError(f"{source}: {key} must be {RULES[key].says()}, not {_shown(value)}") from None
+    return checked
 
 
 def config_path() -> Path:
