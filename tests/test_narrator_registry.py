@@ -113,3 +113,11 @@ def test_storyloom_config_shows_its_default_model(lantern, tmp_path, monkeypatch
 @pytest.mark.parametrize("name", list(NARRATORS))
 def test_the_narrators_page_tells_how_to_play_with_every_registered_narrator(name):
     assert f"--narrator {name}" in (DOCS / "narrators.md").read_text(encoding="utf-8")
+
+
+def test_the_openai_outputs_the_settings_allow_are_the_ones_the_narrator_speaks():
+    from storyloom.engine.narrators.openai import OUTPUTS as SPOKEN
+    from storyloom.tui.settings import OUTPUTS
+
+    assert OUTPUTS == SPOKEN
+    assert tuple(_play_flag("--output").choices) == SPOKEN

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_USAGE
 from storyloom.tui.narrators import narrator_help, narrator_names, taking
-from storyloom.tui.settings import DEFAULT_STORY
+from storyloom.tui.settings import DEFAULT_STORY, OUTPUTS
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -138,9 +138,7 @@ def _add_play_arguments(play: argparse.ArgumentParser) -> None:
         default=None,
         help=f"{_for('base_url')}: the server's address, e.g. http://127.0.0.1:11434/v1 for a local Ollama",
     )
-    play.add_argument(
-        "--output", choices=["tools", "json"], default=None, help=f"{_for('output')}: how the turn is returned"
-    )
+    play.add_argument("--output", choices=OUTPUTS, default=None, help=f"{_for('output')}: how the turn is returned")
     play.add_argument(
         "--max-tokens",
         type=_non_negative_int,
