@@ -257,44 +257,18 @@ def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
     if isinstance(event, TurnCommitted):
         return _committed(ledger, event, at)
     if isinstance(event, TurnStarted):
-        latest = ledger.held
-        if latest is not None and not latest.turn.fixed:
-            latest = _Link(latest.turn._replace(fixed=True), latest.rest, latest.length)
-        flight = InFlight(event.turn, event.player_input, event.retry)
-        return ledger._replace(in_flight=flight, last_turn=max(ledger.last_turn, event.turn), held=latest)
+        return _started(ledger, event)
     if isinstance(event, AttemptFinished):
-        usage = event.usage
-        if not usage:
-            return ledger
-        return ledger._replace(
-            input_tokens=ledger.input_tokens + int(usage.get("input_tokens", 0)),
-            output_tokens=ledger.output_tokens + int(usage.get("output_tokens", 0)),
-        )
+        return _attempted(ledger, event)
     if isinstance(event, AlternativeStarted):
         flight = InFlight(event.turn, event.player_input, alternative=event.alternative)
         return ledger._replace(in_flight=flight, last_turn=max(ledger.last_turn, event.turn))
     if isinstance(event, TurnFailed | TurnCancelled):
         return _ended(ledger, event)
     if isinstance(event, TurnUndone):
-        top = ledger.held
-        if top is None:
-            return ledger._replace(undone=ledger.undone + 1, in_flight=None, pending=None)
-        return ledger._replace(
-            standing=ledger.standing - 1,
-            undone=ledger.undone + 1,
-            in_flight=None,
-            pending=None,
-            held=top.rest,
-            held_undone=_push(ledger.held_undone, top.turn, ledger.keep),
-        )
+        return _undone(ledger)
     if isinstance(event, AlternativeChosen):
-        top = ledger.held
-        if top is None and ledger.standing:  # a turn beyond `keep`: counted, not held
-            return ledger._replace(choices=ledger.choices + 1)
-        if top is None or top.turn.turn != event.turn or not 1 <= event.alternative <= len(top.turn.versions):
-            return ledger
-        chosen = top.turn._replace(chosen=event.alternative)
-        return ledger._replace(choices=ledger.choices + 1, held=_Link(chosen, top.rest, top.length))
+        return _chosen(ledger, event)
     if isinstance(event, CorrectionStarted):
         return ledger._replace(corrections=ledger.corrections + 1)
     if isinstance(event, BranchStarted):
@@ -361,6 +335,48 @@ def world_after(initial: dict[str, Any], path: Iterable[LedgerTurn], turn: int |
             break
         world = jsonpatch.JsonPatch(list(step.shown.state_patch)).apply(world)
     return world
+
+
+def _started(ledger: StoryLedger, event: TurnStarted) -> StoryLedger:
+    latest = ledger.held
+    if latest is not None and not latest.turn.fixed:
+        latest = _Link(latest.turn._replace(fixed=True), latest.rest, latest.length)
+    flight = InFlight(event.turn, event.player_input, event.retry)
+    return ledger._replace(in_flight=flight, last_turn=max(ledger.last_turn, event.turn), held=latest)
+
+
+def _attempted(ledger: StoryLedger, event: AttemptFinished) -> StoryLedger:
+    usage = event.usage
+    if not usage:
+        return ledger
+    return ledger._replace(
+        input_tokens=ledger.input_tokens + int(usage.get("input_tokens", 0)),
+        output_tokens=ledger.output_tokens + int(usage.get("output_tokens", 0)),
+    )
+
+
+def _undone(ledger: StoryLedger) -> StoryLedger:
+    top = ledger.held
+    if top is None:
+        return ledger._replace(undone=ledger.undone + 1, in_flight=None, pending=None)
+    return ledger._replace(
+        standing=ledger.standing - 1,
+        undone=ledger.undone + 1,
+        in_flight=None,
+        pending=None,
+        held=top.rest,
+        held_undone=_push(ledger.held_undone, top.turn, ledger.keep),
+    )
+
+
+def _chosen(ledger: StoryLedger, event: AlternativeChosen) -> StoryLedger:
+    top = ledger.held
+    if top is None and ledger.standing:  # a turn beyond `keep`: counted, not held
+        return ledger._replace(choices=ledger.choices + 1)
+    if top is None or top.turn.turn != event.turn or not 1 <= event.alternative <= len(top.turn.versions):
+        return ledger
+    chosen = top.turn._replace(chosen=event.alternative)
+    return ledger._replace(choices=ledger.choices + 1, held=_Link(chosen, top.rest, top.length))
 
 
 def _committed(ledger: StoryLedger, event: TurnCommitted, at: str) -> StoryLedger:

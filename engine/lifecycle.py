@@ -18,20 +18,38 @@ from what is on screen, so the prose changes at most once, in one step.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-import pydantic_core
-
+from storyloom.engine.attempts import (
+    OUTPUT_LIMIT,
+    PROSE_STREAM_MAX_CHARS,
+    _Attempt,
+    _attempt_finished,
+    _encodable,
+    _next_correction,
+    _ProseStream,
+    _show_judged,
+    _sound_finish,
+    _TurnState,
+)
+from storyloom.engine.committed import (
+    Alternative,
+    CommittedStory,
+    PendingTurn,
+    StoryEnding,
+    Versions,
+    ending_of,
+    ending_reached,
+    remembered,
+)
 from storyloom.engine.events import (
     AlternativeChosen,
     AlternativeStarted,
-    AttemptFinished,
     BranchStarted,
     BranchSwitched,
     CorrectionStarted,
@@ -48,35 +66,43 @@ from storyloom.engine.events import (
     ValidationFailed,
 )
 from storyloom.engine.ledger import StoryLedger
-from storyloom.engine.limits import DEFAULT_BUDGET, HISTORY_TURNS, UNDO_TURNS, command_too_long
+from storyloom.engine.limits import DEFAULT_BUDGET, UNDO_TURNS, command_too_long
 from storyloom.engine.narration import (
     Exchange,
     Finish,
     NarrationRequest,
     Narrator,
     NarratorError,
-    Rejection,
     StructuredDelta,
     TextDelta,
     TransientNarratorError,
 )
-from storyloom.engine.packs import Ending, StoryPack
+from storyloom.engine.packs import StoryPack
 from storyloom.engine.rules import OUTPUT_MAX_CHARS, RULE_SET, RULE_SETS, Verdict, judge
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.engine.streaming import Cancelled, Expired, Reader
 from storyloom.engine.turns import Issue
 
+__all__ = [  # the session, and the records it keeps (engine/committed.py), as its users import them
+    "ATTEMPT_MAX_SECONDS",
+    "MAX_TRANSIENT_RETRIES",
+    "PROSE_STREAM_MAX_CHARS",
+    "Alternative",
+    "CommandTooLong",
+    "CommittedStory",
+    "PendingTurn",
+    "Session",
+    "StoryEnding",
+    "Versions",
+    "ending_of",
+    "ending_reached",
+    "remembered",
+]
+
 MAX_TRANSIENT_RETRIES = 4
 ATTEMPT_MAX_SECONDS = 600.0
 """An attempt still writing after this long fails the turn: a stream that drips forever must end.
 Generous, so a slow local model on a CPU still finishes a long turn."""
-OUTPUT_LIMIT = "output_limit"
-"""The stop reason the engine records when it stops reading an answer over `OUTPUT_MAX_CHARS`."""
-REJECTED_ECHO_MAX_CHARS = 4_000
-"""An answer cut off at the output limit goes back to the model in a correction only this far (it
-would otherwise cost some 50,000 tokens, more than a small local model's whole context)."""
-PROSE_STREAM_MAX_CHARS = 32_000
-"""Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
 
 
 class BranchRefused(ValueError):
@@ -86,144 +112,6 @@ class BranchRefused(ValueError):
 class CommandTooLong(ValueError):
     """A player command over `storyloom.engine.limits.COMMAND_MAX_CHARS`: it is not played (no turn
     number is spent, nothing is recorded). The front ends refuse such a command first, with the same words."""
-
-
-@dataclass(frozen=True)
-class _Attempt:
-    """What one attempt delivered, read whole: the structured output, plain text, how it stopped."""
-
-    raw: str | None
-    text: str
-    finish: Finish
-    deltas: tuple[tuple[int, str, str], ...]
-    shown: str
-    """Prose streamed to the screen during this attempt (only a first attempt streams any)."""
-
-
-@dataclass(frozen=True)
-class PendingTurn:
-    """A turn that failed or was cancelled and can be retried."""
-
-    turn: int
-    player_input: str
-    retries: int
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """One committed version of the latest turn: the exchange the model's history keeps of it, and
-    the world after it."""
-
-    exchange: Exchange
-    state: WorldState
-
-
-@dataclass(frozen=True)
-class Versions:
-    """The committed versions of the latest turn, while it can still change (until the next command).
-
-    Every version answers the same command from the same state: the one before the turn.
-    """
-
-    turn: int
-    alternatives: tuple[Alternative, ...]
-    chosen: int
-    """The version that counts now, 1-based (as the player sees `‹ 2/3 ›`)."""
-
-    @property
-    def player_input(self) -> str:
-        return self.alternatives[0].exchange.player_input
-
-    @property
-    def showing(self) -> Alternative:
-        return self.alternatives[self.chosen - 1]
-
-
-@dataclass(frozen=True)
-class CommittedStory:
-    """What a session continues from when a story is resumed (`Session.restore`): the rebuild of its
-    save follows the commits, undos and choices the way a session does and ends in this."""
-
-    state: WorldState
-    history: tuple[Exchange, ...]
-    """The model's history as the session had it (see `remembered`)."""
-    undo_stack: tuple[tuple[WorldState, tuple[Exchange, ...]], ...]
-    """(state before, history before) of the latest standing commits, at most `UNDO_TURNS`."""
-    commits: int
-    """How many commits stand in the story."""
-    versions: Versions | None = None
-    ending: StoryEnding | None = None
-    fixed_versions: tuple[Versions | None, ...] = ()
-    """Beside `undo_stack`, entry for entry: the versions of the turn before each of those commits,
-    as they were when the commit fixed them (an undo makes that turn the latest again)."""
-    pending: PendingTurn | None = None
-    """A failed or cancelled command of this branch that can be retried (kept while another is played)."""
-    ledger: StoryLedger | None = None
-    """The story's ledger (`storyloom.engine.ledger`): its branches, and which turns each path holds."""
-    parked: tuple[tuple[int, CommittedStory], ...] = ()
-    """The branches not being played, each where it stands (branch number, its committed story)."""
-
-
-@dataclass(frozen=True)
-class StoryEnding:
-    """The ending the committed story stands at, and which standing commit reached it."""
-
-    commit: int
-    """Which standing commit reached it, counting from 0 (the story's first commit)."""
-    turn: int
-    """The number of the turn that reached it."""
-    ending: str
-    """The pack's id of the ending."""
-    title: str
-    text: str
-
-
-def ending_reached(pack: StoryPack, before: WorldState, after: WorldState) -> tuple[str, Ending] | None:
-    """The ending a commit from `before` to `after` reaches: the first of the pack's endings that holds
-    after it and did not before. The one judgement of an ending: live play, resume, replay and export
-    all come here."""
-    for ending_id, ending in pack.endings.items():
-        if ending.when.holds(after) and not ending.when.holds(before):
-            return ending_id, ending
-    return None
-
-
-def ending_of(pack: StoryPack, commit: int, turn: int, before: WorldState, after: WorldState) -> StoryEnding | None:
-    """The ending standing commit number `commit` (turn `turn`, from `before` to `after`) reaches, if any."""
-    reached = ending_reached(pack, before, after)
-    if reached is None:
-        return None
-    ending_id, ending = reached
-    return StoryEnding(commit, turn, ending_id, ending.title, ending.text)
-
-
-def remembered(history: tuple[Exchange, ...], exchange: Exchange) -> tuple[Exchange, ...]:
-    """The model's history after `exchange` is committed: between `HISTORY_TURNS` and twice that
-    many of the latest exchanges (see `HISTORY_TURNS`)."""
-    if len(history) >= 2 * HISTORY_TURNS:
-        history = history[len(history) - HISTORY_TURNS + 1 :]
-    return (*history, exchange)
-
-
-@dataclass(frozen=True)
-class _TurnState:
-    """A turn in flight, between the steps of `Session._run`: what the narrator is asked now and
-    what the player sees. Each step reads it and returns a new one; nothing else carries over."""
-
-    request: NarrationRequest
-    """The request of the attempt being made: the first, or a correction of the one before."""
-    retry: int
-    """How many times the player has retried this turn (0 for a new one)."""
-    shown: str = ""
-    """The prose on screen: what the first attempt streamed, then its judged narrative."""
-
-    @property
-    def pending(self) -> PendingTurn | None:
-        """This turn as the player may retry it once it fails or is cancelled (a failed or cancelled
-        other version is not pending: the chosen one stands, and the player regenerates again)."""
-        if self.request.is_regeneration:
-            return None
-        return PendingTurn(self.request.turn, self.request.player_input, self.retry)
 
 
 class Session:
@@ -762,131 +650,3 @@ class Session:
             raw = "".join(structured) if structured else None
             yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown)
             return
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _encodable(text: str) -> str:
-    """Text a narrator decoded from JSON may hold lone surrogates (an escape such as \\ud800), which
-    no UTF-8 file or terminal can take: each becomes U+FFFD before the text goes anywhere."""
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
-
-
-def _sound_finish(finish: Finish) -> Finish:
-    """A narrator's finish with a short text stop reason and whole-number usage (servers send anything)."""
-    reason = finish.stop_reason if isinstance(finish.stop_reason, str) else "unknown"
-    usage = finish.usage if isinstance(finish.usage, dict) else {}
-    counts = {str(k): v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**15}
-    return Finish(_encodable(reason)[:64], counts)
-
-
-def _attempt_finished(request: NarrationRequest, attempt: _Attempt, verdict: Verdict) -> AttemptFinished:
-    """The record of one attempt: everything the narrator sent, and what the judge found."""
-    return AttemptFinished(
-        turn=request.turn,
-        attempt=request.attempt,
-        kind="correction" if request.is_correction else "turn",
-        raw=attempt.raw,
-        text=attempt.text,
-        stop_reason=attempt.finish.stop_reason,
-        usage=dict(attempt.finish.usage),
-        deltas=attempt.deltas,
-        issues=verdict.issues,
-    )
-
-
-def _show_judged(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> tuple[_TurnState, tuple[Event, ...]]:
-    """The prose on screen once an attempt is judged, and the events that bring the screen there.
-
-    Only a first attempt is on screen: what it streamed stays, and a narrative written past
-    the stream (or differently from it) shows now. A correction shows only if it commits.
-    """
-    if state.request.is_correction:
-        return state, ()
-    shown = attempt.shown
-    events: tuple[Event, ...] = ()
-    if verdict.turn is not None:
-        narrative = verdict.turn.narrative
-        if not narrative.startswith(shown):
-            events = (ProseReplaced(turn=state.request.turn, changed=True, text=narrative),)
-        elif narrative != shown:
-            events = (ProseDelta(turn=state.request.turn, text=narrative[len(shown) :]),)
-        shown = narrative
-    return replace(state, shown=shown), events
-
-
-def _next_correction(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> _TurnState:
-    """The turn asking the narrator to correct its rejected attempt.
-
-    The request carries only this latest rejection, and the narrative a correction may keep:
-    the rejected turn's own, else the prose on screen if the first attempt finished writing
-    it, else what the previous correction could keep.
-    """
-    request = state.request
-    kept: str | None
-    if verdict.turn is not None:
-        kept = verdict.turn.narrative
-    elif not request.is_correction:
-        kept = _complete_narrative(attempt.raw, state.shown)
-    else:
-        kept = request.kept_narrative
-    raw, text = attempt.raw, attempt.text
-    if attempt.finish.stop_reason == OUTPUT_LIMIT:  # show the model its loop, not 200,000 characters
-        raw, text = _head(raw), _head(text) or ""
-    rejection = Rejection(raw=raw, text=text, issues=verdict.issues)
-    return replace(
-        state, request=replace(request, attempt=request.attempt + 1, correction=rejection, kept_narrative=kept)
-    )
-
-
-def _head(text: str | None) -> str | None:
-    if text is None or len(text) <= REJECTED_ECHO_MAX_CHARS:
-        return text
-    return text[:REJECTED_ECHO_MAX_CHARS] + f"… [{len(text) - REJECTED_ECHO_MAX_CHARS} more characters cut]"
-
-
-def _complete_narrative(raw: str | None, shown: str) -> str | None:
-    """The prose on screen, if the rejected output finished writing it (its string closed).
-
-    A truncated or otherwise broken output may still have delivered its whole
-    narrative; a correction may then keep it rather than write it again.
-    """
-    if not raw or not shown:
-        return None
-    try:
-        partial = pydantic_core.from_json(raw, allow_partial=True)
-    except ValueError:
-        return None
-    narrative = partial.get("narrative") if isinstance(partial, dict) else None
-    return shown if narrative == shown else None
-
-
-class _ProseStream:
-    """Extracts the narrative from partial JSON as it grows, append-only."""
-
-    def __init__(self) -> None:
-        self._buffer: list[str] = []
-        self._size = 0
-        self.shown = ""
-
-    def feed(self, chunk: str) -> str:
-        """Add a chunk of JSON text; return the prose newly readable, if any.
-
-        Each chunk re-parses the whole buffer, so past `PROSE_STREAM_MAX_CHARS`
-        this stops (a turn is far shorter) and the cost of an answer stays linear.
-        """
-        self._size += len(chunk)
-        if self._size > PROSE_STREAM_MAX_CHARS:
-            return ""
-        self._buffer.append(chunk)
-        try:
-            partial = pydantic_core.from_json("".join(self._buffer), allow_partial="trailing-strings")
-        except ValueError:
-            return ""
-        narrative = partial.get("narrative") if isinstance(partial, dict) else None
-        if not isinstance(narrative, str) or not narrative.startswith(self.shown) or narrative == self.shown:
-            return ""
-        new = narrative[len(self.shown) :]
-        self.shown = narrative
-        return new

@@ -2,298 +2,69 @@
 
 A pack is the authority every turn is checked against, so a broken pack is
 refused whole, with every problem listed (file, key and line where known),
-rather than failing halfway through a story.
+rather than failing halfway through a story. What a pack declares is
+`engine/story_pack.py`; this module loads and checks one (and re-exports the declarations).
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from types import UnionType
 from typing import Any, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from storyloom.engine.builtin import builtin_pack_ids, builtin_pack_text
 from storyloom.engine.files import read_regular_file
-
-PLAYER = "player"
-NOWHERE = "nowhere"
-RESERVED_PLACES = (PLAYER, NOWHERE)
-DIRECTIONS = (
-    "north",
-    "south",
-    "east",
-    "west",
-    "northeast",
-    "northwest",
-    "southeast",
-    "southwest",
-    "up",
-    "down",
-    "in",
-    "out",
+from storyloom.engine.story_pack import (
+    ANY_COMMAND,
+    DIRECTIONS,
+    NOWHERE,
+    PANEL_DEFAULT,
+    PANEL_SECTIONS,
+    PLAYER,
+    RESERVED_PLACES,
+    Action,
+    Condition,
+    Described,
+    Effects,
+    Ending,
+    Free,
+    Item,
+    Room,
+    Stat,
+    StoryPack,
 )
-"""The exit names a pack may use: every narrator, the offline parser and its prose know exactly these."""
 
-
-PANEL_SECTIONS = ("room", "items", "stats", "flags")
-PANEL_DEFAULT = ("room", "items", "stats")
-"""What a story's side panel shows unless the pack says otherwise (`visible`)."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class Room(_Strict):
-    """A place the player can stand in."""
-
-    name: str = Field(min_length=1)
-    description: str = Field(min_length=1)
-    aliases: list[str] = []
-    exits: dict[str, str] = {}
-    gates: dict[str, str] = {}
-    """Exit direction -> flag that must be true for the exit to be passable."""
-    descriptions: list[Described] = []
-    """Descriptions for states the story reaches (the first whose `when` holds stands in for `description`)."""
-    dark: Condition | None = None
-    """While this holds the room is dark: nothing lying in it can be seen, reached, taken or used."""
-    dark_text: str = "It is pitch dark. You cannot see a thing."
-
-    def description_in(self, state: dict[str, Any]) -> str:
-        """What the room looks like in this state."""
-        if self.is_dark(state):
-            return self.dark_text
-        return _described(self.descriptions, state, self.description)
-
-    def is_dark(self, state: dict[str, Any]) -> bool:
-        """Whether the room is dark in this state (see `dark`)."""
-        return self.dark is not None and self.dark.holds(state)
-
-
-class Item(_Strict):
-    """A thing in the world: carried, lying in a room, or nowhere yet."""
-
-    name: str = Field(min_length=1)
-    description: str = ""
-    aliases: list[str] = []
-    at: str
-    portable: bool = True
-    descriptions: list[Described] = []
-    """As a room's: the first whose `when` holds stands in for `description`."""
-
-    def description_in(self, state: dict[str, Any]) -> str:
-        """What the item looks like in this state."""
-        return _described(self.descriptions, state, self.description)
-
-
-class Stat(_Strict):
-    """A bounded whole number the story tracks (health, oil, courage)."""
-
-    initial: int
-    min: int
-    max: int
-    label: str = ""
-
-
-class Condition(_Strict):
-    """What must hold of the state; used by actions and endings."""
-
-    location: str | None = None
-    items: dict[str, str] = {}
-    flags: dict[str, bool] = {}
-    stats_at_least: dict[str, int] = {}
-    stats_at_most: dict[str, int] = {}
-
-    def holds(self, state: dict[str, Any]) -> bool:
-        """Whether the state satisfies every part of this condition."""
-        if self.location is not None and state["location"] != self.location:
-            return False
-        if any(state["items"].get(i) != at for i, at in self.items.items()):
-            return False
-        if any(state["flags"].get(f) != v for f, v in self.flags.items()):
-            return False
-        if any(state["stats"].get(s, 0) < v for s, v in self.stats_at_least.items()):
-            return False
-        return all(state["stats"].get(s, 0) <= v for s, v in self.stats_at_most.items())
-
-
-class Described(_Strict):
-    """A room's or item's description while a condition holds: the lamp once it has oil, a door once open.
-
-    Kept to one `Condition` so a richer conditions language can take it over whole.
-    """
-
-    when: Condition
-    text: str = Field(min_length=1)
-
-
-def _described(descriptions: list[Described], state: dict[str, Any], usual: str) -> str:
-    return next((d.text for d in descriptions if d.when.holds(state)), usual)
-
-
-Room.model_rebuild()
-Item.model_rebuild()
-
-
-class Effects(_Strict):
-    """What an action changes: item places, flags, and stat deltas."""
-
-    items: dict[str, str] = {}
-    flags: dict[str, bool] = {}
-    stats: dict[str, int] = {}
-
-
-ANY_COMMAND = "*"
-"""The verb of a room's catch-all action: every command there but a move through one of its exits."""
-
-
-class Action(_Strict):
-    """A story-specific deed, such as lighting the beacon with the matches.
-
-    A command reaches an action by one of its `verbs` (and its `item`, if it has one), by going
-    its `direction`, or, for the verb `"*"`, by being any command in its room but a move through
-    an exit. Narrators use actions to know what `use`, `open` and the like can do; the rules
-    still judge the resulting patch like any other.
-    """
-
-    verbs: list[str] = []
-    direction: str | None = None
-    """Going this way (`n`, `north`, `go north`) in the action's room does the action instead."""
-    item: str | None = None
-    room: str | None = None
-    requires: Condition = Condition()
-    effects: Effects = Effects()
-    text: str = Field(min_length=1)
-    refusal: str = ""
-    """Prose for when the verb and item match but `requires` does not hold."""
-    done: str = ""
-    """Prose for when the action is already done (every flag and item place it sets holds already):
-    it wins over `refusal`, and over the narrator's own "It is already done."."""
-    suggest: bool = True
-    """Whether the offline narrator may offer it as a suggestion."""
-
-    @property
-    def catch_all(self) -> bool:
-        """Whether this is its room's catch-all (verb `"*"`)."""
-        return ANY_COMMAND in self.verbs
-
-    @property
-    def refuses(self) -> bool:
-        """Whether it changes nothing: a deed it answers (a way, a drop) is refused in the story's words."""
-        effects = self.effects
-        return not (effects.flags or effects.items or effects.stats)
-
-
-class Free(_Strict):
-    """What the narrator may change at will, outside the story's actions (see `storyloom.engine.story`).
-
-    Every other flag and stat, and every item's place (beyond taking and dropping it), changes
-    only as the effect of an action whose requirements hold: a story that wants its narrator
-    to improvise names here what it may improvise with.
-    """
-
-    flags: list[str] = []
-    stats: list[str] = []
-    items: list[str] = []
-
-
-class Ending(_Strict):
-    """A state that ends the story, with its closing prose."""
-
-    title: str = Field(min_length=1)
-    text: str = Field(min_length=1)
-    when: Condition
-
-
-class StoryPack(_Strict):
-    """A whole story: its world, its voice, its actions and its endings."""
-
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    title: str = Field(min_length=1)
-    intro: str = Field(min_length=1)
-    style: str = ""
-    start: str
-    rooms: dict[str, Room] = Field(min_length=1)
-    items: dict[str, Item] = {}
-    stats: dict[str, Stat] = {}
-    flags: dict[str, bool] = {}
-    actions: dict[str, Action] = {}
-    endings: dict[str, Ending] = {}
-    free: Free = Free()
-    """Flags, stats and items the narrator may change without an action."""
-    visible: list[str] = list(PANEL_DEFAULT)
-    """What the side panel shows: "room", "items" (carried), "stats", "flags" (all), or a stat or flag id;
-    the rest of the world shows only on the details screen, so a flag cannot give the plot away."""
-    intro_room: bool = False
-    """Whether the intro goes on with the start room, as `look` would show it when the story begins."""
-
-    @model_validator(mode="after")
-    def _intro_then_room(self) -> StoryPack:
-        if not self.intro_room or self.start not in self.rooms:
-            return self
-        room = self.rooms[self.start]
-        state = {
-            "location": self.start,
-            "items": {i: item.at for i, item in self.items.items()},
-            "flags": dict(self.flags),
-            "stats": {s: stat.initial for s, stat in self.stats.items()},
-        }
-        room_part = f"\n\n{room.name}\n\n{room.description_in(state)}"
-        if not self.intro.endswith(room_part):  # a pack validated again (from its own dump) keeps one room
-            object.__setattr__(self, "intro", self.intro.rstrip() + room_part)
-        return self
-
-    @cached_property
-    def digest(self) -> str:
-        """A hash of the pack's content, so a save can tell the pack changed."""
-        canonical = self.model_dump_json(round_trip=True, exclude=self._unused_later_keys())
-        return hashlib.sha256(canonical.encode()).hexdigest()
-
-    def _unused_later_keys(self) -> dict[str, Any]:
-        """Keys added to packs after saves existed, where a pack leaves them at their default: left out
-        of the digest, so a story that does not use them keeps the digest its saves recorded."""
-        unused: dict[str, Any] = {name: True for name in _LATER_FIELDS if name not in self.model_fields_set}
-        if tuple(self.visible) == PANEL_DEFAULT:
-            unused["visible"] = True
-        for section, things in (("rooms", self.rooms), ("items", self.items), ("actions", self.actions)):
-            plain: dict[str, set[str]] = {}
-            for ident, thing in things.items():
-                later = {k for k in _LATER_ENTITY_FIELDS[section] if k not in thing.model_fields_set}
-                if not getattr(thing, "descriptions", True):
-                    later.add("descriptions")
-                if later:
-                    plain[ident] = later
-            if plain:
-                unused[section] = plain
-        return unused
-
-    def item_words(self, item_id: str) -> tuple[str, ...]:
-        """Every word a narrative or a player may use for an item."""
-        item = self.items[item_id]
-        return (item.name, *item.aliases)
-
-    def room_words(self, room_id: str) -> tuple[str, ...]:
-        """Every word a narrative or a player may use for a room."""
-        room = self.rooms[room_id]
-        return (room.name, *room.aliases)
-
-
-_LATER_FIELDS = ("free", "intro_room")
-_LATER_ENTITY_FIELDS = {
-    "rooms": ("dark", "dark_text"),
-    "items": (),
-    "actions": ("direction", "suggest", "done"),
-}
-"""Keys of rooms, items and actions added since the first saves, left out of the digest where unset."""
-"""`StoryPack` fields added since the first saves, left out of the digest of a pack that does not set them."""
+__all__ = [  # what a pack declares (engine/story_pack.py), and loading and checking one
+    "ANY_COMMAND",
+    "DIRECTIONS",
+    "NOWHERE",
+    "PACK_MAX_BYTES",
+    "PANEL_DEFAULT",
+    "PANEL_SECTIONS",
+    "PLAYER",
+    "RESERVED_PLACES",
+    "Action",
+    "Condition",
+    "Described",
+    "Effects",
+    "Ending",
+    "Free",
+    "Item",
+    "PackError",
+    "PackProblem",
+    "Room",
+    "Stat",
+    "StoryPack",
+    "load_pack",
+    "parse_pack",
+]
 
 
 @dataclass(frozen=True)
@@ -499,72 +270,111 @@ def _pydantic_message(error: ErrorDetails) -> str:
 
 def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
     """Cross-references that the schema alone cannot check."""
-    rooms, items, stats, flags = pack.rooms, pack.items, pack.stats, pack.flags
-    places = set(rooms) | set(RESERVED_PLACES)
     found: list[tuple[str, str]] = []
-    if pack.start not in rooms:
+    if pack.start not in pack.rooms:
         found.append(("start", f"start room {pack.start!r} is not a declared room"))
+    found += _id_problems(pack)
+    found += _room_problems(pack)
+    found += _item_problems(pack)
+    found += _stat_problems(pack)
+    found += _description_problems(pack)
+    found += _visible_problems(pack)
+    found += _action_problems(pack)
+    for ending_id, ending in pack.endings.items():
+        found += _condition_problems(f"endings.{ending_id}.when", ending.when, pack)
+    found += _free_problems(pack)
+    return found
+
+
+def _id_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """Every id names one thing: not a reserved place, not declared in two sections."""
+    found = []
     seen_ids: dict[str, str] = {}
-    for section, ids in (("rooms", rooms), ("items", items), ("stats", stats), ("flags", flags)):
+    for section, ids in (("rooms", pack.rooms), ("items", pack.items), ("stats", pack.stats), ("flags", pack.flags)):
         for ident in ids:
             if ident in RESERVED_PLACES:
                 found.append((f"{section}.{ident}", f"{ident!r} is reserved for item places"))
             if ident in seen_ids:
                 found.append((f"{section}.{ident}", f"duplicate id {ident!r}: also declared in [{seen_ids[ident]}]"))
             seen_ids.setdefault(ident, section)
-    for room_id, room in rooms.items():
+    return found
+
+
+def _room_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """Exits lead to rooms in known directions; gates close exits with declared flags."""
+    found = []
+    for room_id, room in pack.rooms.items():
         for direction, target in room.exits.items():
+            key = f"rooms.{room_id}.exits.{direction}"
             if direction not in DIRECTIONS:
-                found.append(
-                    (
-                        f"rooms.{room_id}.exits.{direction}",
-                        f"unknown direction {direction!r}: an exit is one of {', '.join(DIRECTIONS)}",
-                    )
-                )
-            if target not in rooms:
-                found.append((f"rooms.{room_id}.exits.{direction}", f"exit leads to unknown room {target!r}"))
+                found.append((key, f"unknown direction {direction!r}: an exit is one of {', '.join(DIRECTIONS)}"))
+            if target not in pack.rooms:
+                found.append((key, f"exit leads to unknown room {target!r}"))
         for direction, flag in room.gates.items():
             if direction not in room.exits:
                 found.append((f"rooms.{room_id}.gates.{direction}", f"gate on {direction!r}, which is not an exit"))
-            if flag not in flags:
+            if flag not in pack.flags:
                 found.append((f"rooms.{room_id}.gates.{direction}", f"gate names unknown flag {flag!r}"))
+    return found
+
+
+def _item_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """Items start in known places, and no word names two of them."""
+    places = set(pack.rooms) | set(RESERVED_PLACES)
+    found = []
     words: dict[str, str] = {}
-    for item_id, item in items.items():
+    for item_id, item in pack.items.items():
         if item.at not in places:
             found.append((f"items.{item_id}.at", f"item placed in unknown room {item.at!r}"))
         for word in {w.lower() for w in (item.name, *item.aliases)}:
             if word in words and words[word] != item_id:
                 found.append((f"items.{item_id}.aliases", f"duplicate alias {word!r}: also names item {words[word]!r}"))
             words.setdefault(word, item_id)
-    for stat_id, stat in stats.items():
+    return found
+
+
+def _stat_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    found = []
+    for stat_id, stat in pack.stats.items():
         if stat.min > stat.max:
             found.append((f"stats.{stat_id}", f"min {stat.min} is above max {stat.max}"))
         elif not stat.min <= stat.initial <= stat.max:
             found.append((f"stats.{stat_id}.initial", f"initial {stat.initial} is outside {stat.min}..{stat.max}"))
-    for room_id, room in rooms.items():
+    return found
+
+
+def _description_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    """The conditions that choose a room's or an item's description (darkness first)."""
+    found: list[tuple[str, str]] = []
+    for room_id, room in pack.rooms.items():
         if room.dark is not None:
             found += _condition_problems(f"rooms.{room_id}.dark", room.dark, pack)
-    for section, described in (("rooms", rooms), ("items", items)):
+    for section, described in (("rooms", pack.rooms), ("items", pack.items)):
         for ident, thing in described.items():
             for index, variant in enumerate(thing.descriptions):
                 found += _condition_problems(f"{section}.{ident}.descriptions.{index}.when", variant.when, pack)
-    found += [
+    return found
+
+
+def _visible_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    return [
         ("visible", f"{name!r} is not something the panel can show: {', '.join(PANEL_SECTIONS)}, or a stat or flag id")
         for name in pack.visible
-        if name not in PANEL_SECTIONS and name not in stats and name not in flags
+        if name not in PANEL_SECTIONS and name not in pack.stats and name not in pack.flags
     ]
+
+
+def _action_problems(pack: StoryPack) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
     for action_id, action in pack.actions.items():
         key = f"actions.{action_id}"
-        if action.item is not None and action.item not in items:
+        if action.item is not None and action.item not in pack.items:
             found.append((f"{key}.item", f"unknown item {action.item!r}"))
-        if action.room is not None and action.room not in rooms:
+        if action.room is not None and action.room not in pack.rooms:
             found.append((f"{key}.room", f"unknown room {action.room!r}"))
         found += _trigger_problems(key, action)
         found += _condition_problems(f"{key}.requires", action.requires, pack)
         found += _effects_problems(f"{key}.effects", action.effects, pack)
-    for ending_id, ending in pack.endings.items():
-        found += _condition_problems(f"endings.{ending_id}.when", ending.when, pack)
-    found += _free_problems(pack)
     return found
 
 

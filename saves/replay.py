@@ -480,7 +480,7 @@ class Replayer:
         if self.keep_events:
             self.result.events.append(event)
 
-    async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:
+    async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:  # noqa: C901 (branches are being added here: issue 31; split after that merge)
         """Play one recorded step, yielding the engine's events (prose deltas included) as they come."""
         self._last_turn = step.turn
         if step.action in ("undo", "choose", "branch", "switch"):

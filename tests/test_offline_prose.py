@@ -62,39 +62,40 @@ async def _walk(story: str, seed: int) -> tuple[list[tuple[str, str]], bool]:
     shown: list[tuple[str, str]] = []
     seen_rooms: set[str] = set()
 
-    async def run(line: str) -> tuple[bool, bool]:
-        committed = ended = failed = False
-        for attempt in (session.play(line), None):
-            if attempt is None:
-                if not failed:
-                    break
-                attempt = session.retry()
-            streamed: list[str] = []
-            async for event in attempt:
-                if isinstance(event, ProseDelta):
-                    streamed.append(event.text)
-                elif isinstance(event, ProseReplaced | TurnCommitted):
-                    shown.append((line, event.text if isinstance(event, ProseReplaced) else event.narrative))
-                    committed = committed or isinstance(event, TurnCommitted)
-                elif isinstance(event, StoryEnded):
-                    shown.append((line, event.text))
-                    ended = True
-                elif isinstance(event, TurnFailed):
-                    failed = True
-            shown.append((line, "".join(streamed)))
-        return committed, ended
-
     for line in (ln for ln in walk if not ln.startswith("#")):
         if session.state["location"] not in seen_rooms:
             seen_rooms.add(session.state["location"])
             for extra in _commands_for_a_room(pack):
-                committed, _ = await run(extra)
+                committed, _ = await _run(session, extra, shown)
                 if committed:
                     session.undo()
-        _, ended = await run(line)
+        _, ended = await _run(session, line, shown)
         if ended:
             return shown, True
     return shown, False
+
+
+async def _run(session: Session, line: str, shown: list[tuple[str, str]]) -> tuple[bool, bool]:
+    """Play one command (and retry it once if it failed); (committed, ended)."""
+    committed = ended = failed = False
+    for attempt in (session.play(line), None):
+        if attempt is None:
+            if not failed:
+                break
+            attempt = session.retry()
+        streamed: list[str] = []
+        async for event in attempt:
+            if isinstance(event, ProseDelta):
+                streamed.append(event.text)
+                continue
+            committed, ended = committed or isinstance(event, TurnCommitted), ended or isinstance(event, StoryEnded)
+            failed = failed or isinstance(event, TurnFailed)
+            if isinstance(event, ProseReplaced | StoryEnded):
+                shown.append((line, event.text))
+            elif isinstance(event, TurnCommitted):
+                shown.append((line, event.narrative))
+        shown.append((line, "".join(streamed)))
+    return committed, ended
 
 
 @pytest.mark.slow

@@ -56,44 +56,53 @@ async def play(
     after turn N on a new branch, `/switch K` plays branch K again.
     """
     events: list[Any] = []
-
-    async def run(stream, cancel_at: int | None = None) -> None:
-        deltas = 0
-        async for event in stream:
-            journal.record(event)
-            events.append(event)
-            if event.event == "prose_delta":
-                deltas += 1
-                if cancel_at is not None and deltas == cancel_at:
-                    session.cancel()
-
     for command in commands:
-        if command == "/undo":
-            undone = session.undo()
-            if undone is not None:
-                journal.record(undone)
-                events.append(undone)
-        elif command == "/retry":
-            await run(session.retry())
-        elif command == "/regenerate":
-            await run(session.regenerate())
-        elif command.startswith("/choose "):
-            chosen = session.choose(int(command.split()[1]))
-            if chosen is not None:
-                journal.record(chosen)
-                events.append(chosen)
-        elif command.startswith(("/branch ", "/switch ")):
-            number = int(command.split()[1])
-            moved = session.branch(number) if command.startswith("/branch ") else session.switch(number)
-            journal.record(moved)
-            events.append(moved)
-        elif command == "/cancel /regenerate":
-            await run(session.regenerate(), cancel_after_deltas or 1)
-        elif command.startswith("/cancel "):
-            await run(session.play(command[len("/cancel ") :]), cancel_after_deltas or 1)
-        else:
-            await run(session.play(command))
+        stream, cancel_at = _stream_of(session, command, cancel_after_deltas or 1)
+        if stream is not None:
+            await _run(session, journal, events, stream, cancel_at)
+            continue
+        done = _done_at_once(session, command)
+        if done is not None:
+            journal.record(done)
+            events.append(done)
     return events
+
+
+def _stream_of(session: Session, command: str, cancel: int) -> tuple[Any, int | None]:
+    """The events a command streams, and after how many prose deltas it is cancelled (None: not);
+    (None, None) for `/undo`, `/choose N`, `/branch N` and `/switch K`, which happen at once."""
+    if command == "/undo" or command.startswith(("/choose ", "/branch ", "/switch ")):
+        return None, None
+    if command == "/retry":
+        return session.retry(), None
+    if command == "/regenerate":
+        return session.regenerate(), None
+    if command == "/cancel /regenerate":
+        return session.regenerate(), cancel
+    if command.startswith("/cancel "):
+        return session.play(command[len("/cancel ") :]), cancel
+    return session.play(command), None
+
+
+def _done_at_once(session: Session, command: str) -> Any:
+    """The event of a command that happens at once: `/undo`, `/choose N`, `/branch N`, `/switch K`."""
+    if command == "/undo":
+        return session.undo()
+    number = int(command.split()[1])
+    if command.startswith("/branch "):
+        return session.branch(number)
+    return session.switch(number) if command.startswith("/switch ") else session.choose(number)
+
+
+async def _run(session: Session, journal: Journal, events: list[Any], stream: Any, cancel_at: int | None) -> None:
+    deltas = 0
+    async for event in stream:
+        journal.record(event)
+        events.append(event)
+        if event.event == "prose_delta":
+            deltas += 1
+            if cancel_at is not None and deltas == cancel_at:
+                session.cancel()
 
 
 def played_save(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App, SystemCommand
@@ -122,7 +122,7 @@ class StoryloomApp(App[int]):
 
         return next(s for s in reversed(self.screen_stack) if isinstance(s, StoryScreen))
 
-    def get_default_screen(self) -> Screen:
+    def get_default_screen(self) -> Screen[Any]:
         if self._opening is not None:
             return OpeningScreen(
                 self._opening.title, self._opening.intro, newest=self._opening.newest, blink=self._blink
@@ -186,7 +186,8 @@ class StoryloomApp(App[int]):
                 self.call_from_thread(self._opening_failed, str(exc))
             return
         if self.return_code is None:  # not if the player quit while it loaded
-            self.call_from_thread(self._opening_loaded, session)
+            loaded: Callable[[Session], Awaitable[None] | None] = self._opening_loaded  # (how mypy solves the call)
+            self.call_from_thread(loaded, session)
 
     async def _opening_loaded(self, session: Session) -> None:
         opening = self.screen
@@ -202,7 +203,7 @@ class StoryloomApp(App[int]):
         self.failure = message
         self.exit(return_code=2)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         if self.session is None:  # still loading: only Textual's own commands
             yield from super().get_system_commands(screen)
             return
@@ -294,15 +295,18 @@ class StoryloomApp(App[int]):
         from storyloom.saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
         from storyloom.saves.locations import new_export_path, saves_dir
 
-        pack = self.session.pack
-        ending = self.session.ending
+        session = self.session
+        if session is None:  # still loading: nothing is committed yet
+            return
+        pack = session.pack
+        ending = session.ending
         exchanges = self.game.committed_exchanges()
         text = markdown_transcript(
             pack.title,
             pack.intro,
             exchanges,
             ending=(ending.title, ending.text) if ending is not None else None,
-            earlier=max(0, self.session.commits - len(exchanges)),
+            earlier=max(0, session.commits - len(exchanges)),
         )
         if self.is_web:  # served to a browser: the file goes to the player, not onto the server's disk
             self.deliver_text(io.StringIO(text), save_filename=f"storyloom-{pack.id}.md", mime_type="text/markdown")
@@ -347,5 +351,5 @@ class ReplayApp(StoryloomApp):
         super().__init__(replayer.session, blink=blink, theme=theme)
         self.replay: ReplayScreen = ReplayScreen(replayer, start_paused=start_paused)
 
-    def get_default_screen(self) -> Screen:
+    def get_default_screen(self) -> Screen[Any]:
         return self.replay

@@ -1,4 +1,5 @@
-"""One story being played and the save it is written to: `PlaySession`, and the narrator factory.
+"""One story being played and the save it is written to: `PlaySession`, and the narrator factory
+(`create_narrator`, over the registry in `storyloom.tui.narrators`).
 
 The Textual app and headless play open, resume, record, rescue and close a save
 the same way, through one `PlaySession`; they differ only in how they tell the
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from storyloom.engine.safety import safe_text
-from storyloom.tui.settings import DEFAULT_STORY, UI_PACE, Settings, SettingsError
+from storyloom.tui.narrators import NARRATORS
+from storyloom.tui.settings import DEFAULT_STORY, Settings, SettingsError
 
 if TYPE_CHECKING:
     from storyloom.engine.events import Event
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -> Narrator:
-    """Build the narrator the settings ask for.
+    """Build the narrator the settings ask for, by its entry in `storyloom.tui.narrators.NARRATORS`.
 
     Args:
         interactive: True in the UI, where the offline narrator streams at a reading pace;
@@ -43,37 +45,15 @@ def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -
     Raises:
         SettingsError: the narrator cannot be built (no API key, a bad option).
     """
-    if settings.narrator == "offline":
-        from storyloom.engine.narrators.offline import OfflineNarrator
-
-        pace = settings.pace if settings.pace is not None else (UI_PACE if interactive else 0.0)
-        return OfflineNarrator(pack, seed=settings.seed, faults=settings.faults, pace=pace)
     from storyloom.engine.narration import NarratorError
 
+    entry = NARRATORS.get(settings.narrator)
+    if entry is None:
+        raise SettingsError(f"unknown narrator {settings.narrator!r}")
     try:
-        if settings.narrator == "anthropic":
-            from storyloom.engine.narrators.anthropic import AnthropicNarrator
-
-            return AnthropicNarrator(
-                api_key=settings.api_key,
-                model=settings.model,
-                base_url=settings.base_url,
-                max_tokens=settings.max_tokens,
-                thinking=settings.thinking,
-            )
-        if settings.narrator == "openai":
-            from storyloom.engine.narrators.openai import OpenAINarrator
-
-            return OpenAINarrator(
-                base_url=settings.base_url,
-                api_key=settings.api_key,
-                model=settings.model,
-                output=settings.output,
-                max_tokens=settings.max_tokens,
-            )
+        return entry.build(settings, pack, interactive)
     except NarratorError as exc:
         raise SettingsError(str(exc)) from None
-    raise SettingsError(f"unknown narrator {settings.narrator!r}")
 
 
 class SaveNotes:

@@ -1,12 +1,12 @@
 """Effective settings: the config file, overridden by the environment, overridden by flags.
 
 This module only reads and checks settings; `storyloom.tui.session.create_narrator` turns
-them into a narrator.
+them into a narrator, through the registry of narrators (`storyloom.tui.narrators`).
 
 The config file is `platformdirs.user_config_dir("storyloom")/config.toml`:
 
 ```toml
-narrator = "openai"            # offline | anthropic | openai
+narrator = "openai"            # offline | anthropic | openai (tui/narrators.py)
 model = "llama3.1"             # top-level model/base_url/output belong to the narrator named here
 base_url = "http://127.0.0.1:11434/v1"
 budget = 2                     # corrections per turn
@@ -21,12 +21,13 @@ model = "claude-sonnet-5-5"
 output = "json"                # tools | json
 ```
 
-API keys are never read from or written to the file: they come from
-`ANTHROPIC_API_KEY` / `OPENAI_API_KEY` only, and are never shown.
+API keys are never read from or written to the file: they come from the narrator's own
+variable (`ANTHROPIC_API_KEY` / `OPENAI_API_KEY`) only, and are never shown.
 
-Every value, from any layer, is checked here (`_check`) before anything uses it, so a value
-that would crash or hang the game is refused with a message naming it and exit code 2, and
-`storyloom config` reports the same problems.
+What each setting may be is declared once, on its field of `Settings` (a `Rule`: its kind, bounds or
+allowed values, and what a message says it must be); one function applies the rules. Every value,
+from any layer, is validated against it before anything uses it, so a value that would crash or hang the game is
+refused with a message naming it and exit code 2, and `storyloom config` reports the same problems.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -47,18 +48,16 @@ import platformdirs
 
 from storyloom.engine.limits import DEFAULT_BUDGET
 from storyloom.saves.choices import SessionChoices
+from storyloom.tui.narrators import DEFAULT_NARRATOR, MODEL_OPTIONS, NARRATORS, key_vars, narrator_names
 
 DEFAULT_STORY = "lighthouse"
-UI_PACE = 0.03
-"""Seconds between streamed chunks of the offline narrator in the UI (a human reading pace)."""
 PACE_MAX = 1.0
 """The slowest pace allowed: a second a chunk is already a turn of a minute or more."""
 DEFAULT_THEME = "textual-dark"
+OUTPUTS = ("tools", "json")
+"""How the openai narrator may be asked to return a turn (`engine/narrators/openai.OUTPUTS`)."""
 CONFIG_MAX_BYTES = 1 << 20
 """A config file is a few lines; anything larger is not one (and is not read whole)."""
-NARRATORS = ("offline", "anthropic", "openai")
-KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-BASE_URL_VARS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
 
 
 class SettingsError(Exception):
@@ -66,29 +65,103 @@ class SettingsError(Exception):
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Everything that decides how a story is played."""
+class Rule:
+    """What one setting may be, declared on its field of `Settings` (`field(metadata=rule(...))`)."""
 
-    narrator: str = "offline"
-    model: str | None = None
-    base_url: str | None = None
-    budget: int = DEFAULT_BUDGET
-    pace: float | None = None
-    theme: str = DEFAULT_THEME
-    output: str = "tools"
-    max_tokens: int = 1024
-    thinking: bool = False
-    screen_reader: bool = False
+    expected: str | Callable[[], str]
+    """What a message says it must be (a function where that depends on what is installed)."""
+    kind: type[Any] = str
+    """str, int, float or bool; text from the environment is read as the kind (a bool is no int)."""
+    low: float | None = None
+    high: float | None = None
+    among: Callable[[], Collection[str]] | None = None
+    """The values allowed, where there is a list of them."""
+    test: Callable[[str], bool] | None = None
+    """A further test of a text value."""
+
+    def conform(self, value: Any) -> Any:
+        """`value` as this setting holds it.
+
+        Raises:
+            ValueError: it is not what the setting may be.
+        """
+        read: Any = _from_text(self.kind, value) if isinstance(value, str) else value
+        if self.kind is float and isinstance(read, int) and not isinstance(read, bool):
+            read = float(read)
+        if not isinstance(read, self.kind) or isinstance(read, bool) is not (self.kind is bool):
+            raise ValueError(read)
+        if (isinstance(read, str) and not read.strip()) or (isinstance(read, float) and not math.isfinite(read)):
+            raise ValueError(read)
+        if (self.low is not None and read < self.low) or (self.high is not None and read > self.high):
+            raise ValueError(read)
+        if (self.among is not None and read not in self.among()) or (self.test is not None and not self.test(read)):
+            raise ValueError(read)
+        return read
+
+    def says(self) -> str:
+        return self.expected() if callable(self.expected) else self.expected
+
+
+def rule(expected: str | Callable[[], str], kind: type[Any] = str, **bounds: Any) -> dict[str, Rule]:
+    """A field's metadata declaring what it may be (see `Rule`)."""
+    return {"rule": Rule(expected, kind, **bounds)}
+
+
+def _from_text(kind: type[Any], text: str) -> Any:
+    """A value from the environment (or a flag) read as `kind`; left as text when it is not one."""
+    if kind is bool and text.lower() in ("1", "true", "yes", "0", "false", "no"):
+        return text.lower() in ("1", "true", "yes")
+    if kind in (int, float):
+        try:
+            return kind(text.strip())
+        except ValueError:
+            return text
+    return text
+
+
+def _http_address(url: str) -> bool:
+    return urlsplit(url).scheme in ("http", "https")
+
+
+def _known_theme(theme: str) -> bool:
+    return theme == DEFAULT_THEME or theme in _themes()
+
+
+def _narrators_listed() -> str:
+    return f"one of {', '.join(narrator_names())}"
+
+
+def _themes_listed() -> str:
+    return f"one of Textual's themes ({', '.join(sorted(_themes()))})"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that decides how a story is played, and, on each field, what it may be."""
+
+    narrator: str = field(default=DEFAULT_NARRATOR, metadata=rule(_narrators_listed, among=narrator_names))
+    model: str | None = field(default=None, metadata=rule("a non-empty string"))
+    base_url: str | None = field(default=None, metadata=rule("an http:// or https:// address", test=_http_address))
+    budget: int = field(default=DEFAULT_BUDGET, metadata=rule("a whole number of corrections, 0 or more", int, low=0))
+    pace: float | None = field(
+        default=None,
+        metadata=rule(f"a number from 0 to {PACE_MAX:g} (seconds per streamed chunk)", float, low=0, high=PACE_MAX),
+    )
+    theme: str = field(default=DEFAULT_THEME, metadata=rule(_themes_listed, test=_known_theme))
+    output: str = field(default="tools", metadata=rule(" or ".join(OUTPUTS), among=lambda: OUTPUTS))
+    max_tokens: int = field(default=1024, metadata=rule("a whole number, at least 1", int, low=1))
+    thinking: bool = field(default=False, metadata=rule("true or false", bool))
+    screen_reader: bool = field(default=False, metadata=rule("true or false", bool))
     """Play as plain printed lines for a screen reader instead of the full-screen app."""
-    seed: int = 0
-    faults: float = 0.0
+    seed: int = field(default=0, metadata=rule("a whole number", int))
+    faults: float = field(default=0.0, metadata=rule("a number from 0 to 1", float, low=0, high=1))
     api_key: str | None = field(default=None, repr=False)
     """From the environment only; kept out of `repr` so it cannot leak into a log or traceback."""
 
     def masked(self) -> dict[str, Any]:
         """The settings for display: the key reduced to whether it is set, credentials cut from the URL."""
         data = asdict(self)
-        var = KEY_VARS.get(self.narrator)
+        var = NARRATORS[self.narrator].key_var
         data["api_key"] = (f"set ({var})" if self.api_key else f"not set ({var})") if var else "not needed"
         data["base_url"] = _without_credentials(self.base_url)
         return data
@@ -100,6 +173,25 @@ class Settings:
     def with_choices(self, choices: SessionChoices) -> Settings:
         """These settings, playing on with `choices` (see `SessionChoices.continuing`)."""
         return replace(self, narrator=choices.narrator, seed=choices.seed, faults=choices.faults, budget=choices.budget)
+
+
+RULES: dict[str, Rule] = {f.name: f.metadata["rule"] for f in fields(Settings) if "rule" in f.metadata}
+"""What each setting may be, as `Settings` declares it."""
+
+
+def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """One layer's values, each conformed to the rule `Settings` declares for it.
+
+    Raises:
+        SettingsError: "{source}: {key} must be {what it may be}, not {the value}", for the first bad one.
+    """
+    checked = {}
+    for key, value in values.items():
+        try:
+            checked[key] = RULES[key].conform(value)
+        except ValueError:
+            raise SettingsError(f"{source}: {key} must be {RULES[key].says()}, not {_shown(value)}") from None
+    return checked
 
 
 def config_path() -> Path:
@@ -119,8 +211,6 @@ _FILE_KEYS = {
     "thinking",
     "screen_reader",
 }
-_NARRATOR_KEYS = {"model", "base_url", "output", "max_tokens", "thinking"}
-"""Keys that depend on which narrator plays (and may sit in an [anthropic] or [openai] table)."""
 _ENV_KEYS = {
     "STORYLOOM_NARRATOR": "narrator",
     "STORYLOOM_MODEL": "model",
@@ -167,31 +257,16 @@ def resolve_settings(
     data = _read_file(path)
     top = {k: v for k, v in data.items() if not isinstance(v, dict)}
     from_env = {name: env[var] for var, name in _ENV_KEYS.items() if env.get(var)}
-    from_flags = (
-        {}
-        if args is None
-        else {
-            name: getattr(args, name)
-            for name in _FLAG_KEYS
-            if getattr(args, name, None) is not None and getattr(args, name) is not False
-        }
-    )
-    narrator = from_flags.get("narrator") or from_env.get("narrator") or top.get("narrator") or "offline"
-    if narrator not in NARRATORS:
-        source = (
-            "the command line"
-            if "narrator" in from_flags
-            else ("STORYLOOM_NARRATOR" if "narrator" in from_env else str(path))
-        )
-        raise SettingsError(f"{source}: narrator must be one of {', '.join(NARRATORS)}, not {_shown(narrator)}")
+    from_flags = _flags(args)
+    narrator = _narrator(top, from_env, from_flags, path)
+    entry = NARRATORS[narrator]
     if top.get("narrator", narrator) != narrator:  # the file's model and URL belong to its own narrator
-        top = {k: v for k, v in top.items() if k not in _NARRATOR_KEYS}
-    table = data.get(narrator, {}) if narrator in KEY_VARS else {}
+        top = {k: v for k, v in top.items() if k not in MODEL_OPTIONS}
+    table = data.get(narrator, {}) if entry.has_table else {}
     env_vars = {name: var for var, name in _ENV_KEYS.items() if name in from_env}
-    vendor_var = BASE_URL_VARS.get(narrator, "")
-    if env.get(vendor_var) and "base_url" not in from_env:
-        from_env = {**from_env, "base_url": env[vendor_var]}
-        env_vars["base_url"] = vendor_var
+    if entry.base_url_var and env.get(entry.base_url_var) and "base_url" not in from_env:
+        from_env = {**from_env, "base_url": env[entry.base_url_var]}
+        env_vars["base_url"] = entry.base_url_var
     settings, origins = Settings(), {}
     for layer, source in (
         (top, str(path)),
@@ -199,18 +274,41 @@ def resolve_settings(
         (from_env, "the environment"),
         (from_flags, "the command line"),
     ):
-        settings = _merge(settings, layer, source)
+        settings = replace(settings, **_validated(layer, source))
         origins.update(
             {key: f"{source} ({env_vars[key]})" if key in env_vars and layer is from_env else source for key in layer}
         )
-    key_var = KEY_VARS.get(settings.narrator)
-    if key_var and env.get(key_var):
-        settings = replace(settings, api_key=env[key_var])
-        origins["api_key"] = key_var
+    if entry.key_var and env.get(entry.key_var):
+        settings = replace(settings, api_key=env[entry.key_var])
+        origins["api_key"] = entry.key_var
     return settings, origins
 
 
+def _flags(args: argparse.Namespace | None) -> dict[str, Any]:
+    """The settings given on the command line (a flag left out, or a switch left off, is not one)."""
+    if args is None:
+        return {}
+    given = {name: getattr(args, name, None) for name in _FLAG_KEYS}
+    return {name: value for name, value in given.items() if value is not None and value is not False}
+
+
+def _narrator(top: Mapping[str, Any], from_env: Mapping[str, Any], from_flags: Mapping[str, Any], path: Path) -> str:
+    """Which narrator plays: it decides which of the file's tables and key variables apply."""
+    for layer, source in ((from_flags, "the command line"), (from_env, "STORYLOOM_NARRATOR"), (top, str(path))):
+        if "narrator" in layer:
+            return str(_validated({"narrator": layer["narrator"]}, source)["narrator"])
+    return DEFAULT_NARRATOR
+
+
 def _read_file(path: Path) -> dict[str, Any]:
+    data = _parse_file(path)
+    for table, keys in (("", data), *((name, data[name]) for name in _tables() if name in data)):
+        _check_table(table, keys, path)
+    return data
+
+
+def _parse_file(path: Path) -> dict[str, Any]:
+    """The config file as TOML (none: no settings), or a message saying why it cannot be read."""
     from storyloom.engine.files import NotARegularFile, read_regular_file
 
     try:
@@ -224,32 +322,39 @@ def _read_file(path: Path) -> dict[str, Any]:
     if blob.startswith(BOM):  # some editors start a UTF-8 file with a byte-order mark; TOML has no use for it
         blob = blob[len(BOM) :]
     try:
-        data = tomllib.loads(blob.decode("utf-8"))
+        return tomllib.loads(blob.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read the config file: {exc}") from None
     except RecursionError:
         raise SettingsError(f"{path}: cannot read the config file: its values are nested too deeply") from None
-    for table, keys in (("", data), *((name, data[name]) for name in KEY_VARS if name in data)):
-        if not isinstance(keys, dict):
-            raise SettingsError(f"{path}: [{table}] must be a table of settings")
-        allowed = _NARRATOR_KEYS if table else _FILE_KEYS | set(KEY_VARS)
-        where = f"{path} [{table}]" if table else str(path)
-        if "api_key" in keys:
-            raise SettingsError(
-                f"{where}: API keys are never read from the config file (it is easy to share "
-                f"by mistake); remove api_key and set {KEY_VARS.get(table, 'ANTHROPIC_API_KEY or OPENAI_API_KEY')} "
-                f"in the environment instead"
-            )
-        unknown = set(keys) - allowed
-        if unknown:
-            raise SettingsError(
-                f"{where}: unknown setting(s) {', '.join(_shown(k, quoted=False) for k in sorted(unknown))}; "
-                f"known: {', '.join(sorted(allowed))}"
-            )
-        for key, value in keys.items():
-            if key not in KEY_VARS:  # every value is checked, even in a table this story does not use
-                _check(key, value, where)
-    return data
+
+
+def _check_table(table: str, keys: Any, path: Path) -> None:
+    """One table of the file (the top level is ""): known keys, no key, every value valid, even in a
+    table this story does not use."""
+    if not isinstance(keys, dict):
+        raise SettingsError(f"{path}: [{table}] must be a table of settings")
+    where = f"{path} [{table}]" if table else str(path)
+    if "api_key" in keys:
+        entry = NARRATORS.get(table)
+        variables = entry.key_var if entry and entry.key_var else " or ".join(key_vars())
+        raise SettingsError(
+            f"{where}: API keys are never read from the config file (it is easy to share "
+            f"by mistake); remove api_key and set {variables} in the environment instead"
+        )
+    allowed = MODEL_OPTIONS if table else _FILE_KEYS | set(_tables())
+    unknown = set(keys) - allowed
+    if unknown:
+        raise SettingsError(
+            f"{where}: unknown setting(s) {', '.join(_shown(k, quoted=False) for k in sorted(unknown))}; "
+            f"known: {', '.join(sorted(allowed))}"
+        )
+    _validated({key: value for key, value in keys.items() if key not in _tables()}, where)
+
+
+def _tables() -> tuple[str, ...]:
+    """The narrators the config file may hold a table for."""
+    return tuple(name for name, entry in NARRATORS.items() if entry.has_table)
 
 
 def save_theme(theme: str, path: Path | None = None) -> None:
@@ -273,48 +378,6 @@ def save_theme(theme: str, path: Path | None = None) -> None:
     partial.replace(path)  # whole or not at all: a crash never leaves a half-written config
 
 
-def _merge(settings: Settings, values: Mapping[str, Any], source: str) -> Settings:
-    """Apply one layer, checking each value's type and range (strings from the environment are parsed)."""
-    checked = {key: _check(key, value, source) for key, value in values.items()}
-    return replace(settings, **checked)
-
-
-def _check(key: str, value: Any, source: str) -> Any:
-    def bad(expected: str) -> SettingsError:
-        return SettingsError(f"{source}: {key} must be {expected}, not {_shown(value)}")
-
-    if key in ("budget", "max_tokens", "seed"):
-        number = _parse(value, int)
-        if number is None or isinstance(number, bool):
-            raise bad("a whole number")
-        if (key == "budget" and number < 0) or (key == "max_tokens" and number < 1):
-            raise bad("a whole number of corrections, 0 or more" if key == "budget" else "at least 1")
-        return number
-    if key in ("pace", "faults"):
-        number = _parse(value, float)
-        highest = PACE_MAX if key == "pace" else 1.0
-        if number is None or isinstance(number, bool) or not 0 <= number <= highest or not math.isfinite(number):
-            raise bad(f"a number from 0 to {highest:g}" + (" (seconds per streamed chunk)" if key == "pace" else ""))
-        return float(number)
-    if key in ("thinking", "screen_reader"):
-        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
-            return value.lower() in ("1", "true", "yes")
-        if not isinstance(value, bool):
-            raise bad("true or false")
-        return value
-    if not isinstance(value, str) or not value.strip():
-        raise bad("a non-empty string")
-    if key == "narrator" and value not in NARRATORS:
-        raise bad(f"one of {', '.join(NARRATORS)}")
-    if key == "output" and value not in ("tools", "json"):
-        raise bad("tools or json")
-    if key == "base_url" and urlsplit(value).scheme not in ("http", "https"):
-        raise bad("an http:// or https:// address")
-    if key == "theme" and value != DEFAULT_THEME and value not in _themes():
-        raise bad(f"one of Textual's themes ({', '.join(sorted(_themes()))})")
-    return value
-
-
 BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark."""
 SHOWN_CHARS = 60
@@ -335,17 +398,6 @@ def _themes() -> set[str]:
     from textual.theme import BUILTIN_THEMES
 
     return set(BUILTIN_THEMES)
-
-
-def _parse(value: Any, kind: type) -> Any:
-    if isinstance(value, str):
-        try:
-            return kind(value.strip())
-        except ValueError:
-            return None
-    if kind is float and isinstance(value, int):
-        return float(value)
-    return value if isinstance(value, kind) else None
 
 
 def _without_credentials(url: str | None) -> str | None:

@@ -136,44 +136,39 @@ class AnthropicNarrator:
                             raise TransientNarratorError(f"{_PROVIDER} sent a malformed stream event") from None
                         for chunk in chunks:
                             yield chunk
-            except anthropic.APIStatusError as exc:
-                kind, message = error_fields(exc.body)
-                kind = getattr(exc, "type", None) or kind
-                raise status_fault(
-                    _PROVIDER,
-                    exc.status_code,
-                    kind,
-                    message or exc.message,
-                    exc.response.headers,
-                    key_var=KEY_VAR,
-                    model=self.model,
-                    secret=self._client.api_key,
-                ) from None
-            except anthropic.APITimeoutError:
-                raise stall_fault(_PROVIDER, self.timeouts.read) from None
-            except anthropic.APIConnectionError as exc:
-                cause = exc.__cause__ or exc
-                if isinstance(cause, _http.ConnectError):
-                    raise TransientNarratorError(
-                        f"cannot connect to {_PROVIDER} at {self._where} ({cause or type(cause).__name__})"
-                    ) from None
-                raise connection_fault(_PROVIDER, self._where, cause) from None
-            except _http.TimeoutException:
-                raise stall_fault(_PROVIDER, self.timeouts.read) from None
-            except _http.TransportError as exc:
-                raise connection_fault(_PROVIDER, self._where, exc) from None
-            if answer.stop_reason is None:  # the body ended without message_delta: a broken stream
-                raise TransientNarratorError(f"{_PROVIDER}'s answer stopped before it was complete")
+            except (anthropic.APIStatusError, anthropic.APIConnectionError, _http.TransportError) as exc:
+                raise self._fault(exc) from None
+            _check_stop(answer, self.model)
             for key in usage:
                 usage[key] += answer.usage[key]
-            if answer.stop_reason == "refusal":
-                raise NarratorRefusal(answer.refusal_message())
-            if answer.stop_reason == "model_context_window_exceeded":
-                raise context_window_error(self.model)
             if answer.stop_reason != "pause_turn":
                 break
             params = {**params, "messages": [*params["messages"], {"role": "assistant", "content": answer.blocks()}]}
         yield Finish(answer.stop_reason or "end", usage)
+
+    def _fault(self, exc: Exception) -> NarratorError:
+        """What a failed request means for the turn (the SDK's errors and the HTTP library's own)."""
+        if isinstance(exc, anthropic.APIStatusError):
+            kind, message = error_fields(exc.body)
+            kind = getattr(exc, "type", None) or kind
+            return status_fault(
+                _PROVIDER,
+                exc.status_code,
+                kind,
+                message or exc.message,
+                exc.response.headers,
+                key_var=KEY_VAR,
+                model=self.model,
+                secret=self._client.api_key,
+            )
+        if isinstance(exc, anthropic.APITimeoutError | _http.TimeoutException):
+            return stall_fault(_PROVIDER, self.timeouts.read)
+        cause = (exc.__cause__ or exc) if isinstance(exc, anthropic.APIConnectionError) else exc
+        if isinstance(exc, anthropic.APIConnectionError) and isinstance(cause, _http.ConnectError):
+            return TransientNarratorError(
+                f"cannot connect to {_PROVIDER} at {self._where} ({cause or type(cause).__name__})"
+            )
+        return connection_fault(_PROVIDER, self._where, cause)
 
     def request_params(self, request: NarrationRequest) -> dict[str, Any]:
         """The Messages API request for a narration request (public so tests can read it)."""
@@ -259,6 +254,16 @@ class AnthropicNarrator:
             messages.append({"role": "user", "content": [_text(message)]})
         else:  # nothing was said at all (a thinking-only answer): the correction joins the command
             messages[-1]["content"].append(_text(message))
+
+
+def _check_stop(answer: _Answer, model: str) -> None:
+    """An answer that ended broken, refused, or past the context window ends the turn."""
+    if answer.stop_reason is None:  # the body ended without message_delta: a broken stream
+        raise TransientNarratorError(f"{_PROVIDER}'s answer stopped before it was complete")
+    if answer.stop_reason == "refusal":
+        raise NarratorRefusal(answer.refusal_message())
+    if answer.stop_reason == "model_context_window_exceeded":
+        raise context_window_error(model)
 
 
 class _Answer:

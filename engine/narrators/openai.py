@@ -137,14 +137,23 @@ class OpenAINarrator:
                         raise TransientNarratorError(f"{self.base_url} sent a malformed stream event") from None
                     for chunk in chunks:
                         yield chunk
-        except httpx.ConnectError as exc:
-            raise TransientNarratorError(
-                f"cannot connect to {self.base_url} ({exc or type(exc).__name__}); is the model server running?"
-            ) from None
-        except httpx.TimeoutException:
-            raise stall_fault(self.base_url, self.timeouts.read) from None
         except httpx.TransportError as exc:
-            raise connection_fault("the model server", self.base_url, exc) from None
+            raise self._transport_fault(exc) from None
+        self._check_finish(answer)
+        yield Finish(answer.stop_reason(), answer.usage)
+
+    def _transport_fault(self, exc: httpx.TransportError) -> NarratorError:
+        """A connection that failed, stalled or dropped."""
+        if isinstance(exc, httpx.ConnectError):
+            return TransientNarratorError(
+                f"cannot connect to {self.base_url} ({exc or type(exc).__name__}); is the model server running?"
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return stall_fault(self.base_url, self.timeouts.read)
+        return connection_fault("the model server", self.base_url, exc)
+
+    def _check_finish(self, answer: _Answer) -> None:
+        """An answer cut off, failed on the server's side, refused or filtered ends the turn."""
         if answer.finish_reason is None and not answer.whole_at_done():  # cut off mid-answer: a broken stream
             raise TransientNarratorError(f"{self.base_url} stopped the answer before it was complete")
         if answer.finish_reason == "error":  # the server failed mid-answer (OpenRouter: `native_finish_reason`)
@@ -155,7 +164,6 @@ class OpenAINarrator:
             )
         if answer.finish_reason == "content_filter":
             raise NarratorRefusal("The server's content filter stopped this turn. Try a different command.")
-        yield Finish(answer.stop_reason(), answer.usage)
 
     def _finish_fault(self, answer: _Answer) -> NarratorError:
         """`finish_reason: "error"`: a fault on the server's side, never a turn to judge; with the

@@ -77,39 +77,52 @@ def apply_update(rows: list[Any] | None, update: Any, width: int, height: int) -
     changed spans only, so the cost follows what changed, not the size of the screen.
     """
     from textual._compositor import ChopsUpdate, LayoutUpdate
-    from textual.strip import Strip
 
     if isinstance(update, LayoutUpdate):
-        region = update.region
-        if rows is None or len(rows) != height or region.x != 0:
-            if region.y != 0 or region.height < height:
-                return None
-            rows = [Strip.blank(width)] * height
-        rows = list(rows)
-        for y, line in enumerate(update.strips, region.y):
-            if 0 <= y < height:
-                rows[y] = Strip.join(list(line)).crop(0, width)
-        return rows
+        return _apply_layout(rows, update, width, height)
     if isinstance(update, ChopsUpdate) and rows is not None and len(rows) == height:
         rows = list(rows)
         for y, x1, x2 in update.spans:
-            if not 0 <= y < height:
-                continue
-            row, parts, cursor = rows[y], [], 0
-            for end, (x, strip) in zip(update.chop_ends[y], update.chops[y].items(), strict=False):
-                start, stop = max(x, x1, cursor), min(end, x2)
-                if strip is None or start >= stop:
-                    continue
-                if start > cursor:
-                    parts.append(row.crop(cursor, start))
-                parts.append(strip if start == x and stop == end else strip.crop(start - x, stop - x))
-                cursor = stop
-            if parts:
-                if cursor < width:
-                    parts.append(row.crop(cursor, width))
-                rows[y] = parts[0] if len(parts) == 1 else Strip.join(parts)
+            if 0 <= y < height:
+                rows[y] = _apply_chops(rows[y], update, y, x1, x2, width)
         return rows
     return None
+
+
+def _apply_layout(rows: list[Any] | None, update: Any, width: int, height: int) -> list[Any] | None:
+    """A full update: every row it carries replaces the screen's (None: it does not cover the screen)."""
+    from textual.strip import Strip
+
+    region = update.region
+    if rows is None or len(rows) != height or region.x != 0:
+        if region.y != 0 or region.height < height:
+            return None
+        rows = [Strip.blank(width)] * height
+    rows = list(rows)
+    for y, line in enumerate(update.strips, region.y):
+        if 0 <= y < height:
+            rows[y] = Strip.join(list(line)).crop(0, width)
+    return rows
+
+
+def _apply_chops(row: Any, update: Any, y: int, x1: int, x2: int, width: int) -> Any:
+    """One row of a partial update: its changed span `x1..x2` laid over the row as it was."""
+    from textual.strip import Strip
+
+    parts, cursor = [], 0
+    for end, (x, strip) in zip(update.chop_ends[y], update.chops[y].items(), strict=False):
+        start, stop = max(x, x1, cursor), min(end, x2)
+        if strip is None or start >= stop:
+            continue
+        if start > cursor:
+            parts.append(row.crop(cursor, start))
+        parts.append(strip if start == x and stop == end else strip.crop(start - x, stop - x))
+        cursor = stop
+    if not parts:
+        return row
+    if cursor < width:
+        parts.append(row.crop(cursor, width))
+    return parts[0] if len(parts) == 1 else Strip.join(parts)
 
 
 class _Hooks:

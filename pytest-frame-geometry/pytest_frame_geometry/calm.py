@@ -238,7 +238,20 @@ def _pair(
     last_b = max((y for y, row in enumerate(b) if row), default=-1)
     if d > 0 and last_b < last_a:
         add(2, after, f"the view rose {d} rows while {d - (last_a - last_b)} rows of text arrived")
-    gone, changed = [], []
+    gone, changed = _followed_rows(a, b, d)
+    _report_rows(after, add, gone, changed)
+    for rule in still:
+        if d or gone or changed or any(b[y - d] != row for y, row in enumerate(a) if row and 0 <= y - d < len(b)):
+            add(rule, after, f"the text in view moved {d} rows or changed")
+        elif any(row and not (0 <= y + d < len(a) and a[y + d]) for y, row in enumerate(b)):
+            add(rule, after, "text was added in view")
+
+
+def _followed_rows(a: list[str], b: list[str], d: int) -> tuple[list[str], list[tuple[str, str]]]:
+    """Each row of text in `a` where it is in `b` after a shift of `d`: the rows gone blank, and the
+    rows that are not their old text still (with what they became)."""
+    gone: list[str] = []
+    changed: list[tuple[str, str]] = []
     for y, row in enumerate(a):
         j = y - d
         if not row or not 0 <= j < len(b):
@@ -247,6 +260,13 @@ def _pair(
             gone.append(row)
         elif not b[j].startswith(row):
             changed.append((row, b[j]))
+    return gone, changed
+
+
+def _report_rows(
+    after: Sheet, add: Callable[[int, Sheet, str], None], gone: list[str], changed: list[tuple[str, str]]
+) -> None:
+    """Rules 3 and 4: no row of text goes blank, none loses a half word or re-wraps."""
     if gone:
         add(3, after, f"{len(gone)} row(s) of text went blank, e.g. {gone[0].strip()[:40]!r}")
     hops = [(old, new) for old, new in changed if old.startswith(new)]
@@ -257,11 +277,6 @@ def _pair(
         old, new = next(pair for pair in changed if pair not in hops)
         count = len(changed) - len(hops)
         add(4, after, f"{count} row(s) re-wrapped: {old.strip()[-30:]!r} -> {new.strip()[-30:]!r}")
-    for rule in still:
-        if d or gone or changed or any(b[y - d] != row for y, row in enumerate(a) if row and 0 <= y - d < len(b)):
-            add(rule, after, f"the text in view moved {d} rows or changed")
-        elif any(row and not (0 <= y + d < len(a) and a[y + d]) for y, row in enumerate(b)):
-            add(rule, after, "text was added in view")
 
 
 def _flicker(sheets: Sequence[Sheet], starts: tuple[str, ...], shortest: float) -> list[Violation]:

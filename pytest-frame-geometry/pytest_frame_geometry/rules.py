@@ -48,11 +48,7 @@ def assert_no_shift(
     followed = [as_line(line) for line in lines]
     fixed = list(fixed)
     _check_recording(frames, followed, content, swap, fixed)
-    problems: list[str] = []
-    for name in fixed:
-        seen = {frame.regions.get(name) for frame in frames}
-        if len(seen) > 1:
-            problems.append(f"region {name!r} changed: {sorted(map(repr, seen))}")
+    problems = _fixed_problems(frames, fixed)
     settled_at = next((f.index for f in frames if settled is not None and settled(f)), None)
     rows = [{line: line.find(frame) for line in followed} for frame in frames]
     for (before, rows_before), (after, rows_after) in itertools.pairwise(zip(frames, rows, strict=True)):
@@ -61,26 +57,53 @@ def assert_no_shift(
             a, b = rows_before[line][0], rows_after[line][0]
             if a is not None and b is not None and a != b:
                 moves[line] = (a, b)
-        if not moves:
-            continue
-        where = f"frame {after.index} (after {after.phase or 'the start'!r})"
-        shown = ", ".join(f"{line.value!r} {a}->{b}" for line, (a, b) in moves.items())
-        if any(b > a for a, b in moves.values()):
-            problems.append(f"{where}: moved down: {shown}")
-            continue
-        shifts = {b - a for a, b in moves.values()}
-        if len(shifts) > 1:
-            problems.append(f"{where}: lines moved up by different amounts: {shown}")
-            continue
-        up = -shifts.pop()
-        if content is not None:
-            grown = int(after.texts[content] or 0) - int(before.texts[content] or 0)
-            if grown != up:
-                problems.append(f"{where}: moved up {up} rows while the content grew {grown}: {shown}")
-                continue
-        if settled_at is not None and after.index >= settled_at:
-            if swap is None or after.texts.get(swap) == before.texts.get(swap):
-                problems.append(f"{where}: moved after things settled (frame {settled_at}): {shown}")
+        if moves and (problem := _move_problem(before, after, moves, content, settled_at, swap)):
+            problems.append(problem)
+    problems += _unseen_problems(followed, rows)
+    if problems:
+        raise AssertionError(f"{len(problems)} frame(s) broke the no-shift rules:\n  " + "\n  ".join(problems))
+
+
+def _fixed_problems(frames: Sequence[Frame], fixed: list[str]) -> list[str]:
+    """Rule 4: the regions named `fixed` never change."""
+    problems: list[str] = []
+    for name in fixed:
+        seen = {frame.regions.get(name) for frame in frames}
+        if len(seen) > 1:
+            problems.append(f"region {name!r} changed: {sorted(map(repr, seen))}")
+    return problems
+
+
+def _move_problem(
+    before: Frame,
+    after: Frame,
+    moves: dict[Line, tuple[int, int]],
+    content: str | None,
+    settled_at: int | None,
+    swap: str | None,
+) -> str | None:
+    """Rules 1 to 3 on one pair of frames where some line moved: what broke, or None."""
+    where = f"frame {after.index} (after {after.phase or 'the start'!r})"
+    shown = ", ".join(f"{line.value!r} {a}->{b}" for line, (a, b) in moves.items())
+    if any(b > a for a, b in moves.values()):
+        return f"{where}: moved down: {shown}"
+    shifts = {b - a for a, b in moves.values()}
+    if len(shifts) > 1:
+        return f"{where}: lines moved up by different amounts: {shown}"
+    up = -shifts.pop()
+    if content is not None:
+        grown = int(after.texts[content] or 0) - int(before.texts[content] or 0)
+        if grown != up:
+            return f"{where}: moved up {up} rows while the content grew {grown}: {shown}"
+    if settled_at is not None and after.index >= settled_at:
+        if swap is None or after.texts.get(swap) == before.texts.get(swap):
+            return f"{where}: moved after things settled (frame {settled_at}): {shown}"
+    return None
+
+
+def _unseen_problems(followed: list[Line], rows: list[dict[Line, tuple[int | None, int]]]) -> list[str]:
+    """A line that is not optional must be followed somewhere, and some line must be."""
+    problems: list[str] = []
     never = [line for line in followed if all(found[line][0] is None for found in rows)]
     for line in never:
         if not line.optional:
@@ -89,8 +112,7 @@ def assert_no_shift(
             problems.append(f"line {line} was never seen on screen{why}")
     if followed and len(never) == len(followed) and all(line.optional for line in followed):
         problems.append(f"none of the {len(followed)} lines was ever seen: nothing was followed")
-    if problems:
-        raise AssertionError(f"{len(problems)} frame(s) broke the no-shift rules:\n  " + "\n  ".join(problems))
+    return problems
 
 
 def _check_recording(

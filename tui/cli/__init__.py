@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_USAGE
-from storyloom.tui.settings import DEFAULT_STORY, NARRATORS
+from storyloom.tui.narrators import narrator_help, narrator_names, taking
+from storyloom.tui.settings import DEFAULT_STORY, OUTPUTS
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -155,33 +156,32 @@ def _add_play_arguments(play: argparse.ArgumentParser) -> None:
         default=None,
         help=f"a built-in story id (see `storyloom stories`) or a pack file (default: {DEFAULT_STORY})",
     )
-    play.add_argument(
-        "--narrator",
-        choices=NARRATORS,
-        default=None,
-        help="who tells the story: offline (built in, no key), anthropic or openai "
-        "(default: offline, or the config file's)",
-    )
-    play.add_argument("--model", default=None, help="anthropic/openai: the model to ask (default: the narrator's own)")
+    play.add_argument("--narrator", choices=narrator_names(), default=None, help=narrator_help())
+    play.add_argument("--model", default=None, help=f"{_for('model')}: the model to ask (default: the narrator's own)")
     play.add_argument(
         "--base-url",
         default=None,
-        help="anthropic/openai: the server's address, e.g. http://127.0.0.1:11434/v1 for a local Ollama",
+        help=f"{_for('base_url')}: the server's address, e.g. http://127.0.0.1:11434/v1 for a local Ollama",
     )
-    play.add_argument("--output", choices=["tools", "json"], default=None, help="openai: how the turn is returned")
+    play.add_argument("--output", choices=OUTPUTS, default=None, help=f"{_for('output')}: how the turn is returned")
     play.add_argument(
-        "--max-tokens", type=_non_negative_int, default=None, help="anthropic/openai: the longest answer (default 1024)"
+        "--max-tokens",
+        type=_non_negative_int,
+        default=None,
+        help=f"{_for('max_tokens')}: the longest answer (default 1024)",
     )
-    play.add_argument("--thinking", action="store_true", help="anthropic: extended thinking (tool choice auto)")
+    play.add_argument(
+        "--thinking", action="store_true", help=f"{_for('thinking')}: extended thinking (tool choice auto)"
+    )
     play.add_argument("--budget", type=_non_negative_int, default=None, help="corrections per turn (default 2)")
-    play.add_argument("--faults", type=_fraction, default=0.0, help="offline: rate of realistic faults, 0..1")
+    play.add_argument("--faults", type=_fraction, default=0.0, help=f"{_for('faults')}: rate of realistic faults, 0..1")
     play.add_argument(
         "--seed",
         type=int,
         default=0,
-        help="offline: the same seed and commands tell the same story word for word (default 0)",
+        help=f"{_for('seed')}: the same seed and commands tell the same story word for word (default 0)",
     )
-    play.add_argument("--pace", type=float, default=None, help="offline: seconds per streamed chunk in the UI")
+    play.add_argument("--pace", type=float, default=None, help=f"{_for('pace')}: seconds per streamed chunk in the UI")
     play.add_argument("--resume", default=None, help="a save file, or 'latest'")
     play.add_argument("--headless", action="store_true", help="read commands, print prose, no UI")
     play.add_argument(
@@ -202,6 +202,11 @@ def _add_play_arguments(play: argparse.ArgumentParser) -> None:
         help="headless: after a turn fails its budget, stop (exit 3, the default), skip to the next "
         "command, or retry it (up to 3 times, then stop)",
     )
+
+
+def _for(option: str) -> str:
+    """Which narrators a flag is for, as its help begins ("anthropic/openai")."""
+    return "/".join(taking(option)) or "no narrator"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -273,7 +278,8 @@ def _saves_command(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from storyloom.tui.cli import save_commands
 
-        return getattr(save_commands, name)(args)
+        handler: Handler = getattr(save_commands, name)
+        return handler(args)
 
     return run
 
@@ -282,7 +288,8 @@ def _story_command(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from storyloom.tui.cli import story_commands
 
-        return getattr(story_commands, name)(args)
+        handler: Handler = getattr(story_commands, name)
+        return handler(args)
 
     return run
 

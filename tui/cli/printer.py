@@ -126,24 +126,8 @@ class EventPrinter:
             | StoryEnded,
         ):
             self._close()
-        if isinstance(event, TurnStarted):
-            again = " (retry)" if event.retry else ""
-            write(f"> {safe_text(event.player_input)}{again}\n\n")
-        elif isinstance(event, AlternativeStarted):
-            write(f"> {safe_text(event.player_input)} (another version: {event.alternative})\n\n")
-        elif isinstance(event, AlternativeChosen):
-            write(f"[{_chosen(event)}]\n{safe_text(event.narrative)}\n\n")
-        elif isinstance(event, TurnFailed):
-            reasons = "; ".join(safe_text(i.message) for i in event.issues)
-            write(f"[turn {event.turn} failed {failure(event).outcome}: {reasons}]\n\n")
-        elif isinstance(event, TurnCancelled):
-            write(f"[turn {event.turn} cancelled]\n\n")
-        elif isinstance(event, TurnUndone):
-            write("[undo]\n\n")
-        elif isinstance(event, BranchStarted | BranchSwitched):
-            write(f"[{branched(event)}]\n\n")
-        elif isinstance(event, StoryEnded):
-            write(f"*** {safe_text(event.title)} ***\n{safe_text(event.text)}\n\n")
+            if marker := _marker(event):
+                write(marker)
 
     def _corrections(self, event: Event) -> bool:
         """The live view without drafts: keep what the attempts say until the turn ends, then print the
@@ -211,3 +195,26 @@ def print_problems(exc: PackError, err: TextIO) -> None:
     """Every problem of a story pack that cannot be played, one a line (a pack's text is untrusted)."""
     for problem in exc.problems:
         print(safe_text(str(problem)), file=err)
+
+
+def _marker(event: Event) -> str:
+    """What the live view prints where a turn starts, ends or changes ("" for a commit: its prose is there)."""
+    if isinstance(event, TurnStarted):
+        again = " (retry)" if event.retry else ""
+        return f"> {safe_text(event.player_input)}{again}\n\n"
+    if isinstance(event, AlternativeStarted):
+        return f"> {safe_text(event.player_input)} (another version: {event.alternative})\n\n"
+    if isinstance(event, AlternativeChosen):
+        return f"[{_chosen(event)}]\n{safe_text(event.narrative)}\n\n"
+    if isinstance(event, TurnFailed):
+        reasons = "; ".join(safe_text(i.message) for i in event.issues)
+        return f"[turn {event.turn} failed {failure(event).outcome}: {reasons}]\n\n"
+    if isinstance(event, TurnCancelled):
+        return f"[turn {event.turn} cancelled]\n\n"
+    if isinstance(event, TurnUndone):
+        return "[undo]\n\n"
+    if isinstance(event, BranchStarted | BranchSwitched):
+        return f"[{branched(event)}]\n\n"
+    if isinstance(event, StoryEnded):
+        return f"*** {safe_text(event.title)} ***\n{safe_text(event.text)}\n\n"
+    return ""

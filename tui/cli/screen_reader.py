@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -299,7 +299,7 @@ def _read_commands(session: Session, printer: ReaderPrinter, record: EventHook, 
         out.flush()
 
 
-def _cancellable(session: Session, runner: asyncio.Runner, work: Coroutine[Any, Any, Any]) -> None:
+def _cancellable(session: Session, runner: asyncio.Runner, work: Awaitable[Any]) -> None:
     """Run one command's work; Control-C meanwhile cancels the turn in flight (the session says so)."""
     loop = runner.get_loop()
 
@@ -308,9 +308,14 @@ def _cancellable(session: Session, runner: asyncio.Runner, work: Coroutine[Any, 
 
     before = signal.signal(signal.SIGINT, cancel)
     try:
-        runner.run(work)
+        runner.run(_awaited(work))
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+async def _awaited(work: Awaitable[Any]) -> Any:
+    """A command's work as the coroutine the runner runs (a handler may return any awaitable)."""
+    return await work
 
 
 def offer_screen_reader(out: TextIO) -> bool:

@@ -182,11 +182,15 @@ class GameServer(Server):
             await websocket.prepare(request)
             width = _number(request.query.get("width"), 80)
             height = _number(request.query.get("height"), 24)
+
+            async def close() -> None:
+                await websocket.close()
+
             service = AppService(
                 self.game_command(game),
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
-                close=websocket.close,
+                close=close,
                 download_manager=self.download_manager,
                 debug=self.debug,
             )

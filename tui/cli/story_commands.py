@@ -6,12 +6,14 @@ import argparse
 import json
 import sys
 
+from storyloom.engine.builtin import builtin_pack_ids
 from storyloom.engine.narrators.offline.parse import pack_warnings
-from storyloom.engine.packs import PackError, builtin_pack_ids, load_pack
+from storyloom.engine.packs import PackError, load_pack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.story import binding
 from storyloom.tui.cli.exits import EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import print_problems
+from storyloom.tui.narrators import NARRATORS
 from storyloom.tui.settings import DEFAULT_STORY, SettingsError, config_path, resolve_settings
 from storyloom.tui.words import plural
 
@@ -59,19 +61,6 @@ def _listed(keys: list[str]) -> str:
     return safe_text(", ".join(keys)) if keys else "none"
 
 
-def default_model(narrator: str) -> str | None:
-    """The model a narrator uses when none is set."""
-    if narrator == "anthropic":
-        from storyloom.engine.narrators.anthropic import DEFAULT_MODEL
-
-        return DEFAULT_MODEL
-    if narrator == "openai":
-        from storyloom.engine.narrators.openai import DEFAULT_MODEL as OPENAI_MODEL
-
-        return OPENAI_MODEL
-    return None
-
-
 def config(args: argparse.Namespace) -> int:
     """`storyloom config`: the effective settings, secrets masked, each with where it came from."""
     path = config_path()
@@ -84,14 +73,10 @@ def config(args: argparse.Namespace) -> int:
     print(f"# config file: {path} ({state})")
     print("# precedence: config file < environment < command-line flags (flags are not shown here)")
     shown = settings.masked()
-    if settings.model is None and default_model(settings.narrator):
-        shown["model"] = default_model(settings.narrator)
-        origins.setdefault("model", f"the {settings.narrator} narrator's default")
-    if settings.narrator == "openai" and settings.base_url is None:
-        from storyloom.engine.narrators.openai import DEFAULT_BASE_URL
-
-        shown["base_url"] = DEFAULT_BASE_URL
-        origins.setdefault("base_url", "the default (a local Ollama)")
+    for key, value in NARRATORS[settings.narrator].defaults().items():
+        if shown.get(key) is None:
+            shown[key] = value
+            origins.setdefault(key, f"the {settings.narrator} narrator's default")
     for key, value in shown.items():
         text = "none" if value is None else json.dumps(value, ensure_ascii=False)
         print(f"{key} = {text}".ljust(40) + f"# {origins.get(key, 'default')}")

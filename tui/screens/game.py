@@ -350,7 +350,7 @@ class GameScreen(StoryScreen):
                     self._hook_failed(exc)
                 else:
                     if inspect.isawaitable(result):
-                        self.run_worker(result)  # type: ignore[arg-type]
+                        self.run_worker(result)
         if undone is None:
             self.notify(f"{why[0].upper()}{why[1:]}.")
             return

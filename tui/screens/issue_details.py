@@ -17,6 +17,7 @@ from storyloom.engine.events import AttemptFinished, Event, ProseDelta, ProseRep
 from storyloom.engine.safety import safe_text
 from storyloom.engine.turns import Issue
 from storyloom.tui.failures import BUDGET_SPENT, failure
+from storyloom.tui.narrators import counts_tokens
 from storyloom.tui.words import plural
 
 
@@ -161,7 +162,7 @@ class IssueDetailsScreen(ModalScreen[None]):
             if corrections and usage_text(_total(corrections)):
                 yield Static(Content(f"Corrections cost: {usage_text(_total(corrections))}"), markup=False)
             if views and not usage_text(_total(views)):
-                said = "offline: no tokens" if self._narrator == "offline" else "no token figures reported"
+                said = "no token figures reported" if counts_tokens(self._narrator) else f"{self._narrator}: no tokens"
                 yield Static(Content.styled(said, "dim"), markup=False)
             for index, view in enumerate(views):
                 title = "First attempt" if view.kind == "turn" else f"Correction {view.number - 1}"
@@ -178,8 +179,8 @@ class IssueDetailsScreen(ModalScreen[None]):
             stats, flags = self._world
             if stats or flags:
                 yield Static(Content("Not in the side panel (the story keeps these out of sight)"), classes="-heading")
-                for line in (*stats, *flags):
-                    yield Static(Content(line), markup=False, classes="-issue")
+                for hidden in (*stats, *flags):
+                    yield Static(Content(hidden), markup=False, classes="-issue")
 
     def _outcome(self) -> list[Static]:
         last = self._events[-1] if self._events else None
@@ -194,7 +195,8 @@ class IssueDetailsScreen(ModalScreen[None]):
             if said is not BUDGET_SPENT:
                 spent = f"{said.status} (no correction spent)"
             text = f"Outcome: not committed — {spent}. Nothing changed in the story."
-            if last.issues and not any(e.event == "attempt_finished" and e.issues == last.issues for e in self._events):
+            judged = (e.issues for e in self._events if isinstance(e, AttemptFinished))
+            if last.issues and last.issues not in judged:
                 extra = [
                     Static(Content(f"• {i.rule}: {safe_text(i.message)}"), markup=False, classes="-issue")
                     for i in last.issues

@@ -5,19 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
-def key_lines(groups: Iterable[tuple[str, Iterable[Binding]]]) -> list[tuple[str, str]]:
+def key_lines(groups: Iterable[tuple[str, Iterable[BindingType]]]) -> list[tuple[str, str]]:
     """(heading, "") then (keys, what they do) for each group of bindings that has a description.
 
     Read from the bindings themselves, so the list cannot drift from what the keys do."""
     lines: list[tuple[str, str]] = []
-    for heading, bindings in groups:
+    for heading, declared in groups:
+        bindings = [b if isinstance(b, Binding) else Binding(*b) for b in declared]
         found = [
             (", ".join(_key(k) for k in b.key.split(",")), b.description) for b in bindings if b.description.strip()
         ]

@@ -27,7 +27,7 @@ from textual.widgets import Static
 from storyloom.engine.events import ProseDelta
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
-from storyloom.saves.replay import Replayer, ReplayStep
+from storyloom.saves.replay import Replayer, ReplayPlan, ReplayStep
 from storyloom.tui.screens.story import StoryScreen
 from storyloom.tui.words import plural
 
@@ -113,7 +113,9 @@ class ReplayScreen(StoryScreen):
         replayer.session.attempt_timeout = REPLAY_ATTEMPT_TIMEOUT
         super().__init__(replayer.session)  # nothing is journaled
         self.replayer = replayer
-        self.steps: list[ReplayStep] = replayer.plan.steps
+        assert isinstance(replayer.plan, ReplayPlan)  # the screen counts the steps: a whole plan, not a streamed one
+        self.plan = replayer.plan
+        self.steps: list[ReplayStep] = self.plan.steps
         self.speed: float = replayer.plan.narrator.speed
         self.unit = "turn" if all(step.action == "play" for step in self.steps) else "step"
         """What the status line counts: turns, or steps when the save also holds retries and undos."""
@@ -166,7 +168,7 @@ class ReplayScreen(StoryScreen):
 
     def _name_the_replay(self) -> None:
         """The header says this is a replay, and of which save (after the story screen named the narrator)."""
-        self.sub_title = safe_text(f"replay of {self.replayer.plan.save.path.name}")
+        self.sub_title = safe_text(f"replay of {self.plan.save.path.name}")
 
     def _show_status(self) -> None:
         total = len(self.steps)

@@ -60,7 +60,7 @@ def _renumbered(strips: list[Strip], first_line: int, first_column: int = 0) -> 
         for segment in strip:
             style = segment.style
             offset = style.meta.get("offset") if style is not None else None
-            if offset is not None:
+            if style is not None and offset is not None:
                 x, y = offset
                 moved = (x + first_column, y + first_line) if y == 0 else (x, y + first_line)
                 style = style + RichStyle.from_meta({"offset": moved})
@@ -74,7 +74,8 @@ def _line_start(strip: Strip) -> tuple[int, int] | None:
     for segment in strip:
         style = segment.style
         if style is not None and (offset := style.meta.get("offset")) is not None:
-            return offset
+            column, line = offset
+            return column, line
     return None
 
 

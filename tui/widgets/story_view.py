@@ -136,7 +136,7 @@ class StoryView(Transcript):
                 exchange.player_input,
                 exchange.turn.narrative,
                 "committed",
-                fixed_versions(*past[i].versions) if known and past[i].versions else "",
+                _fixed(past[i]) if known else "",
                 details=details_events(past[i].events) if known and past[i].events else (),
             )
             for i, exchange in enumerate(history[:folded])
@@ -332,3 +332,8 @@ class StoryView(Transcript):
             await self.remove_children([w for w in self.children if not isinstance(w, FollowHint)])
             await self.mount(StoryText(title, intro, id="intro"))
             self.show_history(history, past, versions, earlier=earlier)
+
+
+def _fixed(turn: PastTurn) -> str:
+    """A resumed turn's status once the next command fixed its versions ("" when it had one)."""
+    return fixed_versions(*turn.versions) if turn.versions else ""

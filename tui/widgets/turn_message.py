@@ -173,13 +173,22 @@ class TurnMessage(Vertical, can_focus=True):
         elif isinstance(event, NarratorRetrying):
             self.status.retrying(event.delay)
         elif isinstance(event, TurnCommitted):
-            self.outcome = "committed"
-            if not self.writing_version:
-                self.versions.clear()
-            self.versions.append((event.narrative, tuple(self.events)))
-            self.writing_version = 0
-            self._choose(len(self.versions), len(self.versions))
-        elif self.writing_version and isinstance(event, TurnFailed | TurnCancelled):
+            self._committed(event)
+        elif isinstance(event, TurnFailed | TurnCancelled):
+            self._ended(event)
+
+    def _committed(self, event: TurnCommitted) -> None:
+        """A try committed: a new turn's only version, or another version, shown as the chosen one."""
+        self.outcome = "committed"
+        if not self.writing_version:
+            self.versions.clear()
+        self.versions.append((event.narrative, tuple(self.events)))
+        self.writing_version = 0
+        self._choose(len(self.versions), len(self.versions))
+
+    def _ended(self, event: TurnFailed | TurnCancelled) -> None:
+        """A try failed or was cancelled: another version is lost (the chosen one stays), a turn offers a retry."""
+        if self.writing_version:
             self._version_lost(
                 "another version failed" if isinstance(event, TurnFailed) else "another version cancelled"
             )
@@ -188,7 +197,7 @@ class TurnMessage(Vertical, can_focus=True):
             self.failure = failure(event)
             self.add_class("-failed")
             self.offer_retry(True)
-        elif isinstance(event, TurnCancelled):
+        else:
             self.outcome = "cancelled"
             self.add_class("-cancelled")
             self.offer_retry(True)
