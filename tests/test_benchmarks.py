@@ -35,7 +35,7 @@ def test_in_process_benchmarks_run_at_a_tiny_size(number):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("number", [1, 4, 5])
+@pytest.mark.parametrize("number", [1, 4, 5, 9])
 def test_subprocess_benchmarks_run_at_a_tiny_size(number):
     _check_figure(figure_module(number).run(quick=True), number)
 
@@ -84,7 +84,7 @@ def test_a_missed_target_is_shown_in_bold():
 
 
 def test_every_figure_has_a_module_with_run():
-    assert sorted(FIGURES) == list(range(1, 9))
+    assert sorted(FIGURES) == list(range(1, 10))
     for number in FIGURES:
         assert callable(figure_module(number).run)
 
