@@ -94,8 +94,8 @@ def run(quick: bool = False) -> Figure:
             "s from process start to first painted frame (median)",
             median(ours),
             median(bare),
-            target="ratio <= 1.3",
-            met=ratio <= 1.3,
+            target="ratio <= 1.2",
+            met=ratio <= 1.2,
         )
     )
     figure.notes.append(f"{rounds} alternating runs each; min storyloom {min(ours):.3f} s, bare {min(bare):.3f} s")
