@@ -19,6 +19,7 @@ FIGURES: dict[int, str] = {
     6: "replay",
     7: "validation",
     8: "scale",
+    9: "latency",
 }
 """Figure number -> module name under `benchmarks`."""
 

@@ -1,6 +1,6 @@
-"""`python -m benchmarks`: run the eight figures, print one table, write the results as JSON.
+"""`python -m benchmarks`: run the nine figures, print one table, write the results as JSON.
 
-    python -m benchmarks                 # all eight, full size (about 11 minutes on 2 cores)
+    python -m benchmarks                 # all nine, full size (about 13 minutes on 2 cores)
     python -m benchmarks --quick         # tiny sizes: checks that every benchmark runs
     python -m benchmarks --only 1 3      # some of them
     python -m benchmarks --json out.json # where the JSON goes (default benchmarks/results.json)

@@ -8,7 +8,7 @@ re-rendered the whole screen on each frame (`render_strips()` in the display hoo
 texts from it. The recorder keeps each frame's update (only the spans Textual repainted) and
 applies it to the previous frame's rows when a test first reads them, after the run: on the app's
 event loop it only finds the named widgets. The rows read at the end are checked.
-Not one of the eight figures of `python -m benchmarks`: it measures the test plugin, not the game.
+Not one of the nine figures of `python -m benchmarks`: it measures the test plugin, not the game.
 """
 
 from __future__ import annotations

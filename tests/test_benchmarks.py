@@ -35,7 +35,7 @@ def test_in_process_benchmarks_run_at_a_tiny_size(number):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("number", [1, 4, 5])
+@pytest.mark.parametrize("number", [1, 4, 5, 9])
 def test_subprocess_benchmarks_run_at_a_tiny_size(number):
     _check_figure(figure_module(number).run(quick=True), number)
 
@@ -84,7 +84,7 @@ def test_a_missed_target_is_shown_in_bold():
 
 
 def test_every_figure_has_a_module_with_run():
-    assert sorted(FIGURES) == list(range(1, 9))
+    assert sorted(FIGURES) == list(range(1, 10))
     for number in FIGURES:
         assert callable(figure_module(number).run)
 
@@ -94,3 +94,21 @@ def test_percentile_is_nearest_rank():
     assert percentile(samples, 50) == 50
     assert percentile(samples, 99) == 99
     assert percentile([3.0], 99) == 3.0
+
+
+def test_the_correction_figure_plays_turns_of_model_length():
+    from benchmarks.correction import MODEL_WORDS, model_length, model_length_turns, tokens
+    from storyloom.engine.narrators.offline import narrator as offline
+
+    short = "You take the rope."
+    long = model_length(short)
+    assert long.startswith(short) and long == model_length(short), "the same prose lengthens the same way"
+    assert MODEL_WORDS[0] <= len(long.split()) <= MODEL_WORDS[1] + 20
+    assert tokens('{"op": "add"}') == 9, "each brace, quote and colon is a token, as JSON costs a model"
+    original = offline.write_turn
+    with model_length_turns():
+        assert offline.write_turn is not original
+    assert offline.write_turn is original, "the offline narrator is itself again after the figure"
+    figure = figure_module(2).run(quick=True)
+    words = next(n for n in figure.notes if n.startswith("median committed narrative"))
+    assert int(words.split()[3]) >= MODEL_WORDS[0]

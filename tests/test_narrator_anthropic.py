@@ -253,8 +253,13 @@ async def test_a_correction_carries_only_the_last_rejection_and_stays_the_same_s
     events = await play(session)
     assert event_names(events)[-1] == "turn_committed"
     second, third = server.requests[1], server.requests[2]
-    assert "far out to sea" in json.dumps(second.body) and "brass sword" not in json.dumps(second.body)
-    assert "brass sword" in json.dumps(third.body) and "far out to sea" not in json.dumps(third.body)
+    assert '"value": "sea"' in json.dumps(second.body) and "/items/sword" not in json.dumps(second.body)
+    assert "/items/sword" in json.dumps(third.body) and '"value": "sea"' not in json.dumps(third.body)
+    # the prose the player has read is referenced by the correction, not repeated
+    assert "far out to sea" not in json.dumps(second.body) and "brass sword" not in json.dumps(third.body)
+    assert third.body["messages"][-2]["content"][-1]["input"] == {
+        "state_patch": [{"op": "replace", "path": "/items/sword", "value": "player"}]
+    }
     assert len(second.body["messages"]) == len(third.body["messages"]) == 3
     assert abs(len(third.raw_body) - len(second.raw_body)) < 200
     result = third.body["messages"][-1]["content"][0]
@@ -263,7 +268,7 @@ async def test_a_correction_carries_only_the_last_rejection_and_stays_the_same_s
     assert issues == [
         issue.to_json() for issue in next(e for e in events if e.event == "validation_failed" and e.attempt == 2).issues
     ]
-    assert "leave `narrative` out" in result["content"]
+    assert "leave `narrative` out" in result["content"] and "on the player's screen" in result["content"]
     usage = [e.usage for e in events if e.event == "attempt_finished"]
     assert usage[1] == {"input_tokens": 4100, "output_tokens": 180, "cached_tokens": 2000}
 

@@ -137,14 +137,40 @@ async def test_a_correction_carries_only_the_last_rejected_call(pack, server):
     events = await play(session)
     assert event_names(events)[-1] == "turn_committed"
     second, third = server.requests[1], server.requests[2]
-    assert "far out to sea" in json.dumps(second.body) and "brass sword" not in json.dumps(second.body)
-    assert "brass sword" in json.dumps(third.body) and "far out to sea" not in json.dumps(third.body)
+    assert "sea" in second.body["messages"][-2]["tool_calls"][0]["function"]["arguments"]
+    assert "/items/sword" not in json.dumps(second.body) and '\\"value\\": \\"sea\\"' not in json.dumps(third.body)
+    # the prose the player has read is referenced by the correction, not repeated
+    assert "far out to sea" not in json.dumps(second.body) and "brass sword" not in json.dumps(third.body)
     assert len(second.body["messages"]) == len(third.body["messages"])
     assert abs(len(third.raw_body) - len(second.raw_body)) < 200
     call, result = third.body["messages"][-2:]
-    assert call["tool_calls"][0]["function"]["arguments"] == wrong_item
+    assert json.loads(call["tool_calls"][0]["function"]["arguments"]) == {
+        key: value for key, value in json.loads(wrong_item).items() if key != "narrative"
+    }
     assert result["role"] == "tool" and result["tool_call_id"] == call["tool_calls"][0]["id"]
     assert "patch.path" in result["content"] and "leave `narrative` out" in result["content"]
+
+
+async def test_a_correction_keeps_the_prose_on_screen_when_it_sends_only_the_patch(pack, server):
+    wrong_room = turn_json(LAMP_PROSE, [{"op": "replace", "path": "/items/lamp", "value": "sea"}])
+    server.script(Stream(sse.tool_stream(wrong_room)), Stream(sse.tool_stream(json.dumps({"state_patch": TAKE_LAMP}))))
+    session = session_for(pack, server)
+    events = await play(session)
+    assert event_names(events)[-1] == "turn_committed" and events[-1].narrative == LAMP_PROSE
+    assert [e.changed for e in events if e.event == "prose_replaced"] == [False]
+    assert prose_on_screen(events) == LAMP_PROSE
+    assert LAMP_PROSE not in json.dumps(server.requests[1].body), "the correction references the prose, not repeats it"
+
+
+async def test_a_correction_asks_for_the_whole_turn_when_no_prose_can_be_kept(pack, server):
+    listed = json.dumps({"narrative": ["You lift", "the lamp."], "state_patch": TAKE_LAMP})
+    server.script(Stream(sse.tool_stream(listed)), Stream(sse.tool_stream(GOOD)))
+    session = session_for(pack, server)
+    events = await play(session)
+    assert event_names(events)[-1] == "turn_committed"
+    call, result = server.requests[1].body["messages"][-2:]
+    assert call["tool_calls"][0]["function"]["arguments"] == listed, "nothing to keep: the rejected call as written"
+    assert "`narrative` too" in result["content"] and "leave `narrative` out" not in result["content"]
 
 
 async def test_committed_turns_are_replayed_as_function_calls(pack, server):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -331,6 +332,18 @@ def test_run_app_reports_a_broken_story_and_exits_2(tmp_path, capsys):
     )
     assert run_app(args) == 2
     assert capsys.readouterr().err.strip()
+    assert gc.isenabled(), "the collector is on again however the app's start ended"
+
+
+async def test_the_app_turns_the_garbage_collector_back_on_once_it_has_painted():
+    gc.disable()  # as `storyloom play` starts the app (`cli/ui.py`)
+    try:
+        app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), tune_gc=True)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, gc.isenabled)
+            assert app.game.command_input.has_focus
+    finally:
+        gc.enable()
 
 
 async def test_details_say_when_an_attempt_had_no_readable_patch():

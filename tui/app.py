@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -57,7 +58,8 @@ class StoryloomApp(App[int]):
         on_undo: performs an undo through the journal; see `GameScreen`.
         new_session: builds a fresh session for the palette's "New game" (absent: not offered).
         blink: blink the input cursor (snapshot tests turn it off).
-        tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`).
+        tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`),
+            and turn it on after the first frame if the command started with it off.
         list_saves: the saves the palette's "Open save" offers (absent: not offered).
         open_save: continues a save as a ready session (raises with a message the player can act on).
         remember_theme: keeps the theme the player picks in the palette for the next start (the settings file).
@@ -153,6 +155,8 @@ class StoryloomApp(App[int]):
         await super().on_event(event)
 
     def on_mount(self) -> None:
+        if self._tune_gc:  # the command turned the collector off while it started (`cli/ui.py`)
+            self.call_after_refresh(gc.enable)
         if self._remember_theme is not None:
             self.theme_changed_signal.subscribe(self, self._theme_chosen)
         loop = asyncio.get_running_loop()

@@ -56,6 +56,7 @@ from storyloom.engine.narrators.prompts import (
     correction_message,
     player_message,
     regenerate_message,
+    rejected_turn,
     system_prompt,
 )
 from storyloom.engine.turns import turn_json_schema
@@ -229,15 +230,16 @@ class AnthropicNarrator:
     def _append_correction(self, messages: list[dict[str, Any]], request: NarrationRequest) -> None:
         rejection = request.correction
         assert rejection is not None
-        message = correction_message(rejection)
+        message = correction_message(rejection, prose_stands=request.kept_narrative is not None)
         parsed = _json_object(rejection.raw)
         said = [_text(rejection.text)] if rejection.text.strip() else []
         if parsed is not None and not self.thinking:
             tool_id = f"toolu_rejected{request.attempt - 1}"
+            call = {"type": "tool_use", "id": tool_id, "name": TOOL_NAME, "input": rejected_turn(parsed, request)}
             messages.append(
                 {
                     "role": "assistant",
-                    "content": [*said, {"type": "tool_use", "id": tool_id, "name": TOOL_NAME, "input": parsed}],
+                    "content": [*said, call],
                 }
             )
             messages.append(

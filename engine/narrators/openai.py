@@ -49,6 +49,7 @@ from storyloom.engine.narrators.prompts import (
     correction_message,
     player_message,
     regenerate_message,
+    rejected_turn,
     system_prompt,
 )
 from storyloom.engine.turns import turn_json_schema
@@ -276,10 +277,15 @@ class OpenAINarrator:
     def _append_correction(self, messages: list[dict[str, Any]], request: NarrationRequest, channel: str) -> None:
         rejection = request.correction
         assert rejection is not None
-        message = correction_message(rejection, channel=channel, json_mode=self.output == "json")
+        message = correction_message(
+            rejection, channel=channel, json_mode=self.output == "json", prose_stands=request.kept_narrative is not None
+        )
         raw = rejection.raw if rejection.raw and rejection.raw.strip() else None
         text = rejection.text if rejection.text.strip() else None
         if self.output == "tools" and raw is not None and _is_json_object(raw):
+            shown = rejected_turn(json.loads(raw), request)
+            if "narrative" not in shown:  # referenced by the message, not repeated
+                raw = json.dumps(shown, ensure_ascii=False)
             call_id = f"call_rejected{request.attempt - 1}"
             messages.append(
                 {

@@ -166,7 +166,11 @@ def issues_json(rejection: Rejection) -> str:
 
 
 def correction_message(
-    rejection: Rejection, *, channel: str = f"the `{TOOL_NAME}` tool", json_mode: bool = False
+    rejection: Rejection,
+    *,
+    channel: str = f"the `{TOOL_NAME}` tool",
+    json_mode: bool = False,
+    prose_stands: bool = False,
 ) -> str:
     """What the model is told after its latest attempt was rejected.
 
@@ -175,13 +179,28 @@ def correction_message(
     Args:
         json_mode: the turn was asked for as a `json_schema` response; if the answer was
             not JSON at all, say the server probably ignored the schema.
+        prose_stands: the player has read the rejected turn's narrative and may keep it
+            (`NarrationRequest.kept_narrative`): ask for only what was wrong.
     """
     if rejection.missing_output:
         return _template("missing_output").substitute()
     hint = ""
     if json_mode and not _looks_like_json(rejection.raw):
         hint = "\n" + _template("schema_ignored").substitute() + "\n"
-    return _template("correction").substitute(issues=issues_json(rejection), hint=hint, channel=channel)
+    prose = _template("prose_stands" if prose_stands else "prose_needed").substitute()
+    return _template("correction").substitute(issues=issues_json(rejection), hint=hint, channel=channel, prose=prose)
+
+
+def rejected_turn(turn: dict[str, Any], request: NarrationRequest) -> dict[str, Any]:
+    """The rejected turn as the correction shows it back to the model.
+
+    Its narrative, when that is the prose the player has read and may keep, is referenced by the
+    correction message rather than repeated: a correction's uncached input stays the size of the
+    patch, however long the prose, and the model is not shown its prose to copy out again.
+    """
+    if request.kept_narrative is not None and turn.get("narrative") == request.kept_narrative:
+        return {key: value for key, value in turn.items() if key != "narrative"}
+    return turn
 
 
 def _looks_like_json(raw: str | None) -> bool:
