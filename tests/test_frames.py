@@ -203,9 +203,28 @@ def record_turn(frame_recorder: Any, app: StoryloomApp, turn: int, **texts: Any)
             "prose": f"#turn-{turn} Prose",
             "status": f"#turn-{turn} StatusRow",
             "content": transcript_height,
+            "closed": lambda app: m.prose.closed if (m := app.game.message(turn)) is not None else 0,
             **texts,
         },
     )
+
+
+def split_at_close(frames: list[Frame]) -> list[list[Frame]]:
+    """The frames before and from the one where the turn, settling on prose shorter than its message
+    was, gave back the blank rows under it (`TurnMessage.close_gap`): the one frame anything may move
+    down, once, by exactly the rows the message gave back (checked here), while the view follows its foot."""
+    closes = [k for k in range(1, len(frames)) if frames[k].texts["closed"] != frames[k - 1].texts["closed"]]
+    assert len(closes) <= 1, f"the gap closed in frames {[frames[k].index for k in closes]}"
+    for k in closes:
+        before, after = frames[k - 1], frames[k]
+        assert before.texts["following"] != "False", "the gap closed while the reader was scrolled up"
+        shrank = before.regions["message"][3] - after.regions["message"][3]
+        assert after.regions["message"][1] - before.regions["message"][1] == shrank > 0, (
+            f"frame {after.index}: the message moved {after.regions['message'][1] - before.regions['message'][1]} "
+            f"rows where it gave back {shrank}"
+        )
+        assert {"turn_committed", "turn_failed", "turn_cancelled"} & set(after.marks), after.marks
+    return [frames[: closes[0]], frames[closes[0] :]] if closes else [frames]
 
 
 async def play(
@@ -292,14 +311,15 @@ def assert_turn_geometry(played: Played, *, page_up: bool = False) -> list[Frame
         if len(cuts) > 1:
             assert_no_shift(played.recorder.frames[cuts[1] :], played.lines, content="content", fixed=fixed)
     else:
-        assert_no_shift(
-            frames,
-            played.lines,
-            content="content",
-            swap="prose",
-            fixed=fixed,
-            settled=lambda frame: (frame.texts["status"] or "").startswith(STATUSES),
-        )
+        for part in split_at_close(frames):
+            assert_no_shift(
+                part,
+                played.lines,
+                content="content",
+                swap="prose",
+                fixed=fixed,
+                settled=lambda frame: (frame.texts["status"] or "").startswith(STATUSES),
+            )
     assert_no_shift(played.recorder.frames, [], fixed=fixed)  # not even before the key press
     with_message = [f for f in frames if f.regions["message"] is not None]
     assert with_message, "the turn's message was never painted"
@@ -357,8 +377,12 @@ def check_outcome(name: str, played: Played, *, painted: bool = True) -> None:
     if name in ("swapped-longer", "swapped-shorter"):
         window = after_stream(played)
         assert len(played.recorder.changes(window, "prose")) == 1, "the prose changed in more than one frame"
-        if name == "swapped-shorter":  # its message keeps its height: blank rows at its foot
-            assert len({f.regions["message"][3] for f in window}) == 1
+        if name == "swapped-shorter":  # its message keeps its height until the turn settles, then gives back
+            heights = [f.regions["message"][3] for f in window]  # the blank rows at its foot, in the same frame
+            assert len(set(heights)) == (2 if played.following else 1) and heights == sorted(heights, reverse=True)
+            assert played.recorder.changes(window, "prose")[0] == next(
+                f.index for f in window if f.regions["message"][3] == heights[-1]
+            )
     if name == "failed-then-retry":
         assert any(s.startswith("couldn't make this turn consistent · ^r retry") for s in seen), seen
     if name == "narrator-busy":
@@ -426,7 +450,8 @@ async def test_the_states_a_player_sees_match_the_reviewed_baseline(
     retry = [f.index for f in played.recorder.frames if "key" in f.marks][1:]
     window = [f for f in after_stream(played) if not retry or f.index < retry[0]]  # a retry streams again
     timing = ("texts.content", "texts.following")
-    data = {key: value for key, value in played.recorder.sequences(window).items() if key not in timing}
+    counted = ("texts.closed",)  # a counter the geometry checks read (`split_at_close`), not a state shown
+    data = {key: value for key, value in played.recorder.sequences(window).items() if key not in timing + counted}
     frame_baselines.check(baseline, data)
 
 

@@ -69,7 +69,13 @@ async def regenerate(
         await pilot.press(*"take lamp", "enter")
         await until_true(pilot, lambda: app.game.message(turn) is not None and not app.game.running)
         await pilot.pause(0.1)
-        recorder = record_turn(frame_recorder, app, turn, following=lambda app: app.game.transcript.following)
+        recorder = record_turn(
+            frame_recorder,
+            app,
+            turn,
+            following=lambda app: app.game.transcript.following,
+            closed=lambda app: app.game.message(turn).prose.closed,
+        )
         holder.append(recorder)
         if browse:
             await pilot.press("ctrl+g")
@@ -107,9 +113,39 @@ async def test_another_version_streams_into_the_same_message_and_nothing_moves_d
 ) -> None:
     recorder, game, lines = await regenerate(frame_recorder, name, size)
     frames = recorder.since("key")
-    # When the message's first line is above the view, ctrl+g brings it to the top of the view in one
-    # step (else the new version would stream out of sight); from the next frame nothing moves at all.
-    scrolled = next((k for k, f in enumerate(frames) if not f.texts["following"]), None)
+    # A version that settles shorter than the prose it replaced gives back the blank rows under it in
+    # the frame it settles, while the view follows its foot: the one frame anything moves down, by
+    # exactly those rows. Before and after it, the rules below hold.
+    closes = [k for k in range(1, len(frames)) if frames[k].texts["closed"] != frames[k - 1].texts["closed"]]
+    assert len(closes) <= 1, f"the gap closed in frames {closes}"
+    # scrolled up to the message's first line (ctrl+g brought it there), the reader reads on there: no move
+    followed = all(f.texts["following"] == "True" for f in frames)
+    assert (closes != []) == (name in ("shorter", "corrected") and followed), closes
+    for k in closes:
+        before, after = frames[k - 1], frames[k]
+        drop = after.row_of("› take lamp") - before.row_of("› take lamp")
+        shrank = before.regions["message"][3] - after.regions["message"][3]
+        assert 0 < drop == shrank, f"moved down {drop} rows where the message gave back {shrank}"
+        assert after.texts["status"] == "‹ 2/2 ›" or after.index == frames[-1].index or "prose_replaced" in after.marks
+    for part in [frames[: closes[0]], frames[closes[0] :]] if closes else [frames]:
+        check_version_frames(part, lines)
+    assert_no_shift(recorder.frames, [], fixed=FIXED)
+    assert all(f.regions["status"] is not None and f.regions["status"][3] == 1 for f in frames)
+    message = game.message(HISTORY + 1)
+    kept = name in ("failed", "cancelled")
+    assert message.prose.text == (prose(6, "a") if kept else message.versions[-1][0])
+    assert message.status.plain_text.startswith("another version" if kept else "‹ 2/2 ›")
+    assert game.session.state["items"]["lamp"] == ("player" if kept else "shore")
+    heights = [f.regions["message"][3] for f in frames[closes[0] if closes else 0 :] if f.regions["message"]]
+    assert heights == sorted(heights), "the newest message shrank other than once, by the gap it closed"
+    heights = [f.regions["message"][3] for f in frames[: closes[0] if closes else None] if f.regions["message"]]
+    assert heights == sorted(heights), "the newest message shrank while a version was written"
+
+
+def check_version_frames(frames: list[Any], lines: list[Line]) -> None:
+    """When the message's first line is above the view, ctrl+g brings it to the top of the view in one
+    step (else the new version would stream out of sight); from the next frame nothing moves at all."""
+    scrolled = next((k for k, f in enumerate(frames) if f.texts["following"] == "False"), None)
     before = frames if scrolled is None else frames[:scrolled]
     assert_no_shift(
         before,
@@ -122,15 +158,6 @@ async def test_another_version_streams_into_the_same_message_and_nothing_moves_d
     if scrolled is not None:
         assert frames[scrolled].row_of("› take lamp") == 2, "the message's first line is not at the view's top"
         assert_no_shift(frames[scrolled:], lines, fixed=FIXED, settled=lambda frame: True)
-    assert_no_shift(recorder.frames, [], fixed=FIXED)
-    assert all(f.regions["status"] is not None and f.regions["status"][3] == 1 for f in frames)
-    message = game.message(HISTORY + 1)
-    kept = name in ("failed", "cancelled")
-    assert message.prose.text == (prose(6, "a") if kept else message.versions[-1][0])
-    assert message.status.plain_text.startswith("another version" if kept else "‹ 2/2 ›")
-    assert game.session.state["items"]["lamp"] == ("player" if kept else "shore")
-    heights = [f.regions["message"][3] for f in frames if f.regions["message"] is not None]
-    assert heights == sorted(heights), "the newest message shrank"
 
 
 @pytest.mark.parametrize("size", size_params())

@@ -94,7 +94,9 @@ class Game:
 
     def sheets(self) -> list[Sheet]:
         frames = self.recorder.frames
-        swaps = [f.texts["swaps"] for f in frames]
+        swaps = [(f.texts["swaps"], f.texts["closed"]) for f in frames]
+        # a swap to different prose, or the blank rows under a settled shorter prose given back (the
+        # view follows the foot then, in the step that shows the settled prose): not compared by rules 1-4
         exempt = {k + j for k, f in enumerate(frames) if k and swaps[k] != swaps[k - 1] for j in (0, 1)}
         exempt |= {k + j for k, f in enumerate(frames) if {"resize", "turn_undone"} & set(f.marks) for j in (0, 1, 2)}
         sheets = sheets_of(frames, view, clock="time", flags=("busy", "following"))
@@ -139,6 +141,7 @@ async def new_game(frame_recorder: Any, pilot: Any, app: StoryloomApp, narrator:
             "busy": lambda app: app.game.running,
             "following": lambda app: app.game.transcript.following,
             "swaps": lambda app: sum(m.prose.swaps for m in app.game.transcript.live_messages()),
+            "closed": lambda app: sum(m.prose.closed for m in app.game.transcript.live_messages()),
         },
     )
     MARKS[id(app)] = recorder
@@ -149,9 +152,9 @@ MARKS: dict[int, FrameRecorder] = {}
 """The recorder of each app under test (by id), which marks every engine event it renders."""
 
 
-def make_app(replies: list[GatedReply], budget: int = 2) -> tuple[StoryloomApp, GatedNarrator]:
+def make_app(replies: list[GatedReply], budget: int = 2, pack: str = SHORE_PACK) -> tuple[StoryloomApp, GatedNarrator]:
     narrator = GatedNarrator(replies, chunk=7, delay=0.008)
-    session = Session(parse_pack(SHORE_PACK, "shore.toml"), narrator, budget=budget)
+    session = Session(parse_pack(pack, "shore.toml"), narrator, budget=budget)
     app = StoryloomApp(
         session, on_event=lambda event: (r := MARKS.get(id(app))) is not None and r.mark(event.event), blink=False
     )
@@ -159,9 +162,11 @@ def make_app(replies: list[GatedReply], budget: int = 2) -> tuple[StoryloomApp, 
 
 
 @asynccontextmanager
-async def playing(frame_recorder: Any, replies: list[GatedReply], size: tuple[int, int]) -> AsyncIterator[Game]:
-    """A new game on `replies`, recorded from its first frame at `size`."""
-    app, narrator = make_app(replies)
+async def playing(
+    frame_recorder: Any, replies: list[GatedReply], size: tuple[int, int], **options: Any
+) -> AsyncIterator[Game]:
+    """A new game on `replies` (`options` for `make_app`), recorded from its first frame at `size`."""
+    app, narrator = make_app(replies, **options)
     async with app.run_test(size=size) as pilot:
         yield await new_game(frame_recorder, pilot, app, narrator)
 
@@ -329,4 +334,101 @@ async def test_the_ending_and_its_undo_move_nothing_already_read(frame_recorder:
         await pilot.pause(0.6)
         game.recorder.stop()
         assert app.session.ending is None
+    check(game)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_idle_no_gap_stays_under_a_turn_whose_prose_got_shorter(
+    frame_recorder: Any, size: tuple[int, int]
+) -> None:
+    """A correction that swaps in shorter prose, and another version (ctrl+g) with fewer rows: once
+    the turn settles, at most one blank row stays under it (the blank rows the longer prose held are
+    given back in the step that shows the settled prose, and the view follows its foot)."""
+    replies = [
+        GatedReply(turn_text(story(8, "a"), [])),
+        GatedReply(turn_text(story(6, "b"), [])),
+        GatedReply(turn_text(story(5, "c"), TAKE_BOTH)),  # a correction that swaps in shorter prose
+        GatedReply(turn_text(story(1, "d"), TAKE_LAMP)),
+        GatedReply(turn_text(story(4, "e"), [])),
+        GatedReply(turn_text(story(1, "f"), [])),  # ctrl+g: another version, shorter
+        GatedReply(turn_text(story(3, "g"), [])),
+        GatedReply(turn_text(story(1, "h"), [])),  # ctrl+g again: shorter still
+    ]
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
+        await game.send("look")
+        await game.send("wait")
+        await game.send("take lamp")
+        await game.send("listen")
+        game.recorder.mark("other version")
+        await pilot.press("ctrl+g")
+        await game.settle()
+        await game.send("rest")
+        game.recorder.mark("other version")
+        await pilot.press("ctrl+g")
+        await game.settle()
+        game.recorder.stop()
+        messages = app.game.transcript.live_messages()
+    assert [m.prose.text for m in messages] == [
+        story(8, "a"),
+        story(6, "b"),
+        story(1, "d"),
+        story(1, "f"),
+        story(1, "h"),
+    ]
+    check(game)
+    assert sum(m.prose.closed for m in messages) == 3, "a shorter prose kept its taller height"
+
+
+BLANK_LINES_PACK = SHORE_PACK.replace(
+    'intro = "Grey water, black rocks."', 'intro = """\nGrey water, black rocks.\n\nThe tide is turning.\n"""'
+)
+"""The shore, its intro written as packs write it: a multi-line string that ends with a newline."""
+
+
+def separators(rows: list[str]) -> list[str]:
+    """What stands above each command row shown (`› ...`) with rows above it in view: its blank rows
+    above the text before, e.g. "1 above '› look'" (rows of text, statuses included, count as text)."""
+    found = []
+    for y, row in enumerate(rows):
+        if not row.startswith("› "):
+            continue
+        above = next((j for j in range(y - 1, -1, -1) if rows[j].strip()), None)
+        if above is not None:
+            found.append(f"{y - above - 1} above {row.strip()!r}")
+    return found
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_one_blank_row_parts_the_intro_and_every_turn(frame_recorder: Any, size: tuple[int, int]) -> None:
+    """One blank row between the intro and the first turn, and between turns, on every frame: under
+    a turn whose status row says something (a failure, its versions) as under one whose status row
+    is empty, and under the intro of a pack whose text ends with a newline."""
+    replies = [
+        GatedReply(turn_text(story(2, "a"), [])),
+        GatedReply(turn_text(story(1, "b"), TAKE_BOTH)),  # fails: its correction breaks the rules too
+        GatedReply(turn_text(None, TAKE_BOTH)),
+        GatedReply(turn_text(story(1, "c"), [])),
+        GatedReply(turn_text(story(1, "d"), [])),  # ctrl+g: `‹ 2/2 ›`, then `version 2 of 2`
+        GatedReply(turn_text(story(1, "e"), [])),
+    ]
+    async with playing(frame_recorder, replies, size, budget=1, pack=BLANK_LINES_PACK) as game:
+        app, pilot = game.app, game.pilot
+        await game.send("look")
+        await game.send("take boulder")
+        await game.send("listen")
+        await pilot.press("ctrl+g")
+        await game.settle()
+        await game.send("wait")
+        game.recorder.stop()
+        messages = app.game.transcript.live_messages()
+    assert [m.outcome for m in messages] == ["committed", "failed", "committed", "committed"]
+    assert messages[2].status.plain_text == "version 2 of 2"
+    frames = game.recorder.frames
+    wrong = [(f.index, f.phase, gap) for f in frames for gap in separators(view(f)) if not gap.startswith("1 above")]
+    assert not wrong, f"{len(wrong)} separator(s) of other than one blank row, e.g. {wrong[:4]}"
+    seen = {gap for f in frames for gap in separators(view(f))}
+    # under the intro, under the failed turn's status, under `version 2 of 2`
+    assert {"1 above '› look'", "1 above '› listen'", "1 above '› wait'"} <= seen, seen
+    assert any(row == "The tide is turning." for f in frames for row in view(f)), "the intro's end was never seen"
     check(game)

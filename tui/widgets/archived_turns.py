@@ -28,6 +28,8 @@ class TurnRecord:
     """The status row's text ("" for a committed turn)."""
     details: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     """The engine events of a turn that had issues, for its details screen (none for a clean turn)."""
+    apart: bool = False
+    """Whether a blank row stands above its command (the turn above ends with a status in words)."""
 
 
 class ArchivedTurns(Static):
@@ -100,6 +102,9 @@ class ArchivedTurns(Static):
             command, status = safe_text(f"› {record.player_input}"), safe_text(record.status)
             paragraphs = [p.strip("\n") for p in record.prose.split("\n\n") if p.strip()]
             prose = safe_text("\n\n".join(paragraphs))
+            if record.apart:
+                parts.append(Content(""))
+                line += 1
             parts.append(Content.styled(command, "bold $text-muted"))
             if prose:
                 parts.append(Content.styled(prose, "$text-muted") if muted else Content(prose))

@@ -103,10 +103,11 @@ class Prose(Widget):
     - another version of the same prose (`rewrite`) changes nothing on screen while it
       repeats the shown words, and swaps in one step where it differs.
 
-    Its height never shrinks while it is the newest prose: the transcript is anchored to
+    Its height never shrinks while its turn is being written: the transcript is anchored to
     the bottom, so a shorter prose would move every line above it down. The rows a shorter
-    swapped prose leaves stay blank at its foot until `release()` hands them to whatever the
-    transcript shows next, in the same frame.
+    swapped prose leaves stay blank at its foot until `release()`: once the turn settles (the
+    view then follows the foot in that one step), or when the transcript shows something
+    next, which takes them in the same frame.
 
     It draws exactly what a `Static` of the same text would (same wrapping and
     style, `Visual.to_strips`), with one blank line between the finished part
@@ -151,6 +152,8 @@ class Prose(Widget):
         """Another version being streamed while it repeats the shown prose word for word (see `rewrite`)."""
         self.swaps = 0
         """How many times the prose shown was replaced by a different one (the frame tests read it)."""
+        self.closed = 0
+        """How many times the blank rows under a settled, shorter prose were given back (`TurnMessage.close_gap`)."""
         self._tail = 0
         """Cells on the live paragraph's last line, counting chunks not wrapped yet."""
         self._unpainted_row = -1
@@ -269,13 +272,15 @@ class Prose(Widget):
             self._flush()
 
     def release(self) -> int:
-        """Give back the blank rows below the text; returns how many.
+        """Give back the blank rows below the text; returns how many. Its rows of text stay kept.
 
-        Only for the moment something new is shown below this prose, which takes the
-        rows in the same frame (`TurnMessage(reserve=...)`), so nothing above moves.
+        For the moment something new is shown below this prose, which takes the rows in the
+        same frame (`TurnMessage(reserve=...)`), so nothing above moves; or for the step that
+        shows the settled prose of its turn (`TurnMessage.close_gap`).
         """
-        spare = max(0, self._kept - self.line_count) if self._kept_width == self.size.width else 0
-        self._kept = 0
+        same_width = self._kept_width == self.size.width
+        spare = max(0, self._kept - self.line_count) if same_width else 0
+        self._kept = self.line_count if same_width else 0
         if spare:
             self._request_layout()
         return spare

@@ -25,7 +25,8 @@ class StoryText(Vertical):
     def __init__(self, title: str, text: str, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._title = title
-        self._text = text
+        self._text = text.strip("\n")
+        """The prose without the blank lines around it: the block's bottom padding is the one blank row under it."""
 
     def compose(self) -> ComposeResult:
         yield Static(plain(self._title), markup=False, classes="-title")
@@ -44,6 +45,7 @@ class EndingText(StoryText):
     DEFAULT_CSS = """
     EndingText {
         & > .-note { color: $text-muted; margin-top: 1; }
+        &.-apart { padding: 1 1 1 1; }
         &.-undone > Static { color: $text-muted; }
     }
     """

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 from storyloom.engine.events import (
     Event,
     StoryEnded,
+    TurnCancelled,
     TurnCommitted,
+    TurnFailed,
     TurnStarted,
     TurnUndone,
 )
@@ -30,6 +32,9 @@ KEEP_LIVE = 12
 """Turns kept as live messages (focusable, with details); older ones are folded into blocks."""
 BLOCK_TURNS = 50
 """Turns per `ArchivedTurns` block: a block is re-wrapped when a turn joins it, so keep it modest."""
+SETTLING = (TurnCommitted, TurnFailed, TurnCancelled)
+"""Events that show what a turn (or another version of it) settled on: its prose stays as it is now
+(a correction's `prose_replaced` comes just before its commit, in the same frame)."""
 
 
 class StoryView(Transcript):
@@ -138,6 +143,7 @@ class StoryView(Transcript):
                 "committed",
                 _fixed(past[i]) if known else "",
                 details=details_events(past[i].events) if known and past[i].events else (),
+                apart=i > 0 and known and bool(past[i - 1].versions),
             )
             for i, exchange in enumerate(history[:folded])
         ]
@@ -158,6 +164,7 @@ class StoryView(Transcript):
                 [version.exchange.turn.narrative for version in versions.alternatives],
                 versions.chosen,
                 events=past[-1].events if known else (),
+                apart=bool(records and records[-1].status),
             )
             self._messages[versions.turn] = message
             self.mount(message)
@@ -188,7 +195,9 @@ class StoryView(Transcript):
                 if latest is not None:
                     latest.fix_version()  # a new command: the version showing above counts for good
                 # no await between giving the rows back and mounting what takes them: one layout sees both
-                message = TurnMessage(event.turn, event.player_input, reserve=self.release_reserve())
+                message = TurnMessage(
+                    event.turn, event.player_input, reserve=self.release_reserve(), apart=self._ends_in_words()
+                )
                 self._messages[event.turn] = message
                 message.show(event)  # before it is mounted
                 with self.app.batch_update():  # no frame shows the message before its command row
@@ -212,6 +221,8 @@ class StoryView(Transcript):
             message.show(event)
             if message.writing_version and message.prose.swaps != swaps:
                 self._show_top_of(message)  # another version, with other words than those shown
+            if isinstance(event, SETTLING) and message is self.latest_message() and self.following:
+                message.close_gap()
         if isinstance(event, TurnCommitted) and event.turn not in self._committed[-1:]:
             self._committed.append(event.turn)
 
@@ -232,6 +243,7 @@ class StoryView(Transcript):
         takes the ending back.
         """
         ending = EndingText(title, text, self.ending_note)
+        ending.set_class(self._ends_in_words(), "-apart")
         self._ending = (ending, self._committed[commit] if self._committed else None)
         ending.styles.min_height = self.release_reserve()  # no await before the mount: see `release_reserve`
         return self.mount(ending)
@@ -262,6 +274,15 @@ class StoryView(Transcript):
             can = message.turn == turn
             if message.outcome in ("failed", "cancelled") and message.can_retry != can:
                 message.offer_retry(can)
+
+    def _ends_in_words(self) -> bool:
+        """Whether the newest message's status row says something: then what comes next stands a
+        blank row below it (an empty status row is itself the blank row between turns)."""
+        latest = self.latest_message()
+        if latest is not None:
+            return bool(latest.status.plain_text)
+        folded = self.latest_folded()
+        return folded is not None and bool(folded.status)
 
     def release_reserve(self) -> int:
         """The blank rows at the foot of the newest message, given back for what is mounted below it.

@@ -62,6 +62,7 @@ class TurnMessage(Vertical, can_focus=True):
         & > .-command { color: $text-muted; text-style: bold; }
         &:focus { border-left: tall $accent; background: $boost; }
         &.-undone > Prose, &.-failed > Prose, &.-cancelled > Prose { color: $text-muted; }
+        &.-apart { padding: 1 1 0 1; }
     }
     """
 
@@ -89,15 +90,17 @@ class TurnMessage(Vertical, can_focus=True):
             super().__init__(message)
             self.version = version
 
-    def __init__(self, turn: int, player_input: str, *, reserve: int = 0) -> None:
+    def __init__(self, turn: int, player_input: str, *, reserve: int = 0, apart: bool = False) -> None:
         """Args:
         turn: the engine's turn number.
         player_input: the command this turn answers.
         reserve: blank rows the message above gave back (`release_reserve`): the prose starts
             that tall, so taking them moves nothing on screen. Until its children are composed the
             message is held at that height by `min-height` (its command and status rows come with them).
+        apart: a blank row above it, when the turn above ends with a status in words (an empty
+            status row is the blank row between turns).
         """
-        super().__init__(id=f"turn-{turn}")
+        super().__init__(id=f"turn-{turn}", classes="-apart" if apart else None)
         self.turn = turn
         """The engine's turn number (never reused)."""
         self.player_input = player_input
@@ -126,11 +129,18 @@ class TurnMessage(Vertical, can_focus=True):
 
     @classmethod
     def restored(
-        cls, turn: int, player_input: str, versions: list[str], chosen: int, events: Sequence[Event] = ()
+        cls,
+        turn: int,
+        player_input: str,
+        versions: list[str],
+        chosen: int,
+        events: Sequence[Event] = (),
+        *,
+        apart: bool = False,
     ) -> TurnMessage:
         """The latest turn of a resumed story, committed, with its versions to browse (their prose)
         and the recorded events of its tries, for its details."""
-        message = cls(turn, player_input)
+        message = cls(turn, player_input, apart=apart)
         message.outcome = "committed"
         message.versions = [(prose, tuple(events)) for prose in versions]
         message.prose.set_text(versions[chosen - 1])
@@ -271,6 +281,20 @@ class TurnMessage(Vertical, can_focus=True):
             self.status.cancelled(can_retry=can_retry)
         self.refresh_bindings()
 
+    def close_gap(self) -> int:
+        """The turn settled on prose shorter than the message was (a correction or another version with
+        fewer rows): give back the blank rows the longer prose held. Returns how many.
+
+        The transcript follows its foot, so what is above moves down by those rows, once, in the frame
+        that shows the settled turn (its status changes then too); while the words were being written
+        nothing moved. The alternative, a gap the reader sees under the newest turn until the next
+        command takes it, reads as unfinished (see `Prose.release`).
+        """
+        closed = self.release_reserve()
+        if closed:
+            self.prose.closed += 1
+        return closed
+
     def release_reserve(self) -> int:
         """Give back the blank rows at the foot of the prose, for what is shown next to take (see `Prose.release`)."""
         self.styles.min_height = None
@@ -291,6 +315,7 @@ class TurnMessage(Vertical, can_focus=True):
             self.outcome,
             self.status.plain_text,
             details=details_events(self.events) if self.has_details else (),
+            apart=self.has_class("-apart"),
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
