@@ -27,6 +27,7 @@ from storyloom.engine.events import (
     AttemptFinished,
     BranchStarted,
     BranchSwitched,
+    Event,
     TurnCancelled,
     TurnCommitted,
     TurnFailed,
@@ -209,7 +210,7 @@ def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     return rebuild_records(save.path, save.records, pack, rules=save.header.rules)
 
 
-def rebuild_records(  # noqa: C901 (branches are being added here: issue 31; split after that merge)
+def rebuild_records(
     path: Path,
     records: Iterable[Record],
     pack: StoryPack,
@@ -232,52 +233,75 @@ def rebuild_records(  # noqa: C901 (branches are being added here: issue 31; spl
     built = Rebuilt(state=initial_state(pack))
     if ledger is not None:
         built.ledger = ledger
-    save = _Where(path, rules, note_today and rules != RULE_SET)
+    following = _Following(_Where(path, rules, note_today and rules != RULE_SET), pack, built)
+    for record in records:
+        following.read(record)
+    if following.tallied is not None:
+        _check_tally(following.save, built, following.tallied)
+    return built
+
+
+@dataclass
+class _Following:
+    """A rebuild under way: what judging the next record needs beside the story rebuilt so far."""
+
+    save: _Where
+    pack: StoryPack
+    built: Rebuilt
     started: TurnStarted | None = None
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
-    answers: dict[int, Record] = {}
+    answers: dict[int, Record] = field(default_factory=dict)
+    """The latest model answer recorded for each turn in flight, which its commit must be."""
     tallied: Record | None = None
-    for record in records:
+    """The latest record carrying a tally, checked against the story at the end."""
+
+    def read(self, record: Record) -> None:
+        """Judge one record against the story so far, then fold it into the ledger."""
         if record.kind in TALLIED:
-            tallied = record
+            self.tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
             if record.turn is not None:
-                answers[record.turn] = record
-            continue
+                self.answers[record.turn] = record
+            return
         event = record.event
         if event is None:
-            continue
-        in_flight = built.ledger.in_flight
+            return
+        self._judge(record, event)
+        self.built.ledger = self.built.ledger.apply(event)
+
+    def _judge(self, record: Record, event: Event) -> None:
+        save, built, seq, line = self.save, self.built, record.seq, record.line
         if isinstance(event, TurnStarted):
-            _check_command(save, record.seq, record.line, event)
-            started = event
+            _check_command(save, seq, line, event)
+            self.started = event
             if built.versions is not None:  # the next command fixes the latest turn
                 built.fixing, built.versions = built.versions, None
         elif isinstance(event, AlternativeStarted):
-            _open_versions(save, built, record.seq, record.line, event)
-        elif isinstance(event, TurnCommitted) and in_flight is not None and in_flight.alternative:
-            _commit_version(save, pack, built, record.seq, record.line, event)
-            if event.turn in answers:  # a version is judged from the state before its turn
-                _check_answer(save, pack, built.undo_stack[-1][0], record, event, answers.pop(event.turn))
+            _open_versions(save, built, seq, line, event)
         elif isinstance(event, TurnCommitted):
-            before = built.state
-            _commit(save, pack, built, record.seq, record.line, event, started)
-            if event.turn in answers:
-                _check_answer(save, pack, before, record, event, answers.pop(event.turn))
+            self._commit(record, event)
         elif isinstance(event, AlternativeChosen):
-            _choose(save, pack, built, record.seq, record.line, event)
+            _choose(save, self.pack, built, seq, line, event)
         elif isinstance(event, TurnUndone):
-            _undo(save, built, record.seq, record.line, event)
+            _undo(save, built, seq, line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
-            answers.pop(event.turn, None)
+            self.answers.pop(event.turn, None)
         elif isinstance(event, BranchStarted):
-            _branch(save, built, record.seq, record.line, event)
+            _branch(save, built, seq, line, event)
         elif isinstance(event, BranchSwitched):
-            _switch(save, built, record.seq, record.line, event)
-        built.ledger = built.ledger.apply(event)
-    if tallied is not None:
-        _check_tally(save, built, tallied)
-    return built
+            _switch(save, built, seq, line, event)
+
+    def _commit(self, record: Record, event: TurnCommitted) -> None:
+        """A commit (of a turn, or of another version of the latest turn) judged, then its answer checked."""
+        built, in_flight = self.built, self.built.ledger.in_flight
+        if in_flight is not None and in_flight.alternative:
+            _commit_version(self.save, self.pack, built, record.seq, record.line, event)
+            before = built.undo_stack[-1][0]  # a version is judged from the state before its turn
+        else:
+            before = built.state
+            _commit(self.save, self.pack, built, record.seq, record.line, event, self.started)
+        if event.turn in self.answers:
+            _check_answer(self.save, self.pack, before, record, event, self.answers.pop(event.turn))
 
 
 @dataclass(frozen=True)
