@@ -116,7 +116,7 @@ def _per_turn(large: Path, small: Path, *, rounds: int, count: int, folder: Path
     from storyloom.engine.packs import load_pack
     from storyloom.saves.format import SaveHeader
     from storyloom.saves.reader import load_save
-    from storyloom.saves.verify import rebuild
+    from storyloom.saves.rebuild import rebuild
     from storyloom.saves.writer import Journal
 
     pack = load_pack("lighthouse")

@@ -27,10 +27,12 @@ from storyloom.engine.narration import Finish
 from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.state import canonical_json, state_hash
+from storyloom.saves.answers import from_where_they_part
 from storyloom.saves.errors import CorruptRecord, SaveError
 from storyloom.saves.format import Record, Save, SaveHeader
 from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_stream
-from storyloom.saves.verify import from_where_they_part, open_pack, rebuild, rebuild_records
+from storyloom.saves.rebuild import rebuild, rebuild_records
+from storyloom.saves.verify import open_pack
 
 _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
 """Recorded events after which a cancel lands in the engine at the same point (not mid-stream)."""
