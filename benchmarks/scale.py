@@ -174,7 +174,8 @@ def _ui_peak_mb(save: Path, folder: Path) -> tuple[float, float]:
 
 
 def run(quick: bool = False) -> Figure:
-    from storyloom.saves.reader import load_save, summarize_save
+    from storyloom.saves.reader import load_save
+    from storyloom.saves.summary import summarize_save
 
     turns, small = (60, 10) if quick else (TURNS, SMALL)
     folder = scratch_dir("scale")

@@ -28,8 +28,9 @@ from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.narrators.offline import OfflineNarrator
 from storyloom.saves.export import read_story
 from storyloom.saves.preview import newest_turns
-from storyloom.saves.reader import load_save, summarize_save
+from storyloom.saves.reader import load_save
 from storyloom.saves.resume import resume
+from storyloom.saves.summary import summarize_save
 from storyloom.saves.verify import open_pack
 from tests.test_replay_properties import ACTIONS, _play_safely
 
