@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from storyloom.saves.careful import HEADER_MAX_BYTES, check_header, hashed_as_written, header_of, parse_line
-from storyloom.saves.errors import SaveUnreadable, TamperedRecord
+from storyloom.engine.ledger import STORY_KINDS, StoryLedger
+from storyloom.saves.careful import HEADER_MAX_BYTES, check_header, event_of, hashed_as_written, header_of, parse_line
+from storyloom.saves.errors import SaveError, SaveUnreadable, TamperedRecord
 from storyloom.saves.format import TALLIED, TALLY, SaveHeader, Tally, record_hash
 
 TAIL_MAX_BYTES = 8 * 1024 * 1024
@@ -80,10 +81,12 @@ def summarize_save(path: str | Path) -> SaveSummary:
                     )
             if line.startswith(_TALLIED_KINDS, line.rfind(b',"kind":"') + 1):
                 written = parse_line(path, line, 2)["data"].get(TALLY)
-                tally = Tally.from_json(written) if written is not None else _count_turns(fd, end_of_header + 1, size)
+                tally = (
+                    Tally.from_json(written) if written is not None else _count_turns(path, fd, end_of_header + 1, size)
+                )
                 break
         else:
-            tally = Tally() if tail.reached_header else _count_turns(fd, end_of_header + 1, size)
+            tally = Tally() if tail.reached_header else _count_turns(path, fd, end_of_header + 1, size)
     except OSError as exc:
         raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
     finally:
@@ -123,24 +126,29 @@ def _last_lines(fd: int, size: int, start: int) -> _Tail:
 
 
 _TALLIED_KINDS = tuple(f'"kind":"{kind}"'.encode() for kind in sorted(TALLIED))
+_STORY_KINDS = tuple(f'"kind":"{kind}"'.encode() for kind in sorted(STORY_KINDS))
 
 
-def _count_turns(fd: int, start: int, size: int) -> Tally | None:
-    """The tally of a save written before tallies were (or whose last outcome is too far back), from
-    each line's `kind`, a block at a time: time linear in the save, memory bounded."""
-    committed = undone = 0
+def _count_turns(path: Path, fd: int, start: int, size: int) -> Tally | None:
+    """The tally of a save written before tallies were (or whose last outcome is too far back): its
+    story's events folded by the ledger, as the journal counts them, a block at a time. Only the lines
+    of `STORY_KINDS` are parsed (the attempts, most of a save, are passed over): time linear in the
+    save, memory bounded. None when a story record is damaged (`storyloom verify` names it)."""
+    ledger = StoryLedger(keep=1)
     position, carry = start, b""
-    while position < size:
-        block = carry + os.pread(fd, min(_BLOCK * 16, size - position), position)
-        if not block:
-            break
-        position += len(block) - len(carry)
-        lines = block.split(b"\n")
-        carry = lines.pop()
-        for line in lines:
-            at = line.rfind(b'"kind":"')
-            if line.startswith(b'"kind":"turn_committed"', at):
-                committed += 1
-            elif line.startswith(b'"kind":"turn_undone"', at):
-                undone += 1
-    return Tally(committed, undone) if undone <= committed else None
+    try:
+        while position < size:
+            block = carry + os.pread(fd, min(_BLOCK * 16, size - position), position)
+            if not block:
+                break
+            position += len(block) - len(carry)
+            lines = block.split(b"\n")
+            carry = lines.pop()
+            for line in lines:
+                if line.startswith(_STORY_KINDS, line.rfind(b',"kind":"') + 1):
+                    record = parse_line(path, line, 2)
+                    event = event_of(record["kind"], record["data"])
+                    ledger = ledger if event is None else ledger.apply(event)
+    except SaveError:
+        return None
+    return Tally.of(ledger)
