@@ -327,13 +327,9 @@ class Session:
         words, or None when it can (see `branch`)."""
         if self.busy:
             return "a turn is in flight: wait for it, or cancel it"
-        path = self.ledger.turns()
-        if turn == 0:
-            later = self.commits
-        elif any(t.turn == turn for t in path):
-            later = sum(1 for t in path if t.turn > turn)
-        else:
-            shown = ", ".join(str(t.turn) for t in path[-12:]) or "none yet"
+        later = self.commits if turn == 0 else self.ledger.turns_after(turn)
+        if later is None:
+            shown = ", ".join(str(t.turn) for t in self.ledger.turns()[-12:]) or "none yet"
             return f"turn {turn} is not on the path of branch {self.ledger.branch} (its turns: {shown})"
         if later > len(self._undo_stack):
             return f"only the latest {UNDO_TURNS} turns of a branch can be continued from"
@@ -354,7 +350,8 @@ class Session:
         problem = self.no_branch(turn)
         if problem is not None:
             raise BranchRefused(problem)
-        later = self.commits if turn == 0 else sum(1 for t in self.ledger.turns() if t.turn > turn)
+        later = self.commits if turn == 0 else self.ledger.turns_after(turn)
+        assert later is not None  # `no_branch` found it on the path
         self._parked[self.ledger.branch] = self._here()
         for _ in range(later):
             self.state, self.history = self._undo_stack.pop()

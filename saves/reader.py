@@ -12,9 +12,12 @@ sound current-format save is read line by line as the journal wrote it
 bytes as written, its data read straight into the event's fields), about twice
 as fast. Anything that reading does not accept exactly (an older version, a line
 in another shape, any damage) is read again the careful way
-(`read_carefully`: generic JSON, the header, the chain, migration, then each
+(`saves/careful.py`, `read_carefully`: generic JSON, the header, the chain, migration, then each
 event), which any save can go through and which names the first fault. The two
 agree record for record on every sound save (tests/test_journal.py checks it).
+
+A save of any size is read a record at a time by `open_stream` (`StreamedSave`, the reading as
+written); what a listing shows of one is read by `saves/summary.py` from its header and its tail.
 """
 
 from __future__ import annotations

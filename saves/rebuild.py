@@ -482,14 +482,13 @@ def _branch(save: _Where, built: Rebuilt, seq: int, line: int, event: BranchStar
     """A new branch, judged from its fork: the turn is on the path of the branch being played, within
     what undo reaches, and the branch starts from exactly the world after it (as `Session.branch`)."""
     ledger = built.ledger
-    path = ledger.turns()
-    later = ledger.standing if event.turn == 0 else sum(1 for t in path if t.turn > event.turn)
+    later = ledger.turns_after(event.turn)
     why = ""
     if event.branch != ledger.branch_count + 1 or event.parent != ledger.branch:
         why = f"branch {ledger.branch} of {ledger.branch_count} was being played"
     elif ledger.in_flight is not None:
         why = f"turn {ledger.in_flight.turn} was in flight"
-    elif event.turn and not any(t.turn == event.turn for t in path):
+    elif later is None:
         why = f"turn {event.turn} is not on the path of branch {ledger.branch}"
     elif later > len(built.undo_stack):
         why = f"only the latest {UNDO_TURNS} turns of a branch can be continued from"
@@ -500,6 +499,7 @@ def _branch(save: _Where, built: Rebuilt, seq: int, line: int, event: BranchStar
             line=line,
             seq=seq,
         )
+    assert later is not None
     built.parked[ledger.branch] = built.here()
     for _ in range(later):
         built.state, built.history = built.undo_stack.pop()
