@@ -116,7 +116,7 @@ def _per_turn(large: Path, small: Path, *, rounds: int, count: int, folder: Path
     from storyloom.engine.packs import load_pack
     from storyloom.saves.format import SaveHeader
     from storyloom.saves.reader import load_save
-    from storyloom.saves.verify import rebuild
+    from storyloom.saves.rebuild import rebuild
     from storyloom.saves.writer import Journal
 
     pack = load_pack("lighthouse")
@@ -174,7 +174,8 @@ def _ui_peak_mb(save: Path, folder: Path) -> tuple[float, float]:
 
 
 def run(quick: bool = False) -> Figure:
-    from storyloom.saves.reader import load_save, summarize_save
+    from storyloom.saves.reader import load_save
+    from storyloom.saves.summary import summarize_save
 
     turns, small = (60, 10) if quick else (TURNS, SMALL)
     folder = scratch_dir("scale")

@@ -3,20 +3,37 @@ prose readable from its partial JSON as it streams (`_ProseStream`), what the sc
 is judged, the record of it, and the correction request that follows a rejected one.
 
 These are `engine/lifecycle.Session._run`'s own steps, kept apart so the lifecycle reads as the
-turn's sequence; nothing else uses them.
+turn's sequence; nothing else uses them: reading one attempt from the narrator (`_read_attempt`,
+transient faults retried), judging it (`_judged`), and what follows.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pydantic_core
 
 from storyloom.engine.committed import PendingTurn
-from storyloom.engine.events import AttemptFinished, Event, ProseDelta, ProseReplaced
-from storyloom.engine.narration import Finish, NarrationRequest, Rejection
-from storyloom.engine.rules import Verdict
+from storyloom.engine.events import AttemptFinished, Event, NarratorRetrying, ProseDelta, ProseReplaced
+from storyloom.engine.narration import (
+    Finish,
+    NarrationRequest,
+    Narrator,
+    NarratorError,
+    Rejection,
+    StructuredDelta,
+    TextDelta,
+    TransientNarratorError,
+)
+from storyloom.engine.packs import StoryPack
+from storyloom.engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
+from storyloom.engine.streaming import Expired, Reader
+from storyloom.engine.turns import Issue
 
 OUTPUT_LIMIT = "output_limit"
 """The stop reason the engine records when it stops reading an answer over `OUTPUT_MAX_CHARS`."""
@@ -25,6 +42,9 @@ REJECTED_ECHO_MAX_CHARS = 4_000
 would otherwise cost some 50,000 tokens, more than a small local model's whole context)."""
 PROSE_STREAM_MAX_CHARS = 32_000
 """Partial JSON is re-parsed per chunk only this far; prose written later shows when the turn is judged."""
+
+MAX_TRANSIENT_RETRIES = 4
+"""How many times an attempt is sent again after a transient fault (\"narrator busy\") before the turn fails."""
 
 
 @dataclass(frozen=True)
@@ -186,3 +206,93 @@ class _ProseStream:
         new = narrative[len(self.shown) :]
         self.shown = narrative
         return new
+
+
+async def _read_attempt(
+    narrator: Narrator,
+    request: NarrationRequest,
+    cancel: asyncio.Future[None],
+    *,
+    clock: Callable[[], float],
+    sleep: Callable[[float], Awaitable[Any]],
+    timeout: float,
+) -> AsyncIterator[Event | _Attempt]:
+    """One model attempt, with transient faults retried; yields prose events, then the `_Attempt`.
+
+    Only a first attempt streams prose; a correction is read whole and judged.
+    """
+    stream_prose = not request.is_correction
+    for retry in range(MAX_TRANSIENT_RETRIES + 1):
+        started = clock()
+        structured: list[str] = []
+        text: list[str] = []
+        deltas: list[tuple[int, str, str]] = []
+        finish = Finish()
+        prose = _ProseStream()
+        stream = aiter(narrator.narrate(request))
+        size = 0
+        try:
+            async with Reader(cancel, timeout) as reader:
+                while (chunk := await reader.next(stream)) is not None:
+                    if isinstance(chunk, Finish):
+                        finish = _sound_finish(chunk)
+                        continue
+                    written = _encodable(chunk.text)
+                    size += len(written)
+                    if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
+                        finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
+                        break
+                    at = chunk.at_ms if chunk.at_ms is not None else int((clock() - started) * 1000)
+                    if isinstance(chunk, StructuredDelta):
+                        structured.append(written)
+                        deltas.append((at, "s", written))
+                        if stream_prose and (new := prose.feed(written)):
+                            yield ProseDelta(turn=request.turn, text=new)
+                    elif isinstance(chunk, TextDelta):
+                        text.append(written)
+                        deltas.append((at, "t", written))
+        except Expired:
+            raise NarratorError(
+                f"The narrator was still writing after {timeout:g} s; "
+                f"the turn was stopped. Retry, or try another model."
+            ) from None
+        except TransientNarratorError as exc:
+            if retry == MAX_TRANSIENT_RETRIES:
+                raise
+            delay = exc.retry_after if exc.retry_after is not None else float(2**retry)
+            if stream_prose and prose.shown:
+                yield ProseReplaced(turn=request.turn, changed=True, text="")
+            yield NarratorRetrying(turn=request.turn, attempt=request.attempt, delay=delay, reason=str(exc))
+            async with Reader(cancel, float("inf")) as pause:
+                await pause.wait(sleep(delay))
+            continue
+        finally:
+            with suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
+        raw = "".join(structured) if structured else None
+        yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown)
+        return
+
+
+def _judged(attempt: _Attempt, request: NarrationRequest, pack: StoryPack, rules: int) -> Verdict:
+    """The judge's verdict on an attempt, against the committed state; an answer cut off (by the
+    model's token limit or by the engine's own) is judged as that, whatever part of it parses."""
+    verdict = judge(attempt.raw, request.state, pack, kept_narrative=request.kept_narrative, rules=rules)
+    if attempt.finish.stop_reason == "max_tokens" and verdict.turn is None:
+        cut = Issue(
+            "",
+            "output.truncated",
+            "The turn was cut off at the output token limit before it was "
+            "complete. Write a shorter turn: fewer paragraphs, same patch.",
+        )
+        verdict = Verdict(None, None, (cut,))
+    if attempt.finish.stop_reason == OUTPUT_LIMIT:
+        too_large = Issue(
+            "",
+            "output.too_large",
+            f"The answer went on past {OUTPUT_MAX_CHARS} characters "
+            f"and was cut off unread; a turn is far shorter (narrative "
+            f"at most 4000 characters).",
+        )
+        verdict = Verdict(None, None, (too_large,))
+    return verdict

@@ -207,6 +207,16 @@ class StoryLedger(NamedTuple):
         """The standing turns held (see `keep`), oldest first."""
         return list(_walk(self.held))[::-1]
 
+    def turns_after(self, turn: int) -> int | None:
+        """How many standing turns of the branch being played come after `turn` (0: the story's
+        start), which a branch from it takes back; None when `turn` is not on its path (held)."""
+        if turn == 0:
+            return self.standing
+        path = self.turns()
+        if not any(t.turn == turn for t in path):
+            return None
+        return sum(1 for t in path if t.turn > turn)
+
     def undone_turns(self, branch: int | None = None) -> list[LedgerTurn]:
         """The undone turns held (see `keep`) of `branch` (default: the one being played), oldest first."""
         if branch is None or branch == self.branch:

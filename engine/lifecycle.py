@@ -21,20 +21,18 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
 from storyloom.engine.attempts import (
-    OUTPUT_LIMIT,
+    MAX_TRANSIENT_RETRIES,
     PROSE_STREAM_MAX_CHARS,
     _Attempt,
     _attempt_finished,
-    _encodable,
+    _judged,
     _next_correction,
-    _ProseStream,
+    _read_attempt,
     _show_judged,
-    _sound_finish,
     _TurnState,
 )
 from storyloom.engine.committed import (
@@ -54,8 +52,6 @@ from storyloom.engine.events import (
     BranchSwitched,
     CorrectionStarted,
     Event,
-    NarratorRetrying,
-    ProseDelta,
     ProseReplaced,
     StoryEnded,
     TurnCancelled,
@@ -69,18 +65,14 @@ from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.limits import DEFAULT_BUDGET, UNDO_TURNS, command_too_long
 from storyloom.engine.narration import (
     Exchange,
-    Finish,
     NarrationRequest,
     Narrator,
     NarratorError,
-    StructuredDelta,
-    TextDelta,
-    TransientNarratorError,
 )
 from storyloom.engine.packs import StoryPack
-from storyloom.engine.rules import OUTPUT_MAX_CHARS, RULE_SET, RULE_SETS, Verdict, judge
+from storyloom.engine.rules import RULE_SET, RULE_SETS, Verdict
 from storyloom.engine.state import WorldState, initial_state, state_hash
-from storyloom.engine.streaming import Cancelled, Expired, Reader
+from storyloom.engine.streaming import Cancelled
 from storyloom.engine.turns import Issue
 
 __all__ = [  # the session, and the records it keeps (engine/committed.py), as its users import them
@@ -99,7 +91,6 @@ __all__ = [  # the session, and the records it keeps (engine/committed.py), as i
     "remembered",
 ]
 
-MAX_TRANSIENT_RETRIES = 4
 ATTEMPT_MAX_SECONDS = 600.0
 """An attempt still writing after this long fails the turn: a stream that drips forever must end.
 Generous, so a slow local model on a CPU still finishes a long turn."""
@@ -336,13 +327,9 @@ class Session:
         words, or None when it can (see `branch`)."""
         if self.busy:
             return "a turn is in flight: wait for it, or cancel it"
-        path = self.ledger.turns()
-        if turn == 0:
-            later = self.commits
-        elif any(t.turn == turn for t in path):
-            later = sum(1 for t in path if t.turn > turn)
-        else:
-            shown = ", ".join(str(t.turn) for t in path[-12:]) or "none yet"
+        later = self.commits if turn == 0 else self.ledger.turns_after(turn)
+        if later is None:
+            shown = ", ".join(str(t.turn) for t in self.ledger.turns()[-12:]) or "none yet"
             return f"turn {turn} is not on the path of branch {self.ledger.branch} (its turns: {shown})"
         if later > len(self._undo_stack):
             return f"only the latest {UNDO_TURNS} turns of a branch can be continued from"
@@ -363,7 +350,8 @@ class Session:
         problem = self.no_branch(turn)
         if problem is not None:
             raise BranchRefused(problem)
-        later = self.commits if turn == 0 else sum(1 for t in self.ledger.turns() if t.turn > turn)
+        later = self.commits if turn == 0 else self.ledger.turns_after(turn)
+        assert later is not None  # `no_branch` found it on the path
         self._parked[self.ledger.branch] = self._here()
         for _ in range(later):
             self.state, self.history = self._undo_stack.pop()
@@ -484,13 +472,20 @@ class Session:
             yield started
             while True:
                 attempt: _Attempt | None = None
-                async for item in self._stream_attempt(state.request, cancel):
+                async for item in _read_attempt(
+                    self.narrator,
+                    state.request,
+                    cancel,
+                    clock=self._clock,
+                    sleep=self._sleep,
+                    timeout=self.attempt_timeout,
+                ):
                     if isinstance(item, _Attempt):
                         attempt = item
                     else:
                         yield item
                 assert attempt is not None
-                verdict = self._judge(attempt, state.request)
+                verdict = _judged(attempt, state.request, self.pack, self.rules)
                 yield _attempt_finished(state.request, attempt, verdict)
                 state, shown = _show_judged(state, attempt, verdict)
                 for event in shown:
@@ -518,29 +513,6 @@ class Session:
             yield TurnFailed(turn=turn, issues=(Issue("", exc.rule, str(exc)),))
         finally:
             self._cancel = None
-
-    def _judge(self, attempt: _Attempt, request: NarrationRequest) -> Verdict:
-        """The judge's verdict on an attempt, against the committed state; an answer cut off (by the
-        model's token limit or by the engine's own) is judged as that, whatever part of it parses."""
-        verdict = judge(attempt.raw, request.state, self.pack, kept_narrative=request.kept_narrative, rules=self.rules)
-        if attempt.finish.stop_reason == "max_tokens" and verdict.turn is None:
-            cut = Issue(
-                "",
-                "output.truncated",
-                "The turn was cut off at the output token limit before it was "
-                "complete. Write a shorter turn: fewer paragraphs, same patch.",
-            )
-            verdict = Verdict(None, None, (cut,))
-        if attempt.finish.stop_reason == OUTPUT_LIMIT:
-            too_large = Issue(
-                "",
-                "output.too_large",
-                f"The answer went on past {OUTPUT_MAX_CHARS} characters "
-                f"and was cut off unread; a turn is far shorter (narrative "
-                f"at most 4000 characters).",
-            )
-            verdict = Verdict(None, None, (too_large,))
-        return verdict
 
     def _commit(self, state: _TurnState, verdict: Verdict, cancel: asyncio.Future[None]) -> Iterator[Event]:
         """Make an accepted turn the committed one, and tell it.
@@ -591,62 +563,3 @@ class Session:
         if reached is not None:
             ending_id, closing = reached
             yield StoryEnded(turn=turn, ending=ending_id, title=closing.title, text=closing.text)
-
-    async def _stream_attempt(
-        self, request: NarrationRequest, cancel: asyncio.Future[None]
-    ) -> AsyncIterator[Event | _Attempt]:
-        """One model attempt, with transient faults retried; yields prose events, then the `_Attempt`.
-
-        Only a first attempt streams prose; a correction is read whole and judged.
-        """
-        stream_prose = not request.is_correction
-        for retry in range(MAX_TRANSIENT_RETRIES + 1):
-            started = self._clock()
-            structured: list[str] = []
-            text: list[str] = []
-            deltas: list[tuple[int, str, str]] = []
-            finish = Finish()
-            prose = _ProseStream()
-            stream = aiter(self.narrator.narrate(request))
-            size = 0
-            try:
-                async with Reader(cancel, self.attempt_timeout) as reader:
-                    while (chunk := await reader.next(stream)) is not None:
-                        if isinstance(chunk, Finish):
-                            finish = _sound_finish(chunk)
-                            continue
-                        written = _encodable(chunk.text)
-                        size += len(written)
-                        if size > OUTPUT_MAX_CHARS:  # never read an endless answer into memory
-                            finish = Finish(OUTPUT_LIMIT, dict(finish.usage))
-                            break
-                        at = chunk.at_ms if chunk.at_ms is not None else int((self._clock() - started) * 1000)
-                        if isinstance(chunk, StructuredDelta):
-                            structured.append(written)
-                            deltas.append((at, "s", written))
-                            if stream_prose and (new := prose.feed(written)):
-                                yield ProseDelta(turn=request.turn, text=new)
-                        elif isinstance(chunk, TextDelta):
-                            text.append(written)
-                            deltas.append((at, "t", written))
-            except Expired:
-                raise NarratorError(
-                    f"The narrator was still writing after {self.attempt_timeout:g} s; "
-                    f"the turn was stopped. Retry, or try another model."
-                ) from None
-            except TransientNarratorError as exc:
-                if retry == MAX_TRANSIENT_RETRIES:
-                    raise
-                delay = exc.retry_after if exc.retry_after is not None else float(2**retry)
-                if stream_prose and prose.shown:
-                    yield ProseReplaced(turn=request.turn, changed=True, text="")
-                yield NarratorRetrying(turn=request.turn, attempt=request.attempt, delay=delay, reason=str(exc))
-                async with Reader(cancel, float("inf")) as pause:
-                    await pause.wait(self._sleep(delay))
-                continue
-            finally:
-                with suppress(Exception):
-                    await stream.aclose()  # type: ignore[attr-defined]
-            raw = "".join(structured) if structured else None
-            yield _Attempt(raw, "".join(text), finish, tuple(deltas), prose.shown)
-            return

@@ -26,7 +26,7 @@ from storyloom.engine.safety import safe_text
 from storyloom.engine.state import WorldState, state_hash
 from storyloom.saves.errors import NoSuchBranch
 from storyloom.saves.format import FORMAT, Record, SaveHeader
-from storyloom.saves.verify import Rebuilt, rebuild_records
+from storyloom.saves.rebuild import Rebuilt, rebuild_records
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,12 @@ sound current-format save is read line by line as the journal wrote it
 bytes as written, its data read straight into the event's fields), about twice
 as fast. Anything that reading does not accept exactly (an older version, a line
 in another shape, any damage) is read again the careful way
-(`_read_carefully`: generic JSON, the header, the chain, migration, then each
+(`saves/careful.py`, `read_carefully`: generic JSON, the header, the chain, migration, then each
 event), which any save can go through and which names the first fault. The two
 agree record for record on every sound save (tests/test_journal.py checks it).
+
+A save of any size is read a record at a time by `open_stream` (`StreamedSave`, the reading as
+written); what a listing shows of one is read by `saves/summary.py` from its header and its tail.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import dataclasses
 import functools
 import gc
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -35,36 +37,38 @@ import pydantic_core
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from storyloom.engine.events import AttemptFinished, Event, event_from_json
+from storyloom.engine.events import AttemptFinished, Event
 from storyloom.engine.files import open_regular, read_regular_file
-from storyloom.saves.errors import (
-    BrokenChain,
-    CorruptRecord,
-    MissingRecord,
-    ReorderedRecords,
-    SaveError,
-    SaveUnreadable,
-    TamperedRecord,
-    UnsupportedVersion,
+from storyloom.saves.careful import (
+    HEADER_MAX_BYTES,
+    Reading,
+    check_header,
+    event_of,
+    hashed_as_written,
+    header_of,
+    is_engine_kind,
+    parse_line,
+    read_carefully,
 )
-from storyloom.saves.format import (
-    FORMAT,
-    GENESIS,
-    HEADER,
-    RESUMED,
-    SAME_RECORDS_SINCE,
-    TALLIED,
-    TALLY,
-    VERSION,
-    Record,
-    Save,
-    SaveHeader,
-    Tally,
-    expand_attempt,
-    migrate,
-    record_hash,
-    storyloom_version,
-)
+from storyloom.saves.errors import SaveError, SaveUnreadable
+from storyloom.saves.format import GENESIS, SAME_RECORDS_SINCE, VERSION, Record, Save, SaveHeader, expand_attempt
+from storyloom.saves.summary import SaveSummary, summarize_save
+
+__all__ = [
+    "SAVE_MAX_BYTES",
+    "NotStreamable",
+    "SaveSummary",
+    "StreamedSave",
+    "gc_paused",
+    "load_save",
+    "open_stream",
+    "open_stream_at",
+    "parse_save",
+    "read_through",
+    "summarize_save",
+]
+"""`SaveSummary` and `summarize_save` live in `saves/summary.py`; they are named here too for the readers
+that still import them from here (the open-a-save screen)."""
 
 T = TypeVar("T")
 
@@ -86,141 +90,6 @@ def load_save(path: str | Path) -> Save:
     except OSError as exc:
         raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
     return parse_save(path, blob)
-
-
-HEADER_MAX_BYTES = 64 * 1024
-"""A header line is a few hundred bytes; `summarize_save` reads no further for it."""
-TAIL_MAX_BYTES = 8 * 1024 * 1024
-"""How far back from the end `summarize_save` looks for the last outcome record before it counts
-the turns line by line instead (only a save from before tallies were written needs that)."""
-_BLOCK = 64 * 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class SaveSummary:
-    """What a listing shows of a save, read from its header and its last records only.
-
-    Attributes:
-        header: its first record.
-        tally: the story's counts at its last outcome (None if they could not be read).
-        last_time: when its last whole record was written (the header's time for a save with no turn).
-        size: the file's size in bytes.
-        torn: the file ends in a line cut off by a crash (it is dropped when the save is read).
-    """
-
-    path: Path
-    header: SaveHeader
-    tally: Tally | None
-    last_time: str
-    size: int
-    torn: bool = False
-
-
-def summarize_save(path: str | Path) -> SaveSummary:
-    """Read what a listing shows of a save in about the same time whatever its size: the header line,
-    then whole lines back from the end until the last outcome record, which carries the story's
-    `Tally`. A save written before tallies existed is counted line by line from each line's tail,
-    in bounded memory. Nothing but the header and the last record is checked: `load_save` and
-    `storyloom verify` check the rest.
-
-    Raises:
-        SaveUnreadable: missing, unreadable, not a storyloom save.
-        UnsupportedVersion, CorruptRecord, TamperedRecord: the header or the last record is damaged.
-    """
-    path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
-    try:
-        size = os.fstat(fd).st_size
-        head = os.pread(fd, min(size, HEADER_MAX_BYTES), 0)
-        end_of_header = head.find(b"\n")
-        if end_of_header < 0:
-            raise SaveUnreadable(path, "the file does not start with a whole storyloom save header")
-        header_raw = _parse_line(path, head[:end_of_header], 1)
-        header = _header(path, _check_header(path, header_raw))
-        tail = _last_lines(fd, size, end_of_header + 1)
-        last: dict[str, Any] | None = None
-        tally: Tally | None = None
-        torn = False
-        for number, line in enumerate(tail):
-            if number == 0 and not line.endswith(b"\n"):
-                torn = bool(line)
-                continue
-            line = line.rstrip(b"\n")
-            if last is None:
-                last = _parse_line(path, line, 2)
-                if not _hashed_as_written(line, last) and record_hash(last) != last["hash"]:
-                    raise TamperedRecord(
-                        path, f"record {last['seq']} (the last) does not match its hash", seq=last["seq"]
-                    )
-            if line.startswith(_TALLIED_KINDS, line.rfind(b',"kind":"') + 1):
-                written = _parse_line(path, line, 2)["data"].get(TALLY)
-                tally = Tally.from_json(written) if written is not None else _count_turns(fd, end_of_header + 1, size)
-                break
-        else:
-            tally = Tally() if tail.reached_header else _count_turns(fd, end_of_header + 1, size)
-    except OSError as exc:
-        raise SaveUnreadable.from_os_error(path, exc, "cannot read the file") from None
-    finally:
-        os.close(fd)
-    when = str(last["time"]) if last is not None else str(header_raw["time"])
-    return SaveSummary(path, header, tally, when, size, torn)
-
-
-class _Tail:
-    """Lines of a file from its end backwards (each with its newline; the first may be a torn
-    last line without one), read a block at a time, never before `start` nor more than
-    `TAIL_MAX_BYTES`. `reached_header` says whether every line after the header was seen."""
-
-    def __init__(self, fd: int, size: int, start: int):
-        self.fd, self.size, self.start = fd, size, start
-        self.reached_header = False
-
-    def __iter__(self) -> Iterator[bytes]:
-        position, pending = self.size, b""
-        while position > self.start and self.size - position < TAIL_MAX_BYTES:
-            begin = max(self.start, position - _BLOCK)
-            pending = os.pread(self.fd, position - begin, begin) + pending
-            position = begin
-            if position > self.start:
-                cut = pending.find(b"\n")
-                if cut < 0:
-                    continue  # no line starts in what was read yet
-                whole, pending = pending[cut + 1 :], pending[: cut + 1]
-            else:
-                whole, pending = pending, b""
-            yield from reversed(whole.splitlines(keepends=True))
-        self.reached_header = position <= self.start
-
-
-def _last_lines(fd: int, size: int, start: int) -> _Tail:
-    return _Tail(fd, size, start)
-
-
-_TALLIED_KINDS = tuple(f'"kind":"{kind}"'.encode() for kind in sorted(TALLIED))
-
-
-def _count_turns(fd: int, start: int, size: int) -> Tally | None:
-    """The tally of a save written before tallies were (or whose last outcome is too far back), from
-    each line's `kind`, a block at a time: time linear in the save, memory bounded."""
-    committed = undone = 0
-    position, carry = start, b""
-    while position < size:
-        block = carry + os.pread(fd, min(_BLOCK * 16, size - position), position)
-        if not block:
-            break
-        position += len(block) - len(carry)
-        lines = block.split(b"\n")
-        carry = lines.pop()
-        for line in lines:
-            at = line.rfind(b'"kind":"')
-            if line.startswith(b'"kind":"turn_committed"', at):
-                committed += 1
-            elif line.startswith(b'"kind":"turn_undone"', at):
-                undone += 1
-    return Tally(committed, undone) if undone <= committed else None
 
 
 @contextlib.contextmanager
@@ -253,7 +122,7 @@ def parse_save(path: Path, blob: bytes) -> Save:
         raise SaveUnreadable(
             path, "the file is empty: it is not a storyloom save (or its first record was never completely written)"
         )
-    read = _read_as_written(path, lines) or _read_carefully(path, lines)
+    read = _read_as_written(path, lines) or read_carefully(path, lines)
     header_raw, header, records = read
     last_hash, last_seq = (records[-1].hash, records[-1].seq) if records else (header_raw["hash"], header_raw["seq"])
     return Save(
@@ -269,31 +138,6 @@ def parse_save(path: Path, blob: bytes) -> Save:
     )
 
 
-_Read = tuple[dict[str, Any], SaveHeader, tuple[Record, ...]]
-
-
-def _read_carefully(path: Path, lines: list[bytes]) -> _Read:
-    """Read every line as generic JSON, check the header and chain, migrate, then check each event.
-
-    Any save can be read this way; it is the one that names what is wrong with a damaged save."""
-    parsed = [_parse_line(path, raw, number) for number, raw in enumerate(lines, 1)]
-    header_raw = parsed[0]
-    header_data = _check_header(path, header_raw)
-    _check_chain(path, parsed, lines)
-    version = int(header_data["version"])
-    migrated_header, migrated = migrate(version, header_data, [dict(r) for r in parsed[1:]])
-    header = _header(path, migrated_header)
-    records = tuple(_record(path, raw, number) for number, raw in enumerate(migrated, 2))
-    return header_raw, header, records
-
-
-def _header(path: Path, data: dict[str, Any]) -> SaveHeader:
-    try:
-        return SaveHeader.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CorruptRecord(path, f"the header record is malformed ({exc})", line=1, seq=0) from None
-
-
 _TAIL = re.compile(
     rb',"hash":"([0-9a-f]{64})","kind":"([a-z_]{1,64})","prev":"([0-9a-f]{64})",'
     rb'"seq":(0|[1-9][0-9]{0,17}),"time":"([ !#-\[\]-~]*)"}'
@@ -304,7 +148,7 @@ _MEMBER = len(',"hash":"",') + 64
 """Bytes of the `"hash":"…",` member (with the comma before it) cut out to hash a line."""
 
 
-def _read_as_written(path: Path, lines: list[bytes]) -> _Read | None:
+def _read_as_written(path: Path, lines: list[bytes]) -> Reading | None:
     """Read a current-format save whose lines are as the journal writes them, or None.
 
     The careful reading parses each line into generic JSON, checks each event's fields and
@@ -334,15 +178,15 @@ class _AsWritten:
 
     def __init__(self, path: Path, header_line: bytes):
         try:
-            self.header_raw = _parse_line(path, header_line, 1)
-            header_data = _check_header(path, self.header_raw)
+            self.header_raw = parse_line(path, header_line, 1)
+            header_data = check_header(path, self.header_raw)
             if (
                 not SAME_RECORDS_SINCE <= header_data["version"] <= VERSION
                 or self.header_raw["prev"] != GENESIS
-                or not _hashed_as_written(header_line, self.header_raw)
+                or not hashed_as_written(header_line, self.header_raw)
             ):
                 raise _NotAsWritten
-            self.header = _header(path, header_data)
+            self.header = header_of(path, header_data)
         except SaveError:
             raise _NotAsWritten from None
         self._readers = _data_readers()
@@ -564,13 +408,18 @@ def _record_as_written(
         data = expand_attempt(kind, pydantic_core.from_json(written, allow_inf_nan=False))
     except ValueError:
         return None
-    event = _event_of(kind, data)
-    if event is None and _is_engine_kind(kind):
+    event = event_of(kind, data)
+    if event is None and is_engine_kind(kind):
         return None
     return data, event
 
 
 _Reader = tuple[frozenset[str], pydantic_core.SchemaValidator, bool]
+
+
+def _mentions(hint: Any, wanted: Any) -> bool:
+    """Whether a type annotation is `wanted` or holds it anywhere (`tuple[dict[str, Any], ...]` holds Any)."""
+    return hint is wanted or any(_mentions(arg, wanted) for arg in get_args(hint))
 
 
 @functools.cache
@@ -598,177 +447,3 @@ def _data_readers() -> dict[str, _Reader]:
         validator = cast(pydantic_core.SchemaValidator, TypeAdapter(fields).validator)  # no pydantic plugins here
         readers[kind] = (required, validator, any(_mentions(hint, Any) for hint in hints.values()))
     return readers
-
-
-def _mentions(hint: Any, wanted: Any) -> bool:
-    """Whether a type annotation is `wanted` or holds it anywhere (`tuple[dict[str, Any], ...]` holds Any)."""
-    return hint is wanted or any(_mentions(arg, wanted) for arg in get_args(hint))
-
-
-def _parse_json(text: str) -> Any:
-    """`json.loads` (NaN and Infinity refused), about twice as fast on the lines a journal writes.
-
-    pydantic's parser reads a line first; whatever it cannot read (a lone surrogate escape,
-    a malformed line, NaN) is left to the json module, so every line gets the json module's
-    answer and error message, as before.
-    """
-    try:
-        return pydantic_core.from_json(text, allow_inf_nan=False)
-    except (ValueError, TypeError):
-        return json.loads(text, parse_constant=_no_constant)
-
-
-def _parse_line(path: Path, raw: bytes, number: int) -> dict[str, Any]:
-    try:
-        data = _parse_json(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        if number == 1:
-            raise SaveUnreadable(path, "the first line is not JSON: this is not a storyloom save") from None
-        raise CorruptRecord(
-            path, f"the record is not valid JSON ({exc}); the file was damaged or edited", line=number
-        ) from None
-    if not (
-        isinstance(data, dict)
-        and isinstance(data.get("seq"), int)
-        and isinstance(data.get("hash"), str)
-        and isinstance(data.get("prev"), str)
-        and isinstance(data.get("kind"), str)
-        and isinstance(data.get("data"), dict)
-        and isinstance(data.get("time"), str)
-    ):
-        if number == 1:
-            raise SaveUnreadable(path, "the first line is not a storyloom save header")
-        raise CorruptRecord(
-            path, "the line is JSON but not a save record (seq, time, kind, data, prev, hash)", line=number
-        )
-    return data
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
-
-
-def _check_header(path: Path, header: dict[str, Any]) -> dict[str, Any]:
-    data = header["data"]
-    if header["kind"] != HEADER or header["seq"] != 0 or data.get("format") != FORMAT:
-        raise SaveUnreadable(path, "the first record is not a storyloom save header")
-    version = data.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise UnsupportedVersion(path, f"the save format version {version!r} is not a number", line=1, seq=0)
-    if version > VERSION:
-        raise UnsupportedVersion(
-            path,
-            f"the save is in format version {version}, newer than this storyloom "
-            f"({storyloom_version()}, format {VERSION}) can read; upgrade storyloom",
-            line=1,
-            seq=0,
-        )
-    if version < 1:
-        raise UnsupportedVersion(path, f"unknown save format version {version}", line=1, seq=0)
-    return dict(data)
-
-
-def _check_chain(path: Path, parsed: list[dict[str, Any]], lines: list[bytes]) -> None:
-    """Each record proves its content, sits right after its predecessor, and follows its hash."""
-    previous_hash = GENESIS
-    expected_seq = 0
-    for index, record in enumerate(parsed):
-        number = index + 1
-        if not _hashed_as_written(lines[index], record) and record_hash(record) != record["hash"]:
-            raise TamperedRecord(
-                path,
-                f"record {record['seq']} does not match its hash: bytes inside it were changed after it was written",
-                line=number,
-                seq=record["seq"],
-            )
-        seq = record["seq"]
-        if seq != expected_seq:
-            later = {r["seq"] for r in parsed[index + 1 :]}
-            earlier = {r["seq"] for r in parsed[:index]}
-            if seq < expected_seq or expected_seq in later:
-                what = "a second copy of an earlier record" if seq in earlier else "out of place"
-                raise ReorderedRecords(
-                    path,
-                    f"records are out of order: record {seq} is {what}: it comes where record {expected_seq} belongs",
-                    line=number,
-                    seq=seq,
-                )
-            gap = f"record {expected_seq} is" if seq == expected_seq + 1 else f"records {expected_seq}..{seq - 1} are"
-            raise MissingRecord(
-                path, f"{gap} missing: the record before this one (seq {seq}) was removed", line=number, seq=seq
-            )
-        if record["prev"] != previous_hash:
-            raise BrokenChain(
-                path,
-                f"record {seq} does not follow the hash of record {seq - 1}: the chain is "
-                f"broken (a record was replaced)",
-                line=number,
-                seq=seq,
-            )
-        previous_hash = record["hash"]
-        expected_seq += 1
-
-
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_json_string = json.encoder.encode_basestring  # how canonical_json spells a string (ensure_ascii=False)
-
-
-def _hashed_as_written(line: bytes, record: dict[str, Any]) -> bool:
-    """Whether a line, less its own `"hash":"…",` member, hashes to its `hash`: `record_hash`
-    without re-encoding the record.
-
-    The journal writes each record as its canonical JSON (keys sorted: data, hash, kind, prev,
-    seq, time), so the canonical JSON of the record without `hash` is the line with that one
-    member cut out. The line must end in exactly the canonical spelling of the parsed
-    `hash`, `kind`, `prev`, `seq` and `time` and hold no other `"hash":` key, so that member
-    is the record's own and cutting it out leaves the same record; a byte changed anywhere
-    else changes the digest. Any line not in this shape is checked by re-encoding it.
-    """
-    digest, seq = record["hash"], record["seq"]
-    if len(record) != 6 or type(seq) is not int or not _HEX64.fullmatch(digest) or line.count(b'"hash":') != 1:
-        return False
-    try:
-        tail = (
-            f'"kind":{_json_string(record["kind"])},"prev":{_json_string(record["prev"])},"seq":{seq},'
-            f'"time":{_json_string(record["time"])}}}'
-        ).encode()
-    except UnicodeEncodeError:
-        return False
-    member = b',"hash":"' + digest.encode() + b'",'
-    if not (line.startswith(b'{"data":') and line.endswith(member + tail)):
-        return False
-    return bool(hashlib.sha256(line[: -len(member) - len(tail)] + b"," + tail).hexdigest() == digest)
-
-
-def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
-    kind = raw["kind"]
-    data = expand_attempt(kind, raw["data"])
-    event = _event_of(kind, data)
-    if kind not in (HEADER, RESUMED) and event is None and _is_engine_kind(kind):
-        raise CorruptRecord(path, f"record {raw['seq']} is not a valid {kind} event", line=number, seq=raw["seq"])
-    return Record(
-        seq=raw["seq"],
-        time=raw["time"],
-        kind=kind,
-        prev=raw["prev"],
-        hash=raw["hash"],
-        line=number,
-        written=data,
-        checked=event,
-    )
-
-
-def _event_of(kind: str, data: dict[str, Any]) -> Event | None:
-    """The engine event a record's data holds, or None (the journal's own records, or not a valid event)."""
-    if kind in (HEADER, RESUMED):
-        return None
-    try:
-        return event_from_json({**data, "event": kind})
-    except ValueError:
-        return None
-
-
-def _is_engine_kind(kind: str) -> bool:
-    from storyloom.engine.events import EVENT_TYPES
-
-    return kind in EVENT_TYPES

@@ -27,10 +27,12 @@ from storyloom.engine.narration import Finish
 from storyloom.engine.narrators.replay import RecordedAnswer, ReplayNarrator
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.state import canonical_json, state_hash
+from storyloom.saves.answers import from_where_they_part
 from storyloom.saves.errors import CorruptRecord, SaveError
 from storyloom.saves.format import Record, Save, SaveHeader
 from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_stream
-from storyloom.saves.verify import from_where_they_part, open_pack, rebuild, rebuild_records
+from storyloom.saves.rebuild import rebuild, rebuild_records
+from storyloom.saves.verify import open_pack
 
 _CANCEL_AFTER = {"attempt_finished", "prose_replaced", "narrator_retrying"}
 """Recorded events after which a cancel lands in the engine at the same point (not mid-stream)."""
@@ -404,6 +406,10 @@ def _describe(event: dict[str, Any] | None) -> str:
     return kind
 
 
+_AT_ONCE = ("undo", "choose", "branch", "switch")
+"""The steps that ask nothing of the narrator."""
+
+
 class Replayer:
     """Drives a fresh session through a plan's steps, comparing every event with the record.
 
@@ -480,43 +486,55 @@ class Replayer:
         if self.keep_events:
             self.result.events.append(event)
 
-    async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:  # noqa: C901 (branches are being added here: issue 31; split after that merge)
+    async def play_step(self, step: ReplayStep) -> AsyncIterator[Event]:
         """Play one recorded step, yielding the engine's events (prose deltas included) as they come."""
         self._last_turn = step.turn
-        if step.action in ("undo", "choose", "branch", "switch"):
+        if step.action in _AT_ONCE:
             done = self._at_once(step)
             if done is not None:
                 self._keep(done)
                 yield done
             self._compare(step, 0, done)
             return
-        if step.action == "regenerate" and not self.session.can_regenerate:
+        events = self._asked(step)
+        if events is None:
             self._compare(step, 0, None)  # the replayed story has no such turn to ask again
             return
-        if step.action == "regenerate":
-            events = self.session.regenerate()
-        elif step.action == "retry" and self.session.pending is not None:
-            events = self.session.retry()
-        else:
-            events = self.session.play(step.player_input)
         index = 0
         async for event in events:
             self._keep(event)
             if isinstance(event, ProseDelta):
                 yield event
                 continue
-            if step.interrupted and index >= len(step.expected):
-                if event.event in _OUTCOMES and self.result.divergence is None:
-                    self._compare(step, index, event)  # the record stops mid-turn; the replay went on to an end
-                self.session.cancel()  # the record stops here: the rest of this turn never happened
-                index += 1
-                continue
-            if self.result.divergence is None and not self._compare(step, index, event):
-                self.session.cancel()
-            yield event
-            if step.cancel_after == index:
-                self.session.cancel()
+            if self._follow(step, index, event):
+                yield event
+                if step.cancel_after == index:
+                    self.session.cancel()
             index += 1
+        self._end_step(step, index)
+
+    def _asked(self, step: ReplayStep) -> AsyncIterator[Event] | None:
+        """The turn a step asks the narrator for; None for another version of a turn the replay lacks."""
+        if step.action == "regenerate":
+            return self.session.regenerate() if self.session.can_regenerate else None
+        if step.action == "retry" and self.session.pending is not None:
+            return self.session.retry()
+        return self.session.play(step.player_input)
+
+    def _follow(self, step: ReplayStep, index: int, event: Event) -> bool:
+        """Compare one event of a step with the record; False for one past where an interrupted record
+        stops, which is never shown (the rest of that turn never happened)."""
+        if step.interrupted and index >= len(step.expected):
+            if event.event in _OUTCOMES and self.result.divergence is None:
+                self._compare(step, index, event)  # the record stops mid-turn; the replay went on to an end
+            self.session.cancel()
+            return False
+        if self.result.divergence is None and not self._compare(step, index, event):
+            self.session.cancel()
+        return True
+
+    def _end_step(self, step: ReplayStep, index: int) -> None:
+        """A step played out: a record with more events than came is a divergence; note an interrupted turn."""
         if self.result.divergence is None and index < len(step.expected) and not step.interrupted:
             self._compare(step, index, None)
         if step.interrupted and step.last:

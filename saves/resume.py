@@ -3,7 +3,7 @@
 A resumed session is the same story the player left: the committed state,
 the model's history of committed exchanges, the undo stack (undo works across
 a resume) and the next turn number. Every commit is re-judged on the way in
-(`storyloom.saves.verify.rebuild`), so a save that was tampered with is refused rather
+(`storyloom.saves.rebuild.rebuild`), so a save that was tampered with is refused rather
 than played.
 """
 
@@ -26,7 +26,8 @@ from storyloom.saves.errors import SaveWriteError
 from storyloom.saves.format import Record, SaveHeader
 from storyloom.saves.locations import new_save_path, rescue_of, resolve_save
 from storyloom.saves.reader import NotStreamable, gc_paused
-from storyloom.saves.verify import Rebuilt, open_pack, rebuild_records
+from storyloom.saves.rebuild import Rebuilt, rebuild_records
+from storyloom.saves.verify import open_pack
 from storyloom.saves.writer import Journal
 
 

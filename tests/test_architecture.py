@@ -1,5 +1,5 @@
 """The parts import only what docs/architecture.md says they may, always under the `storyloom`
-namespace they install as, and no module imports itself back.
+namespace they install as, and no module imports itself back; and no module grows past 600 lines.
 
 Read from the source with `ast` (nothing is imported), so a wrong import fails here even when
 no test happens to run the code path that has it. Imports under `if TYPE_CHECKING:` are left out:
@@ -116,3 +116,17 @@ def test_no_module_imports_itself_back() -> None:
         if module not in state:
             visit(module)
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
+
+
+MODULE_MAX_LINES = 600
+"""A module the next person can read whole: past this, split it along a seam (issue 25)."""
+
+
+def test_every_module_is_at_most_600_lines() -> None:
+    long = {
+        module: lines
+        for module, path in MODULES.items()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_MAX_LINES
+    }
+    assert len(MODULES) > 50  # every part's modules were found (a wrong root would pass vacuously)
+    assert not long, f"modules over {MODULE_MAX_LINES} lines (split along a seam): {long}"

@@ -184,10 +184,11 @@ def test_an_attempt_s_output_is_stored_once_and_read_back_whole(tmp_path: Path, 
 def _both_readings(path: Path):
     """A save read line by line as written (how `load_save` reads a sound save) and read carefully
     (generic JSON, then each event checked: how it names damage)."""
-    from storyloom.saves.reader import _read_as_written, _read_carefully
+    from storyloom.saves.careful import read_carefully
+    from storyloom.saves.reader import _read_as_written
 
     lines = path.read_bytes().split(b"\n")[:-1]
-    return _read_as_written(path, lines), _read_carefully(path, lines)
+    return _read_as_written(path, lines), read_carefully(path, lines)
 
 
 def test_a_sound_save_reads_the_same_record_for_record_as_the_careful_reading(tmp_path: Path) -> None:

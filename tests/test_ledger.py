@@ -27,11 +27,14 @@ from storyloom.engine.events import (
 from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.narrators.offline import OfflineNarrator
 from storyloom.saves.export import read_story
+from storyloom.saves.format import Tally
 from storyloom.saves.preview import newest_turns
-from storyloom.saves.reader import load_save, summarize_save
+from storyloom.saves.reader import load_save
 from storyloom.saves.resume import resume
+from storyloom.saves.summary import summarize_save
 from storyloom.saves.verify import open_pack
 from tests.test_replay_properties import ACTIONS, _play_safely
+from tests.test_saves_kit import played_save, rewrite_records
 
 STEPS = st.lists(
     st.sampled_from(["command", "correct", "commit", "version", "choose", "undo", "fail", "cancel"]), max_size=40
@@ -164,3 +167,22 @@ def test_every_reader_of_a_save_tells_the_story_its_ledger_tells(actions, seed, 
         resumed.journal.close()
         versions = {t.turn: (t.chosen, len(t.versions)) for t in ledger.turns() if len(t.versions) > 1}
         assert {p.turn: p.versions for p in resumed.past if p.versions} == versions
+
+
+def test_a_listing_of_a_save_without_tallies_counts_its_turns_as_the_ledger_does(tmp_path: Path) -> None:
+    """A save written before tallies (or whose last outcome lies too far back to look for) is counted
+    from its records: another version of a turn is not another turn, and a branch counts."""
+    path, _, events = played_save(
+        tmp_path / "s.jsonl",
+        ["look", "take rope", "/regenerate", "/choose 1", "north", "/undo", "/branch 1", "up", "/regenerate"],
+        faults=0.0,
+    )
+    ledger = StoryLedger().fold(events)
+    assert ledger.versions == 2 and ledger.branch_count == 2 and ledger.undone == 1  # what is being counted
+    rewrite_records(path, lambda records: [{**r, "data": _untallied(r["data"])} for r in records])
+    assert b'"tally"' not in path.read_bytes()
+    assert summarize_save(path).tally == Tally.of(ledger)
+
+
+def _untallied(data: dict[str, object]) -> dict[str, object]:
+    return {key: value for key, value in data.items() if key != "tally"}

@@ -12,9 +12,10 @@ from storyloom.engine.state import state_hash
 from storyloom.saves.export import export_json, export_markdown, read_story
 from storyloom.saves.format import VERSION
 from storyloom.saves.locations import saves_dir
-from storyloom.saves.reader import load_save, summarize_save
+from storyloom.saves.reader import load_save
 from storyloom.saves.replay import Replayer, replay_plan
 from storyloom.saves.resume import resume
+from storyloom.saves.summary import summarize_save
 from storyloom.saves.verify import verify_save
 from storyloom.tui.cli import main
 from tests.test_saves_kit import kinds, play, played_save_async, rewrite_records

@@ -26,7 +26,7 @@ import json
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import IO, TextIO
 
 from storyloom.engine.events import Event, StoryEnded, TurnFailed
@@ -72,19 +72,15 @@ class VersionFailed(Exception):
         self.turn = turn
 
 
-def run_headless(args: argparse.Namespace) -> int:  # noqa: C901 (branches are being added here: issue 31; split after that merge)
+def run_headless(args: argparse.Namespace) -> int:
     """`storyloom play --headless`: see the module docstring for what it prints and returns."""
     err = sys.stderr
     if not args.commands:
         print("storyloom: headless play needs --commands FILE (one command a line) or --commands - for stdin", file=err)
         return EXIT_USAGE
-    try:
-        settings = load_settings(args)
-    except SettingsError as exc:
-        print(f"storyloom: {safe_text(str(exc))}", file=err)
+    settings = _headless_settings(args, err)
+    if settings is None:
         return EXIT_USAGE
-    if getattr(args, "pace", None) is None:  # the config file's pace is for reading in the UI: headless play is instant
-        settings = replace(settings, pace=None)
     commands = _open_commands(args.commands, err)
     if commands is None:
         return EXIT_USAGE
@@ -94,14 +90,41 @@ def run_headless(args: argparse.Namespace) -> int:  # noqa: C901 (branches are b
     assert play.session is not None and play.journal is not None and play.pack is not None
     events_file: IO[str] | None = None
     if args.events:
-        try:
-            events_file = open(args.events, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            print(f"storyloom: cannot write the events file {args.events}: {exc.strerror or exc}", file=err)
+        events_file = _open_events(args.events, err)
+        if events_file is None:
             play.journal.close()
             return EXIT_USAGE
     if play.journal.broken is not None:  # a resumed save that no longer takes writes
         play.rescue(play.journal.broken)
+    return _play_through(play, args, commands, events_file, err)
+
+
+def _headless_settings(args: argparse.Namespace, err: TextIO) -> Settings | None:
+    """The settings headless play runs with; None (after saying why) when they are not valid."""
+    try:
+        settings = load_settings(args)
+    except SettingsError as exc:
+        print(f"storyloom: {safe_text(str(exc))}", file=err)
+        return None
+    if getattr(args, "pace", None) is None:  # the config file's pace is for reading in the UI: headless play is instant
+        settings = replace(settings, pace=None)
+    return settings
+
+
+def _open_events(path: str, err: TextIO) -> IO[str] | None:
+    """The `--events` file, opened for writing; None (after saying why) when it cannot be."""
+    try:
+        return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by `_play_through`
+    except OSError as exc:
+        print(f"storyloom: cannot write the events file {path}: {exc.strerror or exc}", file=err)
+        return None
+
+
+def _play_through(
+    play: PlaySession, args: argparse.Namespace, commands: Iterable[str], events_file: IO[str] | None, err: TextIO
+) -> int:
+    """Play the commands of an opened session to their end, a signal or a fault; close what was opened."""
+    assert play.session is not None and play.journal is not None and play.pack is not None
     before = {signum: signal.signal(signum, _terminate) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         print_intro(play.pack, sys.stdout)
@@ -227,7 +250,7 @@ RETRIES = 3
 """How many times `--on-fail retry` plays a failed turn again (each with a fresh budget) before it stops."""
 
 
-async def play_commands(  # noqa: C901 (branches are being added here: issue 31; split after that merge)
+async def play_commands(
     session: Session,
     commands: Iterable[str],
     *,
@@ -254,55 +277,81 @@ async def play_commands(  # noqa: C901 (branches are being added here: issue 31;
         err: where corrections, failures and notes go.
         on_fail: one of `ON_FAIL`.
     """
-    printer = EventPrinter(out, err)
-    skipped: list[int] = []
+    play = _Lines(session, on_event, EventPrinter(out, err), out, err, on_fail)
     try:
         for number, line in enumerate(commands, 1):
             command = line.strip()
             if not command or command.startswith("#"):
                 continue
-            if command.startswith("/"):
-                try:
-                    await _meta(session, command, on_event, printer)
-                except VersionFailed as lost:
-                    if on_fail == "stop":
-                        return EXIT_TURN_FAILED
-                    print(
-                        f"storyloom: another version of turn {lost.turn} failed; the chosen one stands, "
-                        f"play goes on (--on-fail {on_fail})",
-                        file=err,
-                    )
-                continue
-            problem = command_too_long(command)
-            if problem is not None:
-                print(f"storyloom: line {number}: {problem}; it is not played, play goes on", file=err)
-                continue
-            if session.ending is not None:  # the story is over: nothing more is played (as in the UI)
-                print(f"storyloom: {STORY_OVER}; {safe_text(command)!r} and what follows were not played", file=err)
-                return EXIT_OK
-            print(f"\n> {safe_text(command)}\n", file=out)
-            failed, ended = await play_turn(session.play(command), on_event, printer)
-            retries = 0
-            while failed and on_fail == "retry" and retries < RETRIES:
-                retries += 1
-                print(f"storyloom: retrying turn {failed} ({retries} of {RETRIES})", file=err)
-                failed, ended = await play_turn(session.retry(), on_event, printer)
-            if failed and on_fail == "skip":
-                skipped.append(failed)
-                print(f"storyloom: turn {failed} failed; going on with the next command (--on-fail skip)", file=err)
-            elif failed:
-                if on_fail == "retry":
-                    print(f"storyloom: turn {failed} still failed after {RETRIES} retries; play stops", file=err)
-                return EXIT_TURN_FAILED
+            code = await (play.meta(command) if command.startswith("/") else play.command(number, command))
+            if code is not None:
+                return code
     except Stop as stop:
         return stop.code
     finally:
-        if skipped:
-            skips = plural(len(skipped), "turn") + (
-                " failed and was skipped" if len(skipped) == 1 else " failed and were skipped"
-            )
-            print(f"storyloom: {skips}: {_turns(skipped)}", file=err)
+        play.say_skipped()
     return EXIT_OK
+
+
+@dataclass
+class _Lines:
+    """Headless play of a commands file, a line at a time: each step returns an exit code to stop
+    play with, or None to go on with the next line."""
+
+    session: Session
+    on_event: EventHook | None
+    printer: EventPrinter
+    out: TextIO
+    err: TextIO
+    on_fail: str
+    skipped: list[int] = field(default_factory=list)
+
+    async def meta(self, command: str) -> int | None:
+        """A meta-command; another version that failed stops play unless `on_fail` says go on."""
+        try:
+            await _meta(self.session, command, self.on_event, self.printer)
+        except VersionFailed as lost:
+            if self.on_fail == "stop":
+                return EXIT_TURN_FAILED
+            print(
+                f"storyloom: another version of turn {lost.turn} failed; the chosen one stands, "
+                f"play goes on (--on-fail {self.on_fail})",
+                file=self.err,
+            )
+        return None
+
+    async def command(self, number: int, command: str) -> int | None:
+        """A player's command, played as a turn (and again, as `on_fail` says, while it fails)."""
+        problem = command_too_long(command)
+        if problem is not None:
+            print(f"storyloom: line {number}: {problem}; it is not played, play goes on", file=self.err)
+            return None
+        if self.session.ending is not None:  # the story is over: nothing more is played (as in the UI)
+            print(f"storyloom: {STORY_OVER}; {safe_text(command)!r} and what follows were not played", file=self.err)
+            return EXIT_OK
+        print(f"\n> {safe_text(command)}\n", file=self.out)
+        failed, _ = await play_turn(self.session.play(command), self.on_event, self.printer)
+        retries = 0
+        while failed and self.on_fail == "retry" and retries < RETRIES:
+            retries += 1
+            print(f"storyloom: retrying turn {failed} ({retries} of {RETRIES})", file=self.err)
+            failed, _ = await play_turn(self.session.retry(), self.on_event, self.printer)
+        if failed and self.on_fail == "skip":
+            self.skipped.append(failed)
+            print(f"storyloom: turn {failed} failed; going on with the next command (--on-fail skip)", file=self.err)
+        elif failed:
+            if self.on_fail == "retry":
+                print(f"storyloom: turn {failed} still failed after {RETRIES} retries; play stops", file=self.err)
+            return EXIT_TURN_FAILED
+        return None
+
+    def say_skipped(self) -> None:
+        """Count the turns `--on-fail skip` went past, on `err`."""
+        if self.skipped:
+            skips = plural(len(self.skipped), "turn") + (
+                " failed and was skipped" if len(self.skipped) == 1 else " failed and were skipped"
+            )
+            print(f"storyloom: {skips}: {_turns(self.skipped)}", file=self.err)
 
 
 async def play_turn(

@@ -22,8 +22,10 @@ from storyloom.engine.safety import safe_text
 from storyloom.saves.errors import SaveError, SaveUnreadable
 from storyloom.saves.format import Save
 from storyloom.saves.locations import list_saves, rescue_of, resolve_save, saves_dir
-from storyloom.saves.reader import load_save, summarize_save
-from storyloom.saves.verify import open_pack, story_turns, verify_save
+from storyloom.saves.reader import load_save
+from storyloom.saves.rebuild import story_turns
+from storyloom.saves.summary import summarize_save
+from storyloom.saves.verify import open_pack, verify_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter
 from storyloom.tui.words import plural

@@ -1,0 +1,86 @@
+"""A recorded commit must be what the model's recorded answer for its turn gives, when judged.
+
+A commit whose prose was edited, the hash chain recomputed, passes every other check of a rebuild
+(`saves/rebuild.py`); this one names where the commit and the answer part.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pydantic_core
+
+from storyloom.engine.events import AttemptFinished, TurnCommitted
+from storyloom.engine.packs import StoryPack
+from storyloom.engine.rules import judge_data, parse_output
+from storyloom.engine.state import WorldState, canonical_json
+from storyloom.saves.errors import InvalidCommit
+from storyloom.saves.format import Record
+
+_COMMITTED_FIELDS = ("narrative", "state_patch", "suggestions")
+
+
+def check_answer(
+    path: Path, rules: int, pack: StoryPack, before: WorldState, record: Record, event: TurnCommitted, answer: Record
+) -> None:
+    """The commit must be what the last answer recorded for its turn gives when judged: the
+    same narrative, patch and suggestions (a correction that leaves the narrative out keeps
+    the one on screen, which is the commit's)."""
+    finished = answer.event
+    raw = finished.raw if isinstance(finished, AttemptFinished) else None
+    if raw is not None and _as_committed(raw, event):
+        return
+    data = parse_output(raw)[0]
+    verdict = judge_data(data, before, pack, kept_narrative=event.narrative, rules=rules) if data is not None else None
+    turn = verdict.turn if verdict is not None else None
+    if turn is None:
+        differs = ["the answer does not give a turn"]
+    else:
+        given = {
+            "narrative": turn.narrative,
+            "state_patch": tuple(turn.patch_json()),
+            "suggestions": tuple(turn.suggestions),
+        }
+        committed = {"narrative": event.narrative, "state_patch": event.state_patch, "suggestions": event.suggestions}
+        differs = [
+            "its {} differs (the commit: {}; the answer: {})".format(
+                name, *from_where_they_part(canonical_json(committed[name]), canonical_json(given[name]))
+            )
+            for name in _COMMITTED_FIELDS
+            if given[name] != committed[name]
+        ]
+    if differs:
+        raise InvalidCommit(
+            path,
+            f"record {record.seq}: the commit of turn {event.turn} is not what the model's answer recorded "
+            f"for it (record {answer.seq}) gives: {'; '.join(differs)}; the file was edited",
+            line=record.line,
+            seq=record.seq,
+        )
+
+
+def from_where_they_part(first: str, second: str, width: int = 40) -> tuple[str, str]:
+    """Two texts shown from a little before their first difference, each cut to `width` characters."""
+    at = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), min(len(first), len(second)))
+    start = max(0, at - 10)
+
+    def cut(text: str) -> str:
+        shown = text[start : start + width]
+        return ("…" if start else "") + shown + ("…" if start + width < len(text) else "")
+
+    return cut(first), cut(second)
+
+
+def _as_committed(raw: str, event: TurnCommitted) -> bool:
+    """Whether the answer holds the commit's narrative, patch and suggestions exactly as committed:
+    almost always, and far cheaper to see than judging the answer again (which names what differs)."""
+    try:
+        data = pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError:
+        return False
+    return (
+        isinstance(data, dict)
+        and data.get("narrative", event.narrative) == event.narrative
+        and data.get("state_patch") == list(event.state_patch)
+        and data.get("suggestions", []) == list(event.suggestions)
+    )
