@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from storyloom.tui.screens.new_branch import NewBranchScreen
 from storyloom.tui.screens.story_tree import StoryTreeScreen
 from storyloom.tui.testing.narrators import GatedReply, turn_text
 from storyloom.tui.testing.pilot import until
@@ -163,3 +164,85 @@ async def test_the_issue_walk_in_the_app(tmp_path, capsys) -> None:
     assert "They share 2 turns and fork after turn 2 (> take rope)." in capsys.readouterr().out
     assert main(["verify", str(path)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("sound")
+
+
+async def test_ctrl_g_on_an_earlier_turn_asks_then_writes_another_version_of_it_on_a_new_branch() -> None:
+    """Another version of a turn the next command fixed continues from that turn on a new branch: the
+    player is asked first (Esc changes nothing); then the transcript shows the path to the turn with
+    its new version, the world is that version's, and the old branch is kept whole."""
+    other = "The lamp is wedged fast between the rocks; you leave it where it is."
+    app = scene(*[GatedReply(turn_text(prose, patch)) for _, prose, patch in STEPS], GatedReply(turn_text(other, [])))
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command, _, _ in STEPS:
+            await send(pilot, command)
+            await settled(pilot)
+        session = app.game.session
+        after_three = session.state
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
+        assert "Turns 2 to 3 were played after it" in app.screen.question()
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, NewBranchScreen))
+        assert session.ledger.branch_count == 1 and session.state == after_three
+        assert [i for i, _ in app.game.committed_exchanges()] == ["take lamp", "north", "take key"]
+
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
+        await pilot.press("enter")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        await settled(pilot)
+        assert app.game.committed_exchanges() == [("take lamp", other)]  # the path to the turn, its new version
+        message = app.game.latest_message()
+        assert message is not None and message.turn == 1 and message.status.plain_text == "‹ 2/2 ›"
+        assert session.state["items"]["lamp"] == "shore" and session.state["location"] == "shore"
+        assert "brass lamp" not in app.game.side_panel.render().plain.split("Carrying")[-1]
+        assert [(t.turn, t.chosen) for t in session.ledger.path(1)] == [(1, 1), (2, 1), (3, 1)]  # kept whole
+
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: session.ledger.branch == 1 and not isinstance(app.screen, StoryTreeScreen))
+        await pilot.pause()
+        assert session.state == after_three
+        assert app.game.committed_exchanges() == [(command, prose) for command, prose, _ in STEPS]
+
+
+async def test_an_arrow_on_an_earlier_turn_with_versions_continues_from_the_version_browsed_to() -> None:
+    """← on a fixed turn with two versions asks, then plays version 1 on a new branch (prose and world);
+    a letter pressed on the focused message still types into the input line."""
+    kept = "The lamp stays wedged between the rocks; you leave it be."
+    app = scene(
+        GatedReply(turn_text(STEPS[0][1], TAKE_LAMP)),
+        GatedReply(turn_text(kept, [])),
+        GatedReply(turn_text(STEPS[1][1], GO_NORTH)),
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await settled(pilot)
+        await pilot.press("ctrl+g")
+        await settled(pilot)
+        await send(pilot, "north")
+        await settled(pilot)
+        session = app.game.session
+        message = app.game.message(1)
+        assert message is not None and message.status.plain_text == "version 2 of 2"
+        message.focus(scroll_visible=False)
+        await pilot.pause()
+        await pilot.press("x")  # printable keys type, whatever has focus
+        assert app.game.command_input.value == "x" and session.ledger.branch_count == 1
+        message.focus(scroll_visible=False)
+        await pilot.pause()
+        await pilot.press("left")
+        await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
+        assert app.screen.question().startswith("Turn 2 was played after it, so version 1 of turn 1")
+        await pilot.press("enter")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        await pilot.pause()
+        assert app.game.committed_exchanges() == [("take lamp", STEPS[0][1])]
+        assert session.state["items"]["lamp"] == "player" and session.state["location"] == "shore"
+        latest = app.game.latest_message()
+        assert latest is not None and latest.status.plain_text == "‹ 1/2 ›"
+        assert [(t.turn, t.chosen) for t in session.ledger.path(1)] == [(1, 2), (2, 1)]
+        assert session.ledger.path(1)[0].shown.narrative == kept
