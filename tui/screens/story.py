@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 
 from storyloom.engine.events import (
     AlternativeChosen,
@@ -29,8 +29,6 @@ from storyloom.tui.widgets.story_view import StoryView
 from storyloom.tui.widgets.turn_message import TurnMessage
 
 if TYPE_CHECKING:
-    from textual.widget import AwaitMount
-
     from storyloom.saves.resume import PastTurn
 
 
@@ -164,17 +162,20 @@ class StoryScreen(Screen[None]):
         """A branch started or another taken up: the transcript shows that branch's path (from the
         intro, as a resumed story is shown), the side panel its world."""
         session = self.session
-        await self.transcript.start_again(
-            session.pack.title,
-            session.pack.intro,
-            session.history,
-            path_turns(session),
-            _open_versions(session),
-            earlier=_earlier(session),
-        )
-        if (mounting := self._show_standing_ending()) is not None:
-            await mounting
-        self.side_panel.show_state(session.state)
+        transcript = self.transcript
+        with self.app.batch_update():  # the path is painted whole in one frame, not its turns a frame later
+            await transcript.start_again(
+                session.pack.title,
+                session.pack.intro,
+                session.history,
+                path_turns(session),
+                _open_versions(session),
+                earlier=_earlier(session),
+            )
+            await AwaitMount(transcript, list(transcript.children))
+            if (mounting := self._show_standing_ending()) is not None:
+                await mounting
+            self.side_panel.show_state(session.state)
         self.refresh_bindings()
 
     async def fold_old_turns(self) -> bool:
