@@ -246,3 +246,56 @@ async def test_an_arrow_on_an_earlier_turn_with_versions_continues_from_the_vers
         assert latest is not None and latest.status.plain_text == "‹ 1/2 ›"
         assert [(t.turn, t.chosen) for t in session.ledger.path(1)] == [(1, 2), (2, 1)]
         assert session.ledger.path(1)[0].shown.narrative == kept
+
+
+def _details_text(app: Any) -> str:
+    from textual.widgets import Static
+
+    return "\n".join(str(static.render()) for static in app.screen.query(Static))
+
+
+async def test_turns_with_issues_keep_their_details_after_a_branch_and_a_switch_draw_the_path_anew() -> None:
+    """ctrl+d shows what the corrections did on a turn drawn anew by a branch or a switch, as it did
+    before (and as after a resume): the fork turn, latest on the new branch; the old branch's latest;
+    and a folded turn's details are offered."""
+    from storyloom.tui.screens.issue_details import IssueDetailsScreen
+
+    nope = [{"op": "replace", "path": "/items/nope", "value": 1}]
+    app = scene(
+        GatedReply(turn_text(STEPS[0][1], nope)),
+        GatedReply(turn_text(None, TAKE_LAMP)),
+        GatedReply(turn_text(STEPS[1][1], GO_NORTH)),
+        GatedReply(turn_text(STEPS[2][1], nope)),
+        GatedReply(turn_text(None, TAKE_KEY)),
+    )
+
+    async def details_of(pilot: Any, turn: int) -> str:
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        text = _details_text(app)
+        assert f"Turn {turn} · details" == app.screen.query_one("Vertical").border_title
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
+        return text
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command, _, _ in STEPS:
+            await send(pilot, command)
+            await settled(pilot)
+        session = app.game.session
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        await pilot.pause()
+        text = await details_of(pilot, 1)
+        assert "committed after correction" in text and "/items/nope" in text
+
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: session.ledger.branch == 1 and not isinstance(app.screen, StoryTreeScreen))
+        await pilot.pause()
+        text = await details_of(pilot, 3)
+        assert "committed after correction" in text and "/items/nope" in text
+        assert [r.turn for r in app.game.folded_with_details()] == [1]  # the folded turn's, in the palette
