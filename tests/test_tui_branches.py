@@ -181,7 +181,7 @@ async def test_ctrl_g_on_an_earlier_turn_asks_then_writes_another_version_of_it_
         app.game.message(1).focus(scroll_visible=False)
         await pilot.press("ctrl+g")
         await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
-        assert "Turns 2 to 3 were played after it" in app.screen.question()
+        assert app.screen.question().startswith("Turns 2 to 3 were played after this version. To write another one")
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, NewBranchScreen))
         assert session.ledger.branch_count == 1 and session.state == after_three
@@ -236,7 +236,7 @@ async def test_an_arrow_on_an_earlier_turn_with_versions_continues_from_the_vers
         await pilot.pause()
         await pilot.press("left")
         await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
-        assert app.screen.question().startswith("Turn 2 was played after it, so version 1 of turn 1")
+        assert app.screen.question().startswith("Turn 2 was played after this version. To show version 1, the story")
         await pilot.press("enter")
         await until(pilot, lambda: session.ledger.branch == 2)
         await pilot.pause()

@@ -51,7 +51,8 @@ class NewBranchScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         box = Vertical()
-        box.border_title = f"Version {self._version} of turn {self._turn}" if self._version else "Another version"
+        wanted = f"Version {self._version}" if self._version else "Another version"
+        box.border_title = f"{wanted} of turn {self._turn}"
         box.border_subtitle = "enter continue on a new branch · esc back"
         with box:
             yield Static(Content(self.question()))
@@ -60,13 +61,13 @@ class NewBranchScreen(ModalScreen[bool]):
         """What happens, in the player's words."""
         later = self._later
         if not later:
-            after = "The next command was played after it"
+            after = "The next command was played after this version"
         elif len(later) == 1:
-            after = f"Turn {later[0]} was played after it"
+            after = f"Turn {later[0]} was played after this version"
         else:
-            after = f"Turns {later[0]} to {later[-1]} were played after it"
-        wanted = f"version {self._version}" if self._version else "another version"
+            after = f"Turns {later[0]} to {later[-1]} were played after this version"
+        wanted = f"show version {self._version}" if self._version else "write another one"
         return (
-            f"{after}, so {wanted} of turn {self._turn} continues the story from there on a new branch. "
+            f"{after}. To {wanted}, the story goes on from turn {self._turn} on a new branch. "
             f"Branch {self._branch} stays whole, as it is now: ctrl+t shows every branch."
         )
