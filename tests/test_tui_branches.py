@@ -181,7 +181,7 @@ async def test_ctrl_g_on_an_earlier_turn_asks_then_writes_another_version_of_it_
         app.game.message(1).focus(scroll_visible=False)
         await pilot.press("ctrl+g")
         await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
-        assert app.screen.question().startswith("Turns 2 to 3 were played after this version. To write another one")
+        assert app.screen.question().startswith("Turns 2 and 3 were played after this version. To write another one")
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, NewBranchScreen))
         assert session.ledger.branch_count == 1 and session.state == after_three
@@ -299,3 +299,19 @@ async def test_turns_with_issues_keep_their_details_after_a_branch_and_a_switch_
         text = await details_of(pilot, 3)
         assert "committed after correction" in text and "/items/nope" in text
         assert [r.turn for r in app.game.folded_with_details()] == [1]  # the folded turn's, in the palette
+
+
+def test_another_version_of_an_earlier_turn_asks_80x24(snap_compare):
+    """ctrl+g on turn 1 after three turns: the question over the transcript, naming the turns played
+    after it, the new branch, and that branch 1 stays whole."""
+
+    async def run_before(pilot: Any) -> None:
+        for command, _, _ in STEPS:
+            await send(pilot, command)
+            await settled(pilot)
+        pilot.app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: isinstance(pilot.app.screen, NewBranchScreen))
+        await pilot.pause()
+
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=run_before)

@@ -65,7 +65,8 @@ class NewBranchScreen(ModalScreen[bool]):
         elif len(later) == 1:
             after = f"Turn {later[0]} was played after this version"
         else:
-            after = f"Turns {later[0]} to {later[-1]} were played after this version"
+            joined = "and" if len(later) == 2 else "to"
+            after = f"Turns {later[0]} {joined} {later[-1]} were played after this version"
         wanted = f"show version {self._version}" if self._version else "write another one"
         return (
             f"{after}. To {wanted}, the story goes on from turn {self._turn} on a new branch. "
