@@ -315,3 +315,29 @@ def test_another_version_of_an_earlier_turn_asks_80x24(snap_compare):
         await pilot.pause()
 
     assert snap_compare(_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_a_resumed_story_s_turns_keep_their_details_when_a_branch_draws_them_again(tmp_path) -> None:
+    """The details a resumed screen got from the save survive ctrl+b drawing the path anew."""
+    from storyloom.engine.narrators.offline import OfflineNarrator
+    from storyloom.engine.packs import load_pack
+    from storyloom.saves.resume import resume
+    from storyloom.tui.app import StoryloomApp
+    from tests.test_saves_kit import played_save_async
+
+    walk = ["look", "take rope", "north", "up", "look", "down", "south"]
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.5)
+    pack = load_pack("lighthouse")
+    resumed = resume(path, OfflineNarrator(pack, seed=7, faults=0.0), pack=pack)
+    app = StoryloomApp(resumed.session, on_event=resumed.journal.record, blink=False, past=lambda: resumed.past)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        latest = app.game.latest_message()
+        folded = sorted(r.turn for r in app.game.folded_with_details())
+        assert folded == [4, 5] and latest is not None  # the walk's corrected turns (seed 7), folded
+        latest.focus(scroll_visible=False)
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: app.game.session.ledger.branch == 2)
+        await pilot.pause()
+        assert sorted(r.turn for r in app.game.folded_with_details()) == folded
+    resumed.journal.close()
