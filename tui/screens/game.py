@@ -306,7 +306,7 @@ class GameScreen(StoryScreen):
         await self._show_branch(event)
         if chosen is not None:
             await self.deliver(chosen)
-        elif self.session.can_regenerate:
+        elif not version and self.session.can_regenerate:
             self._start(self.session.regenerate())
 
     @on(TurnMessage.RegenerateRequested)
