@@ -341,3 +341,50 @@ async def test_a_resumed_story_s_turns_keep_their_details_when_a_branch_draws_th
         await pilot.pause()
         assert sorted(r.turn for r in app.game.folded_with_details()) == folded
     resumed.journal.close()
+
+
+async def test_each_version_of_the_fork_turn_keeps_its_own_details_on_the_new_branch() -> None:
+    """Version 1 of turn 1 was corrected, version 2 was not; after ← on the fixed turn continues from
+    version 1 on a new branch, ctrl+d shows version 1's correction, and → to version 2 shows none."""
+    from storyloom.tui.screens.issue_details import IssueDetailsScreen
+
+    nope = [{"op": "replace", "path": "/items/nope", "value": 1}]
+    kept = "The lamp stays wedged between the rocks; you leave it be."
+    app = scene(
+        GatedReply(turn_text(STEPS[0][1], nope)),
+        GatedReply(turn_text(None, TAKE_LAMP)),
+        GatedReply(turn_text(kept, [])),
+        GatedReply(turn_text(STEPS[1][1], GO_NORTH)),
+    )
+
+    async def details(pilot: Any) -> str:
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        text = _details_text(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
+        return text
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await settled(pilot)
+        await pilot.press("ctrl+g")
+        await settled(pilot)
+        await send(pilot, "north")
+        await settled(pilot)
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("left")
+        await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.game.session.ledger.branch == 2)
+        await pilot.pause()
+        assert "committed after correction" in await details(pilot)
+        message = app.game.latest_message()
+        assert message is not None and message.turn == 1
+        message.focus(scroll_visible=False)
+        await pilot.press("right")
+        await pilot.pause()
+        assert message.prose.text == kept
+        assert not message.has_details  # version 2 had no issues
+        assert "correction" not in await details(pilot)

@@ -196,10 +196,20 @@ class StoryScreen(Screen[None]):
                 earlier=_earlier(session),
             )
             await AwaitMount(transcript, list(transcript.children))
+            self._give_versions_their_details()
             if (mounting := self._show_standing_ending()) is not None:
                 await mounting
             self.side_panel.show_state(session.state)
         self.refresh_bindings()
+
+    def _give_versions_their_details(self) -> None:
+        """The latest turn, drawn anew with its versions to browse, gets each version's own details
+        (a resumed screen has only those of the tries the save kept for it)."""
+        versions = _open_versions(self.session)
+        message = self.message(versions.turn) if versions is not None else None
+        if message is not None:
+            turn = message.turn
+            message.versions = [(prose, self._details.get((turn, prose), ())) for prose, _ in message.versions]
 
     async def fold_old_turns(self) -> bool:
         """Fold old turns into blocks (`StoryView.fold_old_turns`), never past the session's pending turn."""
