@@ -387,4 +387,4 @@ async def test_each_version_of_the_fork_turn_keeps_its_own_details_on_the_new_br
         await pilot.pause()
         assert message.prose.text == kept
         assert not message.has_details  # version 2 had no issues
-        assert "correction" not in await details(pilot)
+        assert "Outcome: committed. No corrections: nothing to show." in await details(pilot)
