@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from storyloom.tui.screens.new_branch import NewBranchScreen
 from storyloom.tui.screens.story_tree import StoryTreeScreen
 from storyloom.tui.testing.narrators import GatedReply, turn_text
 from storyloom.tui.testing.pilot import until
@@ -163,3 +164,227 @@ async def test_the_issue_walk_in_the_app(tmp_path, capsys) -> None:
     assert "They share 2 turns and fork after turn 2 (> take rope)." in capsys.readouterr().out
     assert main(["verify", str(path)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("sound")
+
+
+async def test_ctrl_g_on_an_earlier_turn_asks_then_writes_another_version_of_it_on_a_new_branch() -> None:
+    """Another version of a turn the next command fixed continues from that turn on a new branch: the
+    player is asked first (Esc changes nothing); then the transcript shows the path to the turn with
+    its new version, the world is that version's, and the old branch is kept whole."""
+    other = "The lamp is wedged fast between the rocks; you leave it where it is."
+    app = scene(*[GatedReply(turn_text(prose, patch)) for _, prose, patch in STEPS], GatedReply(turn_text(other, [])))
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command, _, _ in STEPS:
+            await send(pilot, command)
+            await settled(pilot)
+        session = app.game.session
+        after_three = session.state
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
+        assert app.screen.question().startswith("Turns 2 and 3 were played after this version. To write another one")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, NewBranchScreen))
+        assert session.ledger.branch_count == 1 and session.state == after_three
+        assert [i for i, _ in app.game.committed_exchanges()] == ["take lamp", "north", "take key"]
+
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
+        await pilot.press("enter")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        await settled(pilot)
+        assert app.game.committed_exchanges() == [("take lamp", other)]  # the path to the turn, its new version
+        message = app.game.latest_message()
+        assert message is not None and message.turn == 1 and message.status.plain_text == "‹ 2/2 ›"
+        assert session.state["items"]["lamp"] == "shore" and session.state["location"] == "shore"
+        assert "brass lamp" not in app.game.side_panel.render().plain.split("Carrying")[-1]
+        assert [(t.turn, t.chosen) for t in session.ledger.path(1)] == [(1, 1), (2, 1), (3, 1)]  # kept whole
+
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: session.ledger.branch == 1 and not isinstance(app.screen, StoryTreeScreen))
+        await pilot.pause()
+        assert session.state == after_three
+        assert app.game.committed_exchanges() == [(command, prose) for command, prose, _ in STEPS]
+
+
+async def test_an_arrow_on_an_earlier_turn_with_versions_continues_from_the_version_browsed_to() -> None:
+    """← on a fixed turn with two versions asks, then plays version 1 on a new branch (prose and world);
+    a letter pressed on the focused message still types into the input line."""
+    kept = "The lamp stays wedged between the rocks; you leave it be."
+    app = scene(
+        GatedReply(turn_text(STEPS[0][1], TAKE_LAMP)),
+        GatedReply(turn_text(kept, [])),
+        GatedReply(turn_text(STEPS[1][1], GO_NORTH)),
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await settled(pilot)
+        await pilot.press("ctrl+g")
+        await settled(pilot)
+        await send(pilot, "north")
+        await settled(pilot)
+        session = app.game.session
+        message = app.game.message(1)
+        assert message is not None and message.status.plain_text == "version 2 of 2"
+        message.focus(scroll_visible=False)
+        await pilot.pause()
+        await pilot.press("x")  # printable keys type, whatever has focus
+        assert app.game.command_input.value == "x" and session.ledger.branch_count == 1
+        message.focus(scroll_visible=False)
+        await pilot.pause()
+        await pilot.press("left")
+        await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
+        assert app.screen.question().startswith("Turn 2 was played after this version. To show version 1, the story")
+        await pilot.press("enter")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        await pilot.pause()
+        assert app.game.committed_exchanges() == [("take lamp", STEPS[0][1])]
+        assert session.state["items"]["lamp"] == "player" and session.state["location"] == "shore"
+        latest = app.game.latest_message()
+        assert latest is not None and latest.status.plain_text == "‹ 1/2 ›"
+        assert [(t.turn, t.chosen) for t in session.ledger.path(1)] == [(1, 2), (2, 1)]
+        assert session.ledger.path(1)[0].shown.narrative == kept
+
+
+def _details_text(app: Any) -> str:
+    from textual.widgets import Static
+
+    return "\n".join(str(static.render()) for static in app.screen.query(Static))
+
+
+async def test_turns_with_issues_keep_their_details_after_a_branch_and_a_switch_draw_the_path_anew() -> None:
+    """ctrl+d shows what the corrections did on a turn drawn anew by a branch or a switch, as it did
+    before (and as after a resume): the fork turn, latest on the new branch; the old branch's latest;
+    and a folded turn's details are offered."""
+    from storyloom.tui.screens.issue_details import IssueDetailsScreen
+
+    nope = [{"op": "replace", "path": "/items/nope", "value": 1}]
+    app = scene(
+        GatedReply(turn_text(STEPS[0][1], nope)),
+        GatedReply(turn_text(None, TAKE_LAMP)),
+        GatedReply(turn_text(STEPS[1][1], GO_NORTH)),
+        GatedReply(turn_text(STEPS[2][1], nope)),
+        GatedReply(turn_text(None, TAKE_KEY)),
+    )
+
+    async def details_of(pilot: Any, turn: int) -> str:
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        text = _details_text(app)
+        assert f"Turn {turn} · details" == app.screen.query_one("Vertical").border_title
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
+        return text
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command, _, _ in STEPS:
+            await send(pilot, command)
+            await settled(pilot)
+        session = app.game.session
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: session.ledger.branch == 2)
+        await pilot.pause()
+        text = await details_of(pilot, 1)
+        assert "committed after correction" in text and "/items/nope" in text
+
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: isinstance(app.screen, StoryTreeScreen))
+        await pilot.press("up", "enter")
+        await until(pilot, lambda: session.ledger.branch == 1 and not isinstance(app.screen, StoryTreeScreen))
+        await pilot.pause()
+        text = await details_of(pilot, 3)
+        assert "committed after correction" in text and "/items/nope" in text
+        assert [r.turn for r in app.game.folded_with_details()] == [1]  # the folded turn's, in the palette
+
+
+def test_another_version_of_an_earlier_turn_asks_80x24(snap_compare):
+    """ctrl+g on turn 1 after three turns: the question over the transcript, naming the turns played
+    after it, the new branch, and that branch 1 stays whole."""
+
+    async def run_before(pilot: Any) -> None:
+        for command, _, _ in STEPS:
+            await send(pilot, command)
+            await settled(pilot)
+        pilot.app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: isinstance(pilot.app.screen, NewBranchScreen))
+        await pilot.pause()
+
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_a_resumed_story_s_turns_keep_their_details_when_a_branch_draws_them_again(tmp_path) -> None:
+    """The details a resumed screen got from the save survive ctrl+b drawing the path anew."""
+    from storyloom.engine.narrators.offline import OfflineNarrator
+    from storyloom.engine.packs import load_pack
+    from storyloom.saves.resume import resume
+    from storyloom.tui.app import StoryloomApp
+    from tests.test_saves_kit import played_save_async
+
+    walk = ["look", "take rope", "north", "up", "look", "down", "south"]
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.5)
+    pack = load_pack("lighthouse")
+    resumed = resume(path, OfflineNarrator(pack, seed=7, faults=0.0), pack=pack)
+    app = StoryloomApp(resumed.session, on_event=resumed.journal.record, blink=False, past=lambda: resumed.past)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        latest = app.game.latest_message()
+        folded = sorted(r.turn for r in app.game.folded_with_details())
+        assert folded == [4, 5] and latest is not None  # the walk's corrected turns (seed 7), folded
+        latest.focus(scroll_visible=False)
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: app.game.session.ledger.branch == 2)
+        await pilot.pause()
+        assert sorted(r.turn for r in app.game.folded_with_details()) == folded
+    resumed.journal.close()
+
+
+async def test_each_version_of_the_fork_turn_keeps_its_own_details_on_the_new_branch() -> None:
+    """Version 1 of turn 1 was corrected, version 2 was not; after ← on the fixed turn continues from
+    version 1 on a new branch, ctrl+d shows version 1's correction, and → to version 2 shows none."""
+    from storyloom.tui.screens.issue_details import IssueDetailsScreen
+
+    nope = [{"op": "replace", "path": "/items/nope", "value": 1}]
+    kept = "The lamp stays wedged between the rocks; you leave it be."
+    app = scene(
+        GatedReply(turn_text(STEPS[0][1], nope)),
+        GatedReply(turn_text(None, TAKE_LAMP)),
+        GatedReply(turn_text(kept, [])),
+        GatedReply(turn_text(STEPS[1][1], GO_NORTH)),
+    )
+
+    async def details(pilot: Any) -> str:
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        text = _details_text(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
+        return text
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await settled(pilot)
+        await pilot.press("ctrl+g")
+        await settled(pilot)
+        await send(pilot, "north")
+        await settled(pilot)
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("left")
+        await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.game.session.ledger.branch == 2)
+        await pilot.pause()
+        assert "committed after correction" in await details(pilot)
+        message = app.game.latest_message()
+        assert message is not None and message.turn == 1
+        message.focus(scroll_visible=False)
+        await pilot.press("right")
+        await pilot.pause()
+        assert message.prose.text == kept
+        assert not message.has_details  # version 2 had no issues
+        assert "Outcome: committed. No corrections: nothing to show." in await details(pilot)

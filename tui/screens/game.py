@@ -24,6 +24,7 @@ from storyloom.engine.events import (
 )
 from storyloom.engine.lifecycle import BranchRefused, Session
 from storyloom.engine.safety import safe_text
+from storyloom.tui.screens.new_branch import NewBranchScreen
 from storyloom.tui.screens.story import StoryScreen
 from storyloom.tui.screens.story_tree import StoryTreeScreen
 from storyloom.tui.widgets.command_input import CommandInput
@@ -238,7 +239,7 @@ class GameScreen(StoryScreen):
         if action == "undo":
             return not self.running and self.transcript.has_committed
         if action == "regenerate":
-            return not self.running and self.session.can_regenerate
+            return not self.running and (self.session.can_regenerate or self._fixed(self.focused) is not None)
         if action == "story_tree":  # in the footer once the story has a second branch (always in the palette)
             return self.session.ledger.branch_count > 1
         return super().check_action(action, parameters)
@@ -261,10 +262,52 @@ class GameScreen(StoryScreen):
         self.command_input.focus()
 
     def action_regenerate(self) -> None:
-        """ctrl+g: another version of the latest committed turn, written into the same message."""
+        """ctrl+g: another version of the latest committed turn, written into the same message; on a
+        focused earlier turn, the same from that turn on a new branch (asked first)."""
+        if (earlier := self._fixed(self.focused)) is not None:
+            self._ask_to_branch(earlier, 0)
+            return
         if self.running or not self.session.can_regenerate:
             return
         self._start(self.session.regenerate())
+
+    def _fixed(self, widget: object) -> TurnMessage | None:
+        """`widget` when it is a committed turn the next command fixed: another version of it continues
+        the story from it on a new branch (the turns after it belonged to the version shown). Not the
+        turn that ended the story (undo takes that back), nor while a turn is in flight."""
+        if self.running or not isinstance(widget, TurnMessage) or widget.outcome != "committed":
+            return None
+        versions, ending = self.session.versions, self.session.ending
+        latest = versions is not None and versions.turn == widget.turn
+        return None if latest or (ending is not None and ending.turn == widget.turn) else widget
+
+    def _ask_to_branch(self, message: TurnMessage, version: int) -> None:
+        """Say what another version of an earlier turn does, and do it if the player goes on."""
+        turn = message.turn
+        later = [t.turn for t in self.session.ledger.turns() if t.turn > turn]
+
+        async def answered(go: bool | None) -> None:
+            if go:
+                await self._another_version_on_a_branch(turn, version)
+
+        self.app.push_screen(NewBranchScreen(turn, version, later, self.session.ledger.branch), answered)
+
+    async def _another_version_on_a_branch(self, turn: int, version: int) -> None:
+        """Continue from `turn` on a new branch, then show its `version` (0: ask the narrator for another)."""
+        if self.running:
+            self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
+            return
+        try:
+            event = self.session.branch(turn)
+        except BranchRefused as refused:
+            self.notify(f"{str(refused)[0].upper()}{str(refused)[1:]}.", title="Branch", markup=False)
+            return
+        chosen = self.session.choose(version) if version else None  # the path is drawn once, with it
+        await self._show_branch(event)
+        if chosen is not None:
+            await self.deliver(chosen)
+        elif not version and self.session.can_regenerate:
+            self._start(self.session.regenerate())
 
     @on(TurnMessage.RegenerateRequested)
     def _regenerate_message(self, event: TurnMessage.RegenerateRequested) -> None:
@@ -275,8 +318,12 @@ class GameScreen(StoryScreen):
     @on(TurnMessage.VersionRequested)
     async def _choose_version(self, event: TurnMessage.VersionRequested) -> None:
         """Browse the latest turn's versions: the engine swaps state and history, the journal records
-        the choice, and the message and side panel show it. The narrator is not asked."""
+        the choice, and the message and side panel show it. The narrator is not asked. On an earlier
+        turn, the same from that turn on a new branch (asked first)."""
         versions = self.session.versions
+        if (earlier := self._fixed(event.message)) is not None:
+            self._ask_to_branch(earlier, event.version)
+            return
         if self.running or versions is None or versions.turn != event.message.turn:
             return
         chosen = self.session.choose(event.version)

@@ -202,7 +202,9 @@ class IssueDetailsScreen(ModalScreen[None]):
                     for i in last.issues
                 ]
                 return [Static(Content(text), markup=False), *extra]
-        elif last is not None and last.event == "turn_cancelled":
+        elif last is None:  # a turn drawn from a save or a branch's path keeps its tries only if it had issues
+            text = "Outcome: committed. No corrections: nothing to show."
+        elif last.event == "turn_cancelled":
             text = "Outcome: cancelled. Nothing changed in the story."
         else:
             text = "Outcome: still in progress."

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 
 from storyloom.engine.events import (
     AlternativeChosen,
@@ -19,6 +19,7 @@ from storyloom.engine.events import (
     TurnUndone,
 )
 from storyloom.engine.lifecycle import Session, Versions
+from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
 from storyloom.tui.screens.issue_details import IssueDetailsScreen
@@ -26,11 +27,9 @@ from storyloom.tui.screens.opening import game_layout
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
 from storyloom.tui.widgets.side_panel import SidePanel, world_lines
 from storyloom.tui.widgets.story_view import StoryView
-from storyloom.tui.widgets.turn_message import TurnMessage
+from storyloom.tui.widgets.turn_message import TurnMessage, details_events
 
 if TYPE_CHECKING:
-    from textual.widget import AwaitMount
-
     from storyloom.saves.resume import PastTurn
 
 
@@ -69,6 +68,9 @@ class StoryScreen(Screen[None]):
         self._story_view = StoryView(id="transcript")
         self._story_view.ending_note = self.ENDING_NOTE
         self._keys_shown: tuple[tuple[str, str, bool], ...] | None = None
+        self._details: dict[tuple[int, str], tuple[Event, ...]] = {}
+        """The details of committed versions that had issues, by (turn, prose): a branch or a switch
+        draws a path anew from the session's history, which keeps no events (see `_remember`)."""
 
     def refresh_bindings(self) -> None:
         """Tell the footer about the keys, but only when what it shows changes.
@@ -132,6 +134,7 @@ class StoryScreen(Screen[None]):
     def on_mount(self) -> None:
         self.call_after_refresh(self._show_keys)
         self._name_the_story()
+        self._remember_past(self._past)
         self.transcript.show_history(
             self.session.history, self._past, _open_versions(self.session), earlier=_earlier(self.session)
         )
@@ -159,23 +162,54 @@ class StoryScreen(Screen[None]):
         await self.transcript.show(event)
         if isinstance(event, TurnCommitted | AlternativeChosen):
             self.side_panel.show_state(event.state)
+        if isinstance(event, TurnCommitted) and (message := self.message(event.turn)) is not None:
+            if message.has_details:
+                self._remember(event.turn, event.narrative, details_events(message.events))
+
+    def _remember(self, turn: int, prose: str, details: tuple[Event, ...]) -> None:
+        """Keep a committed version's details for the next time its path is drawn: the newest
+        `DETAILS_KEPT`, enough for every turn a history holds and an undo reaches back to."""
+        self._details.pop((turn, prose), None)
+        self._details[(turn, prose)] = details
+        if len(self._details) > DETAILS_KEPT:
+            del self._details[next(iter(self._details))]
+
+    def _remember_past(self, past: Sequence[PastTurn]) -> None:
+        """A resumed story's turns that had issues (their details came from the save)."""
+        if len(past) == len(self.session.history):
+            for turn, exchange in zip(past, self.session.history, strict=True):
+                if turn.events:
+                    self._remember(turn.turn, exchange.turn.narrative, details_events(turn.events))
 
     async def show_branch(self) -> None:
         """A branch started or another taken up: the transcript shows that branch's path (from the
         intro, as a resumed story is shown), the side panel its world."""
         session = self.session
-        await self.transcript.start_again(
-            session.pack.title,
-            session.pack.intro,
-            session.history,
-            path_turns(session),
-            _open_versions(session),
-            earlier=_earlier(session),
-        )
-        if (mounting := self._show_standing_ending()) is not None:
-            await mounting
-        self.side_panel.show_state(session.state)
+        transcript = self.transcript
+        with self.app.batch_update():  # the path is painted whole in one frame, not its turns a frame later
+            await transcript.start_again(
+                session.pack.title,
+                session.pack.intro,
+                session.history,
+                path_turns(session, self._details),
+                _open_versions(session),
+                earlier=_earlier(session),
+            )
+            await AwaitMount(transcript, list(transcript.children))
+            self._give_versions_their_details()
+            if (mounting := self._show_standing_ending()) is not None:
+                await mounting
+            self.side_panel.show_state(session.state)
         self.refresh_bindings()
+
+    def _give_versions_their_details(self) -> None:
+        """The latest turn, drawn anew with its versions to browse, gets each version's own details
+        (a resumed screen has only those of the tries the save kept for it)."""
+        versions = _open_versions(self.session)
+        message = self.message(versions.turn) if versions is not None else None
+        if message is not None:
+            turn = message.turn
+            message.versions = [(prose, self._details.get((turn, prose), ())) for prose, _ in message.versions]
 
     async def fold_old_turns(self) -> bool:
         """Fold old turns into blocks (`StoryView.fold_old_turns`), never past the session's pending turn."""
@@ -197,6 +231,8 @@ class StoryScreen(Screen[None]):
         """Show `session` in this screen: the transcript starts again from its intro."""
         self.session = session
         self.running = False
+        self._details.clear()
+        self._remember_past(past)
         await self.transcript.start_again(
             session.pack.title,
             session.pack.intro,
@@ -280,13 +316,21 @@ class StoryScreen(Screen[None]):
         self.app.push_screen(self._details_screen(record.turn, record.player_input, list(record.details)))
 
 
-def path_turns(session: Session) -> list[PastTurn]:
-    """The turns of the branch being played as the screen shows them: each number, and for a turn the
-    next command fixed with several versions, which one counts (`version N of M`)."""
+DETAILS_KEPT = 2 * HISTORY_TURNS + UNDO_TURNS
+"""Committed versions whose details a screen keeps for drawing a path anew (see `StoryScreen._remember`)."""
+
+
+def path_turns(session: Session, details: dict[tuple[int, str], tuple[Event, ...]]) -> list[PastTurn]:
+    """The turns of the branch being played as the screen shows them: each number, the details of the
+    version shown when it had issues, and for a turn the next command fixed with several versions,
+    which one counts (`version N of M`)."""
     from storyloom.saves.resume import PastTurn
 
     versions = {t.turn: (t.chosen, len(t.versions)) for t in session.ledger.turns() if len(t.versions) > 1}
-    return [PastTurn(x.number, versions=versions.get(x.number)) for x in session.history]
+    return [
+        PastTurn(x.number, details.get((x.number, x.turn.narrative), ()), versions.get(x.number))
+        for x in session.history
+    ]
 
 
 def _earlier(session: Session) -> int:

@@ -325,8 +325,8 @@ class TurnMessage(Vertical, can_focus=True):
             return self.has_details
         if action == "regenerate":
             return self.can_regenerate
-        if action == "browse":
-            return self.can_browse
+        if action == "browse":  # on a fixed turn too: the screen asks to continue from it on a new branch
+            return self.can_browse or (self.fixed and len(self.versions) > 1)
         return True
 
     @property
@@ -339,7 +339,7 @@ class TurnMessage(Vertical, can_focus=True):
             self.post_message(self.RegenerateRequested(self))
 
     def action_browse(self, step: int) -> None:
-        if self.can_browse:
+        if self.can_browse or (self.fixed and len(self.versions) > 1):
             version = self.chosen + step
             if 1 <= version <= len(self.versions):
                 self.post_message(self.VersionRequested(self, version))
