@@ -137,6 +137,10 @@ def read_story(
     return SavedStory(header, pack, turns, built, commits.last_time or header_time, branch, count)
 
 
+OFF_PATH = frozenset({"turn_undone", "branch_started", "branch_switched"})
+"""Events a replay of one path leaves out: they move between paths, never along one."""
+
+
 def path_turns(path: Path, records: Iterable[Record], branch: int | None) -> tuple[int, int, frozenset[int]]:
     """The branch asked for (default: the one played last), how many the save has, and the turn
     numbers on that branch's path: what a replay of one path shows (records are not judged here).

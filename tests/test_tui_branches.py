@@ -388,3 +388,26 @@ async def test_each_version_of_the_fork_turn_keeps_its_own_details_on_the_new_br
         assert message.prose.text == kept
         assert not message.has_details  # version 2 had no issues
         assert "Outcome: committed. No corrections: nothing to show." in await details(pilot)
+
+
+async def test_replay_branch_k_in_the_ui_shows_that_path_only(tmp_path) -> None:
+    """`storyloom replay SAVE --branch 2`: every step is played and compared, only branch 2's turns drawn."""
+    from storyloom.saves.reader import load_save
+    from storyloom.saves.replay import Replayer, replay_plan
+    from storyloom.tui.app import ReplayApp
+    from storyloom.tui.cli.save_commands import _path_of
+    from tests.test_saves_kit import played_save_async
+
+    walk = ["look", "take rope", "north", "/branch 1", "north", "/switch 1"]
+    path, _, _ = await played_save_async(tmp_path / "s.jsonl", walk, faults=0.0)
+    only = _path_of(path, 2)
+    assert only == {1, 4}
+    app = ReplayApp(Replayer(replay_plan(load_save(path), speed=1000.0)), blink=False, only=only)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.replay.finished or bool(app.replay.problem), limit=2000)
+        assert app.replay.problem == ""
+        assert app.replay.message(1) is not None and app.replay.message(4) is not None
+        assert app.replay.message(2) is None and app.replay.message(3) is None
+        assert app.replay.message(4).prose.text  # the branch's own "north", drawn
+        await pilot.press("q")
+    assert app.replay.exit_code == 0

@@ -342,18 +342,25 @@ class ReplayApp(StoryloomApp):
     Args:
         replayer: drives a fresh session through the save's recorded steps; nothing is journaled.
         start_paused: wait for space or n before the first turn.
+        only: show only these turns (one branch's path, `replay --branch`); every step is still played.
     """
 
     BINDINGS = [Binding("ctrl+q", "screen.quit_replay", "Quit", show=False, priority=True)]
     """ctrl+q quits as q does (with the replay's exit code), but only q is listed: one Quit in the footer."""
 
     def __init__(
-        self, replayer: Replayer, *, blink: bool = True, theme: str | None = None, start_paused: bool = False
+        self,
+        replayer: Replayer,
+        *,
+        blink: bool = True,
+        theme: str | None = None,
+        start_paused: bool = False,
+        only: frozenset[int] | None = None,
     ) -> None:
         from storyloom.tui.screens.replay import ReplayScreen  # only `storyloom replay` pays for importing it
 
         super().__init__(replayer.session, blink=blink, theme=theme)
-        self.replay: ReplayScreen = ReplayScreen(replayer, start_paused=start_paused)
+        self.replay: ReplayScreen = ReplayScreen(replayer, start_paused=start_paused, only=only)
 
     def get_default_screen(self) -> Screen[Any]:
         return self.replay

@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--branch",
         type=_positive_int,
         default=None,
-        help="with --headless: show this branch's path (default: the one played last)",
+        help="show only this branch's path (default: with --headless the one played last; in the UI "
+        "the session as played, every branch as it was switched to)",
     )
     replay.add_argument(
         "--drafts",

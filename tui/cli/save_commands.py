@@ -205,6 +205,15 @@ def export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _path_of(path: Path, branch: int) -> frozenset[int]:
+    """The turn numbers on the path of `branch`, for a replay in the UI that shows that path only."""
+    from storyloom.saves.export import path_turns
+    from storyloom.saves.reader import read_through
+
+    (_, _, turns), _ = read_through(path, lambda _header, records, _time: path_turns(path, records, branch))
+    return turns
+
+
 def _on_path(path: Path, branch: int | None, show: Callable[[Event], None]) -> Callable[[Event], None]:
     """What a text replay shows: a story of one path, all of it; of several, only the events of the
     turns on the path of `branch` (default: the one played last), which it names first."""
@@ -216,15 +225,13 @@ def _on_path(path: Path, branch: int | None, show: Callable[[Event], None]) -> C
         return show
     print(f"storyloom: replaying branch {shown} of {count}: the turns on its path", file=sys.stderr)
 
+    from storyloom.saves.export import OFF_PATH
+
     def on_path(event: Event) -> None:
-        if event.turn in turns and event.event not in _OFF_PATH:
+        if event.turn in turns and event.event not in OFF_PATH:
             show(event)
 
     return on_path
-
-
-_OFF_PATH = frozenset({"turn_undone", "branch_started", "branch_switched"})
-"""Events a replay of one path leaves out: they move between paths, never along one."""
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -234,17 +241,16 @@ def replay(args: argparse.Namespace) -> int:
     headless = bool(getattr(args, "headless", False))
     speed = getattr(args, "speed", None) or (math.inf if headless else 1.0)
     branch = getattr(args, "branch", None)
-    if branch is not None and not headless:
-        print("storyloom: replay --branch shows one path as text: add --headless", file=sys.stderr)
-        return EXIT_USAGE
     if not headless:
         try:
+            path = resolve_save(args.save)
             plan = replay_plan(_load(args.save), speed=speed)
+            only = None if branch is None else _path_of(path, branch)
         except SaveError as exc:
             return _fail(exc)
         from storyloom.tui.cli.ui import run_replay
 
-        return run_replay(args, plan)
+        return run_replay(args, plan, only)
     try:  # as text, the save is read as it is replayed: a save of any size in bounded memory
         path = resolve_save(args.save)
         streamed = stream_plan(path, speed=speed)

@@ -209,8 +209,10 @@ def _resumed_builtin(play: PlaySession) -> tuple[Path, str] | None:
     return (path, source) if source in builtin_pack_ids() else None
 
 
-def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
-    """`storyloom replay SAVE [--speed X]`: show the replay, then say how it went.
+def run_replay(args: argparse.Namespace, plan: ReplayPlan, only: frozenset[int] | None = None) -> int:
+    """`storyloom replay SAVE [--speed X] [--branch K]`: show the replay, then say how it went.
+
+    `only`: the turns on one branch's path (`--branch`): the replay plays every step, and shows those.
 
     Returns:
         0 when everything replayed matches the record, 1 when the replay diverged.
@@ -222,7 +224,7 @@ def run_replay(args: argparse.Namespace, plan: ReplayPlan) -> int:
         theme: str | None = load_settings(args).theme
     except SettingsError:
         theme = None  # the replay needs no narrator settings; a bad config only costs the theme
-    app = ReplayApp(Replayer(plan), theme=theme)
+    app = ReplayApp(Replayer(plan), theme=theme, only=only)
     app.run()
     print(f"storyloom: {app.replay.summary()}", file=sys.stderr)
     return app.replay.exit_code

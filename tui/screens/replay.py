@@ -27,6 +27,7 @@ from textual.widgets import Static
 from storyloom.engine.events import ProseDelta
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
+from storyloom.saves.export import OFF_PATH
 from storyloom.saves.replay import Replayer, ReplayPlan, ReplayStep
 from storyloom.tui.screens.story import StoryScreen
 from storyloom.tui.words import plural
@@ -109,6 +110,7 @@ class ReplayScreen(StoryScreen):
         *,
         start_paused: bool = False,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        only: frozenset[int] | None = None,
     ) -> None:
         replayer.session.attempt_timeout = REPLAY_ATTEMPT_TIMEOUT
         super().__init__(replayer.session)  # nothing is journaled
@@ -132,6 +134,8 @@ class ReplayScreen(StoryScreen):
         self._stop_after_step = False
         self._sleep = sleep
         self.replay_status = ReplayStatus(id="replay-status")
+        self.only = only
+        """The turns shown (one branch's path, `replay --branch`); None: every step as it was played."""
 
     # -- outcome, for the command line
 
@@ -218,7 +222,7 @@ class ReplayScreen(StoryScreen):
                 self.position = index
                 self._show_status()
                 await self._resume.wait()
-                if not self._stop_after_step and math.isfinite(self.speed):
+                if not self._stop_after_step and math.isfinite(self.speed) and self._shown(step):
                     await self._sleep(TURN_GAP / self.speed)
                     await self._resume.wait()
                 await self._play(step)
@@ -251,6 +255,8 @@ class ReplayScreen(StoryScreen):
         try:
             async for event in self.replayer.play_step(step):
                 await self._resume.wait()
+                if self.only is not None and (event.turn not in self.only or event.event in OFF_PATH):
+                    continue  # off the path shown: played and compared, not drawn
                 await self.render_event(event)
                 if not isinstance(event, ProseDelta):
                     self.refresh_bindings()  # e.g. ctrl+d details, once the turn has an issue to show
@@ -259,6 +265,9 @@ class ReplayScreen(StoryScreen):
             self.transcript.offer_retry(None)  # a replayed failure or cancel cannot be retried here
             self.refresh_bindings()
         await self.fold_old_turns()
+
+    def _shown(self, step: ReplayStep) -> bool:
+        return self.only is None or step.turn in self.only
 
     def _diverged(self, problem: str) -> None:
         self.problem = problem
