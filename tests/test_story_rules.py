@@ -235,6 +235,26 @@ async def test_a_flag_the_story_leaves_free_changes_at_will_and_a_bound_one_does
     assert "light_candle" in story_issues(events)[0].message
 
 
+DARK_BAR_COIN = (Path(__file__).parents[1] / "engine" / "stories" / "cloak.toml").read_text(encoding="utf-8") + (
+    '\n[items.coin]\nname = "brass coin"\naliases = ["coin"]\nat = "bar"\n'
+)
+
+
+async def test_nothing_is_taken_from_a_dark_room_the_turn_walks_into():
+    """The dark is kept whichever room it is in: walking into the dark bar and taking what lies there is
+    refused as taking it once there would be."""
+    pack = parse_pack(DARK_BAR_COIN, "coin.toml")
+    state = initial_state(pack)
+    cheat = structured(
+        "You step into the Foyer Bar and pick a brass coin out of the sawdust.",
+        [replace("/location", "bar"), replace("/items/coin", "player")],
+    )
+    session, _, events = await played(pack, state, "go south and find the coin", cheat, STAYS)
+    [issue] = story_issues(events)
+    assert issue.path == "/items/coin" and "Foyer Bar, which is dark now" in issue.message
+    assert session.state["items"]["coin"] == "bar"
+
+
 def test_the_request_lists_the_actions_possible_now_after_the_cached_prefix():
     from storyloom.engine.narration import NarrationRequest
     from storyloom.engine.narrators.anthropic import AnthropicNarrator
