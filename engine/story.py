@@ -119,11 +119,18 @@ def bound_changes(before: WorldState, after: WorldState, pack: StoryPack) -> lis
     return changes
 
 
-def story_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iterator[Issue]:
+def story_issues(
+    before: WorldState, after: WorldState, pack: StoryPack, *, walked_into: bool = True
+) -> Iterator[Issue]:
     """The `story.action` issues of a turn: none when its bound changes are the whole effects of
     actions that can be done (see the module docstring) and it keeps what the author declared
-    (`declared_issues`), else one for each change it cannot explain."""
-    yield from declared_issues(before, after, pack)
+    (`declared_issues`), else one for each change it cannot explain.
+
+    Args:
+        walked_into: judge a take or a drop in the room the turn walks into too (rule set 3; a save
+            played under set 2 is judged without it).
+    """
+    yield from declared_issues(before, after, pack, walked_into=walked_into)
     changes = bound_changes(before, after, pack)
     if not changes:
         return
@@ -136,7 +143,9 @@ def story_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iter
     yield from issues
 
 
-def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iterator[Issue]:
+def declared_issues(
+    before: WorldState, after: WorldState, pack: StoryPack, *, walked_into: bool = True
+) -> Iterator[Issue]:
     """What the author declared, kept by every narrator: nothing is taken from a dark room, a way an
     action answers is not walked, a drop an action without effects answers is not done, and a turn
     that stays in a room with a catch-all does the catch-all's whole effects.
@@ -149,7 +158,7 @@ def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> I
     room = pack.rooms[here]
     ready = _ready(pack, before)
     yield from _handling_issues(pack, before, after, ready)
-    if after["location"] != here:
+    if walked_into and after["location"] != here:
         arrived = {**before, "location": after["location"]}
         yield from _handling_issues(pack, arrived, after, _ready(pack, arrived))
         ways = {d for d, target in room.exits.items() if target == after["location"]}
