@@ -323,6 +323,27 @@ async def test_the_lighthouse_walk_through_plays_to_its_end_over_the_anthropic_w
     assert any('- light_lamp ("light great lens"): /flags/beacon_lit = true' in text for text in asked)
 
 
+@pytest.mark.parametrize("story", ["lighthouse", "glasshouse", "cloak"])
+async def test_each_built_in_walk_through_plays_to_its_end_over_the_openai_wire(story):
+    """The other wire: a model behind an OpenAI-compatible server plays each built-in story through
+    under the story's rules, told the story actions possible now with each command."""
+    from storyloom.engine.narrators._shared import Timeouts
+    from storyloom.engine.narrators.openai import OpenAINarrator
+    from tests.wire import openai_sse as sse
+    from tests.wire.server import Stream, WireServer
+
+    pack = load_pack(story)
+    with WireServer() as server:
+        server.script(*(Stream(sse.tool_stream(t)) for t in offline_turns(story)))
+        narrator = OpenAINarrator(base_url=f"{server.url}/v1", model="qwen2.5:7b", timeouts=Timeouts(read=5.0))
+        session = Session(pack, narrator)
+        events = [e for line in walk(story) async for e in session.play(line)]
+        asked = [r.body["messages"][-1]["content"] for r in server.requests]
+    assert not [e for e in events if isinstance(e, ValidationFailed)]
+    assert [e.ending for e in events if isinstance(e, StoryEnded)] == list(pack.endings)[:1]
+    assert any("Story actions possible now" in text for text in asked)
+
+
 # saves played before the story's rules ---------------------------------------------------------
 
 CHEATS_SAVE = Path(__file__).parent / "saves" / "rules_v1_lighthouse_cheats.jsonl"
