@@ -49,12 +49,13 @@ RULES: dict[str, str] = {
     "story actions that can be done now (or than the story leaves free)",
 }
 
-RULE_SET = 2
+RULE_SET = 3
 """The rules new turns are judged by. A save names the set it was played under (its header's
 `rules`), and is judged by that set ever after; see `RULE_SETS`."""
 RULE_SETS: dict[int, str] = {
     1: "the world's rules only, from before story.action",
     2: "the world's rules and the story's",
+    3: "the world's rules and the story's, a take or a drop judged in the room walked into too",
 }
 
 
@@ -219,8 +220,9 @@ def judge_data(
     issues = tuple(_state_issues(after, pack))
     if issues:
         return Verdict(turn, None, issues)
-    checks = WORLD_RULES if rules < 2 else (*WORLD_RULES, _story_actions)
-    issues = tuple(issue for rule in checks for issue in rule(before, after, turn, pack))
+    issues = tuple(issue for rule in WORLD_RULES for issue in rule(before, after, turn, pack))
+    if rules >= 2:
+        issues += tuple(story_issues(before, after, pack, walked_into=rules >= 3))
     return Verdict(turn, None if issues else after, issues)
 
 
@@ -420,9 +422,6 @@ def _prose_agrees(before: WorldState, after: WorldState, turn: Turn, pack: Story
         )
 
 
-def _story_actions(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
-    return story_issues(before, after, pack)
-
-
 WORLD_RULES: tuple[WorldRule, ...] = (_movement, _item_moves, _stat_bounds, _prose_agrees)
-"""Rules over (before_state, after_state, turn, pack); rule set 2 adds the story's (`storyloom.engine.story`)."""
+"""Rules over (before_state, after_state, turn, pack); rule set 2 adds the story's (`storyloom.engine.story`),
+and set 3 judges a take or a drop in the room a turn walks into as well as in the one it starts in."""

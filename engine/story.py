@@ -16,7 +16,7 @@ and item effects are the values they set.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,11 +119,18 @@ def bound_changes(before: WorldState, after: WorldState, pack: StoryPack) -> lis
     return changes
 
 
-def story_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iterator[Issue]:
+def story_issues(
+    before: WorldState, after: WorldState, pack: StoryPack, *, walked_into: bool = True
+) -> Iterator[Issue]:
     """The `story.action` issues of a turn: none when its bound changes are the whole effects of
     actions that can be done (see the module docstring) and it keeps what the author declared
-    (`declared_issues`), else one for each change it cannot explain."""
-    yield from declared_issues(before, after, pack)
+    (`declared_issues`), else one for each change it cannot explain.
+
+    Args:
+        walked_into: judge a take or a drop in the room the turn walks into too (rule set 3; a save
+            played under set 2 is judged without it).
+    """
+    yield from declared_issues(before, after, pack, walked_into=walked_into)
     changes = bound_changes(before, after, pack)
     if not changes:
         return
@@ -136,41 +143,24 @@ def story_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iter
     yield from issues
 
 
-def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> Iterator[Issue]:
+def declared_issues(
+    before: WorldState, after: WorldState, pack: StoryPack, *, walked_into: bool = True
+) -> Iterator[Issue]:
     """What the author declared, kept by every narrator: nothing is taken from a dark room, a way an
     action answers is not walked, a drop an action without effects answers is not done, and a turn
-    that stays in a room with a catch-all does the catch-all's whole effects."""
+    that stays in a room with a catch-all does the catch-all's whole effects.
+
+    A take or a drop is judged in the room it happens in: the room the turn starts in, as things
+    stand before it, or the room it walks into, as things stand on arriving there (still carrying
+    what the player carried), so a move does not carry a take out of the dark or a drop past the
+    action that refuses it."""
     here = before["location"]
     room = pack.rooms[here]
-    found: list[tuple[str, Action]] | None = None
-
-    def ready() -> list[tuple[str, Action]]:
-        """The actions that can be done before the turn, found once and only if a drop or a move asks."""
-        nonlocal found
-        if found is None:
-            found = [(i, a) for i, a in pack.actions.items() if can_do(pack, a, before)]
-        return found
-
-    for item_id, was in before["items"].items():
-        now = after["items"][item_id]
-        if was == here and now == PLAYER and room.is_dark(before):
-            name = pack.items[item_id].name
-            yield Issue(
-                f"/items/{item_id}",
-                RULE,
-                f"{name} lies in {room.name}, which is dark now: nothing there can be seen or taken. "
-                f'Leave /items/{item_id} as it is ("{was}"), and tell of the dark instead.',
-            )
-        if was == PLAYER and now == here and not any(a.effects.items.get(item_id) == now for _, a in ready()):
-            refusing = [i for i, a in ready() if a.refuses and a.item == item_id and set(a.verbs) & set(DROP_VERBS)]
-            if refusing:
-                yield Issue(
-                    f"/items/{item_id}",
-                    RULE,
-                    f"the story does not let {pack.items[item_id].name} be dropped here: {refusing[0]} answers "
-                    f'that in the story\'s words. Leave /items/{item_id} as it is ("{PLAYER}") and tell that instead.',
-                )
-    if after["location"] != here:
+    ready = _ready(pack, before)
+    yield from _handling_issues(pack, before, after, ready)
+    if walked_into and after["location"] != here:
+        arrived = {**before, "location": after["location"]}
+        yield from _handling_issues(pack, arrived, after, _ready(pack, arrived))
         ways = {d for d, target in room.exits.items() if target == after["location"]}
         taken = [i for i, a in ready() if a.direction in ways and a.room == here]
         if ways and ways <= {pack.actions[i].direction for i in taken}:
@@ -194,6 +184,47 @@ def declared_issues(before: WorldState, after: WorldState, pack: StoryPack) -> I
                 f"in {room.name} every command but a move through an exit does {action_id}: the turn must "
                 f"patch its whole effects ({describe_effects(pack, action.effects, before)}) and tell what it tells.",
             )
+
+
+def _ready(pack: StoryPack, state: WorldState) -> Callable[[], list[tuple[str, Action]]]:
+    """The actions that can be done in the state, found once and only if a drop or a move asks."""
+    found: list[tuple[str, Action]] | None = None
+
+    def ready() -> list[tuple[str, Action]]:
+        nonlocal found
+        if found is None:
+            found = [(i, a) for i, a in pack.actions.items() if can_do(pack, a, state)]
+        return found
+
+    return ready
+
+
+def _handling_issues(
+    pack: StoryPack, state: WorldState, after: WorldState, ready: Callable[[], list[tuple[str, Action]]]
+) -> Iterator[Issue]:
+    """The takes from the dark and the refused drops of a turn in the player's room in `state`,
+    judged in that state (`ready`: the actions that can be done in it)."""
+    here = state["location"]
+    room = pack.rooms[here]
+    for item_id, was in state["items"].items():
+        now = after["items"][item_id]
+        if was == here and now == PLAYER and room.is_dark(state):
+            yield Issue(
+                f"/items/{item_id}",
+                RULE,
+                f"{pack.items[item_id].name} lies in {room.name}, which is dark now: nothing there can be seen "
+                f'or taken. Leave /items/{item_id} as it is ("{was}"), and tell of the dark instead.',
+            )
+        if was == PLAYER and now == here and not any(a.effects.items.get(item_id) == now for _, a in ready()):
+            refusing = [i for i, a in ready() if a.refuses and a.item == item_id and set(a.verbs) & set(DROP_VERBS)]
+            if refusing:
+                yield Issue(
+                    f"/items/{item_id}",
+                    RULE,
+                    f"the story does not let {pack.items[item_id].name} be dropped in {room.name}: {refusing[0]} "
+                    f'answers that in the story\'s words. Leave /items/{item_id} as it is ("{PLAYER}") and tell '
+                    "that instead.",
+                )
 
 
 def _shows(pack: StoryPack, effects: Effects, before: WorldState, after: WorldState) -> bool:
@@ -397,7 +428,9 @@ def unmet(pack: StoryPack, action: Action, state: WorldState) -> list[str]:
         found.append(f"the player in {pack.rooms[room].name} (now in {here})")
     if action.item is not None and not within_reach(pack, state, action.item):
         item = pack.items[action.item].name
-        found.append(f"{item} within reach (now in {describe_place(pack, state['items'][action.item])})")
+        place = describe_place(pack, state["items"][action.item])
+        dark = ", which is dark" if state["items"][action.item] == state["location"] else ""
+        found.append(f"{item} within reach (now in {place}{dark})")
     found += _unmet_condition(pack, action.requires, state)
     if not found and already_done(action, state):
         found.append("not to be done already (its effects hold now)")

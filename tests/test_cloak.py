@@ -190,6 +190,31 @@ async def test_a_model_cannot_drop_the_cloak_outside_the_cloakroom():
     assert session.state["items"]["cloak"] == "player"
 
 
+@pytest.mark.parametrize(
+    ("start", "to", "narrative"),
+    [
+        ("foyer", "bar", "You step into the Foyer Bar and let the velvet cloak fall to the sawdust."),
+        ("bar", "foyer", "You feel your way north to the Foyer and drop the velvet cloak on the carpet."),
+    ],
+    ids=["into-the-bar", "out-of-the-bar"],
+)
+async def test_a_model_cannot_drop_the_cloak_in_the_room_it_walks_into(start, to, narrative):
+    """Walking and dropping in one turn is still a drop the story refuses: otherwise the cloak lies in
+    the bar, the bar is lit, and the message is read without the cloak ever being hung."""
+    cheat = structured(narrative, [replace("/location", to), replace("/items/cloak", to)])
+    session, events = await cheated(start, "go and drop the cloak there", cheat)
+    assert any("keep_cloak" in m for m in refused(events))
+    assert session.state["items"]["cloak"] == "player"
+
+
+async def test_reading_the_message_in_the_dark_is_refused_because_the_bar_is_dark():
+    """The correction says why the message is out of reach while the player stands beside it."""
+    read = structured("You read the message in the dark.", [replace("/flags/message_read", True)])
+    _, events = await cheated("bar", "read message", read)
+    [message] = [m for m in refused(events) if "read_message" in m]
+    assert "message within reach (now in Foyer Bar, which is dark)" in message
+
+
 async def test_a_model_cannot_walk_out_through_the_street_door():
     cheat = structured("You step back out into the rain.", [replace("/location", "cloakroom")])
     session, events = await cheated("foyer", "go north", cheat)

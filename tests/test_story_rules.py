@@ -235,6 +235,26 @@ async def test_a_flag_the_story_leaves_free_changes_at_will_and_a_bound_one_does
     assert "light_candle" in story_issues(events)[0].message
 
 
+DARK_BAR_COIN = (Path(__file__).parents[1] / "engine" / "stories" / "cloak.toml").read_text(encoding="utf-8") + (
+    '\n[items.coin]\nname = "brass coin"\naliases = ["coin"]\nat = "bar"\n'
+)
+
+
+async def test_nothing_is_taken_from_a_dark_room_the_turn_walks_into():
+    """The dark is kept whichever room it is in: walking into the dark bar and taking what lies there is
+    refused as taking it once there would be."""
+    pack = parse_pack(DARK_BAR_COIN, "coin.toml")
+    state = initial_state(pack)
+    cheat = structured(
+        "You step into the Foyer Bar and pick a brass coin out of the sawdust.",
+        [replace("/location", "bar"), replace("/items/coin", "player")],
+    )
+    session, _, events = await played(pack, state, "go south and find the coin", cheat, STAYS)
+    [issue] = story_issues(events)
+    assert issue.path == "/items/coin" and "Foyer Bar, which is dark now" in issue.message
+    assert session.state["items"]["coin"] == "bar"
+
+
 def test_the_request_lists_the_actions_possible_now_after_the_cached_prefix():
     from storyloom.engine.narration import NarrationRequest
     from storyloom.engine.narrators.anthropic import AnthropicNarrator
@@ -303,6 +323,27 @@ async def test_the_lighthouse_walk_through_plays_to_its_end_over_the_anthropic_w
     assert any('- light_lamp ("light great lens"): /flags/beacon_lit = true' in text for text in asked)
 
 
+@pytest.mark.parametrize("story", ["lighthouse", "glasshouse", "cloak"])
+async def test_each_built_in_walk_through_plays_to_its_end_over_the_openai_wire(story):
+    """The other wire: a model behind an OpenAI-compatible server plays each built-in story through
+    under the story's rules, told the story actions possible now with each command."""
+    from storyloom.engine.narrators._shared import Timeouts
+    from storyloom.engine.narrators.openai import OpenAINarrator
+    from tests.wire import openai_sse as sse
+    from tests.wire.server import Stream, WireServer
+
+    pack = load_pack(story)
+    with WireServer() as server:
+        server.script(*(Stream(sse.tool_stream(t)) for t in offline_turns(story)))
+        narrator = OpenAINarrator(base_url=f"{server.url}/v1", model="qwen2.5:7b", timeouts=Timeouts(read=5.0))
+        session = Session(pack, narrator)
+        events = [e for line in walk(story) async for e in session.play(line)]
+        asked = [r.body["messages"][-1]["content"] for r in server.requests]
+    assert not [e for e in events if isinstance(e, ValidationFailed)]
+    assert [e.ending for e in events if isinstance(e, StoryEnded)] == list(pack.endings)[:1]
+    assert any("Story actions possible now" in text for text in asked)
+
+
 # saves played before the story's rules ---------------------------------------------------------
 
 CHEATS_SAVE = Path(__file__).parent / "saves" / "rules_v1_lighthouse_cheats.jsonl"
@@ -321,7 +362,7 @@ def test_a_save_made_before_the_story_rules_verifies_by_its_own_rules_and_notes_
     assert "rule set 1 (the world's rules only, from before story.action)" in report.lines[1]
     assert "ending: The Light on Carrow Head (reached at turn 3)" in report.lines
     assert (
-        "note: played under rule set 1, and judged by it; today's rules (set 2) would refuse 2 of its commits: "
+        "note: played under rule set 1, and judged by it; today's rules (set 3) would refuse 2 of its commits: "
         "turn 1 (story.action), turn 3 (story.action)"
     ) in report.lines
     older = verify_save(V1_SAVE, load_pack(V1_PACK))
@@ -372,8 +413,45 @@ async def test_a_new_save_names_todays_rule_set_in_its_header(tmp_path):
     from tests.test_saves_kit import played_save_async
 
     path, _, _ = await played_save_async(tmp_path / "new.jsonl", ["look"], faults=0.0)
-    assert json.loads(path.read_text().splitlines()[0])["data"]["rules"] == 2
-    assert load_save(path).header.rules == 2
+    assert json.loads(path.read_text().splitlines()[0])["data"]["rules"] == 3
+    assert load_save(path).header.rules == 3
+
+
+async def test_a_save_played_under_rule_set_2_stays_sound_though_set_3_refuses_a_drop_on_the_way_in(tmp_path):
+    """Set 2 judged a drop only in the room a turn started in: a model could walk into the dark bar,
+    drop the cloak there and read the message. A save played so stays sound by its own set; verify
+    notes that today's set refuses that commit, and a new session refuses the same answer."""
+    import dataclasses
+
+    from storyloom.saves.format import SaveHeader
+    from storyloom.saves.verify import verify_save
+    from storyloom.saves.writer import Journal
+    from tests.test_saves_kit import play
+
+    pack = load_pack("cloak")
+    drop_on_the_way = structured(
+        "You step into the Foyer Bar and let the velvet cloak fall to the sawdust.",
+        [replace("/location", "bar"), replace("/items/cloak", "bar")],
+    )
+    read = structured(
+        "You read the message in the sawdust.", [replace("/flags/message_read", True), replace("/stats/score", 1)]
+    )
+    narrator = ScriptedNarrator([drop_on_the_way, read])
+    session = Session(pack, narrator, rules=2)
+    header = dataclasses.replace(SaveHeader.for_session(pack, narrator), rules=2)
+    path = tmp_path / "set2.jsonl"
+    with Journal.create(path, header) as journal:
+        await play(session, journal, ["go south and drop the cloak", "read message"])
+    assert session.ending is not None
+    report = verify_save(path, pack)
+    assert report.sound, report.lines
+    assert "rule set 2 (the world's rules and the story's)" in report.lines[1]
+    assert (
+        "note: played under rule set 2, and judged by it; today's rules (set 3) would refuse 1 of its commits: "
+        "turn 1 (story.action)"
+    ) in report.lines
+    _, _, events = await played(pack, initial_state(pack), "go south and drop the cloak", drop_on_the_way, STAYS)
+    assert "keep_cloak" in story_issues(events)[0].message
 
 
 def test_a_save_of_a_rule_set_this_storyloom_does_not_know_is_named_as_such(tmp_path):
