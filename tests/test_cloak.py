@@ -224,3 +224,13 @@ def test_a_model_is_told_which_room_is_dark_and_when():
     bar = world_json(load_pack("cloak"))["rooms"]["bar"]
     assert bar["dark"] == {"items": {"cloak": "player"}} and bar["dark_text"].startswith("It is pitch dark")
     assert "dark" not in world_json(load_pack("lighthouse"))["rooms"]["shore"]
+
+
+async def test_the_bar_first_seen_in_the_dark_is_described_whole_once_it_is_lit():
+    """Entered again, a room is told in a sentence; not one the player has seen only in the dark."""
+    pack = load_pack("cloak")
+    session = Session(pack, OfflineNarrator(pack, seed=3))
+    told = [e.narrative for line in ONE_BLUNDER async for e in session.play(line) if isinstance(e, TurnCommitted)]
+    assert "pitch dark" in told[0] and "traced words in it" not in told[0]
+    assert "Sawdust has been scattered over the floor, and someone has traced words in it." in told[6]
+    assert "wide hall hung with red and gold" in told[5] and "Doorways lead south and west" not in told[5]
