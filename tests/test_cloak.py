@@ -234,3 +234,14 @@ async def test_the_bar_first_seen_in_the_dark_is_described_whole_once_it_is_lit(
     assert "pitch dark" in told[0] and "traced words in it" not in told[0]
     assert "Sawdust has been scattered over the floor, and someone has traced words in it." in told[6]
     assert "wide hall hung with red and gold" in told[5] and "Doorways lead south and west" not in told[5]
+
+
+def test_a_model_is_told_when_the_players_room_is_dark_now():
+    from storyloom.engine.narrators.prompts import player_message
+
+    pack = load_pack("cloak")
+    state = {**initial_state(pack), "location": "bar"}
+    assert "Foyer Bar is dark now" in player_message("look", state, pack)
+    lit = {**state, "items": {**state["items"], "cloak": "cloakroom"}}
+    assert "dark now" not in player_message("look", lit, pack)
+    assert "dark now" not in player_message("look", initial_state(pack), pack)
