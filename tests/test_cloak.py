@@ -245,3 +245,12 @@ def test_a_model_is_told_when_the_players_room_is_dark_now():
     lit = {**state, "items": {**state["items"], "cloak": "cloakroom"}}
     assert "dark now" not in player_message("look", lit, pack)
     assert "dark now" not in player_message("look", initial_state(pack), pack)
+
+
+def test_the_cloak_is_worn_and_can_be_put_on_again_from_the_hook():
+    told, state, _ = offline(["wear cloak", "w", "hang cloak", "put on cloak", "x hook", "wear cloak", "e", "s"])
+    assert (
+        told[0] == told[5] == "You are wearing it already. The velvet cloak has hardly left your shoulders all evening."
+    )
+    assert "put it on again" in told[3] and "hanging from it" not in told[4]
+    assert state["items"]["cloak"] == "player" and "pitch dark" in told[7]
