@@ -396,3 +396,17 @@ def test_check_story_names_what_may_stand_where_an_unknown_id_or_a_wrong_kind_of
         "rooms.cellar.dark.unless.1.flags.lamp_lit: unknown flag 'lamp_lit': the flags are lit"
         in capsys.readouterr().err
     )
+
+
+def test_unless_says_not_and_or_in_a_descriptions_when():
+    pack = parse_pack(
+        CELLAR.replace(
+            'description = "A crate of apples."',
+            'description = "A crate of apples."\ndescriptions = [{ when = { unless = [{ unless = ['
+            '{ items = { lamp = "cellar" } }, { flags = { lit = true } }] }] }, text = "A crate, lamplit." }]',
+        )
+    )
+    crate, state = pack.items["crate"], initial_state(pack)
+    assert crate.description_in(state) == "A crate of apples."
+    assert crate.description_in({**state, "flags": {"lit": True}}) == "A crate, lamplit."
+    assert crate.description_in({**state, "items": {**state["items"], "lamp": "cellar"}}) == "A crate, lamplit."
