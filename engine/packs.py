@@ -265,7 +265,20 @@ def _pydantic_message(error: ErrorDetails) -> str:
         return "unknown key (check its spelling)"
     if error["type"] == "missing":
         return "required key is missing"
+    if error["type"] in _TYPE_WORDS:
+        return f"must be {_TYPE_WORDS[error['type']]}, not {error.get('input')!r}"
     return str(error["msg"])
+
+
+_TYPE_WORDS = {
+    "bool_type": "true or false",
+    "int_type": "a whole number",
+    "string_type": 'text in quotes ("...")',
+    "list_type": 'a list in brackets (["...", "..."])',
+    "dict_type": "a table ({ key = value } or a [section])",
+    "model_type": "a table ({ key = value } or a [section])",
+}
+"""What a value of the wrong kind must be instead, in a pack author's words."""
 
 
 def _world_problems(pack: StoryPack) -> list[tuple[str, str]]:
@@ -309,12 +322,17 @@ def _room_problems(pack: StoryPack) -> list[tuple[str, str]]:
             if direction not in DIRECTIONS:
                 found.append((key, f"unknown direction {direction!r}: an exit is one of {', '.join(DIRECTIONS)}"))
             if target not in pack.rooms:
-                found.append((key, f"exit leads to unknown room {target!r}"))
+                found.append((key, f"exit leads to unknown room {target!r}{_known('rooms', pack.rooms)}"))
         for direction, flag in room.gates.items():
             if direction not in room.exits:
                 found.append((f"rooms.{room_id}.gates.{direction}", f"gate on {direction!r}, which is not an exit"))
             if flag not in pack.flags:
-                found.append((f"rooms.{room_id}.gates.{direction}", f"gate names unknown flag {flag!r}"))
+                found.append(
+                    (
+                        f"rooms.{room_id}.gates.{direction}",
+                        f"gate names unknown flag {flag!r}{_known('flags', pack.flags)}",
+                    )
+                )
     return found
 
 
@@ -325,7 +343,7 @@ def _item_problems(pack: StoryPack) -> list[tuple[str, str]]:
     words: dict[str, str] = {}
     for item_id, item in pack.items.items():
         if item.at not in places:
-            found.append((f"items.{item_id}.at", f"item placed in unknown room {item.at!r}"))
+            found.append((f"items.{item_id}.at", f"item placed in unknown room {item.at!r}{_places(pack)}"))
         for word in {w.lower() for w in (item.name, *item.aliases)}:
             if word in words and words[word] != item_id:
                 found.append((f"items.{item_id}.aliases", f"duplicate alias {word!r}: also names item {words[word]!r}"))
@@ -369,9 +387,9 @@ def _action_problems(pack: StoryPack) -> list[tuple[str, str]]:
     for action_id, action in pack.actions.items():
         key = f"actions.{action_id}"
         if action.item is not None and action.item not in pack.items:
-            found.append((f"{key}.item", f"unknown item {action.item!r}"))
+            found.append((f"{key}.item", f"unknown item {action.item!r}{_known('items', pack.items)}"))
         if action.room is not None and action.room not in pack.rooms:
-            found.append((f"{key}.room", f"unknown room {action.room!r}"))
+            found.append((f"{key}.room", f"unknown room {action.room!r}{_known('rooms', pack.rooms)}"))
         found += _trigger_problems(key, action)
         found += _condition_problems(f"{key}.requires", action.requires, pack)
         found += _effects_problems(f"{key}.effects", action.effects, pack)
@@ -401,7 +419,7 @@ def _free_problems(pack: StoryPack) -> list[tuple[str, str]]:
     free = pack.free
     named = (("flags", free.flags, pack.flags), ("stats", free.stats, pack.stats), ("items", free.items, pack.items))
     return [
-        (f"free.{section}", f"unknown {section[:-1]} {ident!r}")
+        (f"free.{section}", f"unknown {section[:-1]} {ident!r}{_known(section, declared)}")
         for section, idents, declared in named
         for ident in idents
         if ident not in declared
@@ -411,23 +429,25 @@ def _free_problems(pack: StoryPack) -> list[tuple[str, str]]:
 def _condition_problems(key: str, cond: Condition, pack: StoryPack) -> list[tuple[str, str]]:
     found = []
     if cond.location is not None and cond.location not in pack.rooms:
-        found.append((f"{key}.location", f"unknown room {cond.location!r}"))
+        found.append((f"{key}.location", f"unknown room {cond.location!r}{_known('rooms', pack.rooms)}"))
     found += _refs(f"{key}.items", cond.items, pack.items, "item")
     found += [
-        (f"{key}.items.{i}", f"unknown place {at!r}")
+        (f"{key}.items.{i}", f"unknown place {at!r}{_places(pack)}")
         for i, at in cond.items.items()
         if at not in pack.rooms and at not in RESERVED_PLACES
     ]
     found += _refs(f"{key}.flags", cond.flags, pack.flags, "flag")
     found += _refs(f"{key}.stats_at_least", cond.stats_at_least, pack.stats, "stat")
     found += _refs(f"{key}.stats_at_most", cond.stats_at_most, pack.stats, "stat")
+    for index, other in enumerate(cond.unless):
+        found += _condition_problems(f"{key}.unless.{index}", other, pack)
     return found
 
 
 def _effects_problems(key: str, effects: Effects, pack: StoryPack) -> list[tuple[str, str]]:
     found = _refs(f"{key}.items", effects.items, pack.items, "item")
     found += [
-        (f"{key}.items.{i}", f"unknown place {at!r}")
+        (f"{key}.items.{i}", f"unknown place {at!r}{_places(pack)}")
         for i, at in effects.items.items()
         if at not in pack.rooms and at not in RESERVED_PLACES
     ]
@@ -437,7 +457,18 @@ def _effects_problems(key: str, effects: Effects, pack: StoryPack) -> list[tuple
 
 
 def _refs(key: str, used: dict[str, Any], declared: dict[str, Any], kind: str) -> list[tuple[str, str]]:
-    return [(f"{key}.{ident}", f"unknown {kind} {ident!r}") for ident in used if ident not in declared]
+    known = _known(f"{kind}s", declared)
+    return [(f"{key}.{ident}", f"unknown {kind} {ident!r}{known}") for ident in used if ident not in declared]
+
+
+def _known(kinds: str, declared: dict[str, Any] | list[str]) -> str:
+    """What may stand where an unknown id was written: ": the flags are lit, open" (or that none is declared)."""
+    return f": the {kinds} are {', '.join(declared)}" if declared else f": the pack declares no {kinds}"
+
+
+def _places(pack: StoryPack) -> str:
+    """The places an item may be: its rooms, "player" and "nowhere"."""
+    return _known("places", [*pack.rooms, *RESERVED_PLACES])
 
 
 class _Locator:

@@ -454,7 +454,21 @@ def _unmet_condition(pack: StoryPack, cond: Condition, state: WorldState) -> lis
     for stat_id, most in cond.stats_at_most.items():
         if state["stats"][stat_id] > most:
             found.append(f"{_stat_name(pack, stat_id)} at most {most} (now {state['stats'][stat_id]})")
+    found += [f"not {_described(pack, other)} (it holds now)" for other in cond.unless if other.holds(state)]
     return found
+
+
+def _described(pack: StoryPack, cond: Condition) -> str:
+    """A condition as a sentence's part: "carrying oil lantern and lantern_lit true"."""
+    parts = [f"the player in {pack.rooms[cond.location].name}"] if cond.location is not None else []
+    for item_id, at in cond.items.items():
+        item = pack.items[item_id].name
+        parts.append(f"carrying {item}" if at == PLAYER else f"{item} in {describe_place(pack, at)}")
+    parts += [f"{flag} {str(value).lower()}" for flag, value in cond.flags.items()]
+    parts += [f"{_stat_name(pack, s)} at least {v}" for s, v in cond.stats_at_least.items()]
+    parts += [f"{_stat_name(pack, s)} at most {v}" for s, v in cond.stats_at_most.items()]
+    parts += [f"not {_described(pack, other)}" for other in cond.unless]
+    return "(" + " and ".join(parts) + ")" if len(parts) > 1 else "".join(parts) or "anything"
 
 
 # what a pack binds, and what can never happen ------------------------------------------------
@@ -570,4 +584,4 @@ class _Reach:
             and all(v in self.flags[f] for f, v in cond.flags.items())
             and all(self.stats[s][1] >= v for s, v in cond.stats_at_least.items())
             and all(self.stats[s][0] <= v for s, v in cond.stats_at_most.items())
-        )
+        )  # `unless` is left out: that none of its conditions holds is always taken to be possible

@@ -10,7 +10,7 @@ import hashlib
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 PLAYER = "player"
 NOWHERE = "nowhere"
@@ -93,17 +93,30 @@ class Stat(_Strict):
 
 
 class Condition(_Strict):
-    """What must hold of the state; used by actions and endings."""
+    """What must hold of the state: a room's darkness, a description's `when`, an action's `requires`,
+    an ending's `when`. Every part must hold; `unless` holds when none of its conditions does, which
+    says "not" and "or" ("dark unless the lit lamp is carried or lying here")."""
 
     location: str | None = None
     items: dict[str, str] = {}
     flags: dict[str, bool] = {}
     stats_at_least: dict[str, int] = {}
     stats_at_most: dict[str, int] = {}
+    unless: list[Condition] = []
+
+    @model_serializer(mode="wrap")
+    def _without_empty_unless(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A condition without `unless` dumps as it did before there was one (a pack's digest is kept)."""
+        dumped: dict[str, Any] = handler(self)
+        if not self.unless:
+            dumped.pop("unless", None)
+        return dumped
 
     def holds(self, state: dict[str, Any]) -> bool:
         """Whether the state satisfies every part of this condition."""
         if self.location is not None and state["location"] != self.location:
+            return False
+        if any(other.holds(state) for other in self.unless):
             return False
         if any(state["items"].get(i) != at for i, at in self.items.items()):
             return False

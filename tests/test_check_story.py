@@ -152,8 +152,8 @@ def test_schema_and_cross_reference_problems_are_listed_together_in_the_order_of
     assert lines == [
         f"{path}:5: start: start room 'porch' is not a declared room",
         f"{path}:6: colour: unknown key (check its spelling): the keys here are {KEYS}",
-        f"{path}:11: rooms.hall.exits.north: exit leads to unknown room 'attic'",
-        f"{path}:21: items.lamp.portable: Input should be a valid boolean",
+        f"{path}:11: rooms.hall.exits.north: exit leads to unknown room 'attic': the rooms are hall, yard",
+        f"{path}:21: items.lamp.portable: must be true or false, not 'yes'",
         "4 problems found",
     ]
 
@@ -166,5 +166,5 @@ def test_a_value_stood_in_for_never_adds_a_problem_of_its_own(tmp_path, capsys):
     path.write_text(text, encoding="utf-8")
     assert main(["check-story", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "items.candle.at: Input should be a valid string" in err and "start: Input should be" in err
+    assert 'items.candle.at: must be text in quotes ("..."), not 3' in err and "start: must be text in quotes" in err
     assert "'x'" not in err and "2 problems found" in err

@@ -249,3 +249,33 @@ def test_a_model_is_told_which_room_is_dark_and_when():
     bar = world_json(load_pack("cloak"))["rooms"]["bar"]
     assert bar["dark"] == {"items": {"cloak": "player"}} and bar["dark_text"].startswith("It is pitch dark")
     assert "dark" not in world_json(load_pack("lighthouse"))["rooms"]["shore"]
+
+
+async def test_the_bar_first_seen_in_the_dark_is_described_whole_once_it_is_lit():
+    """Entered again, a room is told in a sentence; not one the player has seen only in the dark."""
+    pack = load_pack("cloak")
+    session = Session(pack, OfflineNarrator(pack, seed=3))
+    told = [e.narrative for line in ONE_BLUNDER async for e in session.play(line) if isinstance(e, TurnCommitted)]
+    assert "pitch dark" in told[0] and "traced words in it" not in told[0]
+    assert "Sawdust has been scattered over the floor, and someone has traced words in it." in told[6]
+    assert "wide hall hung with red and gold" in told[5] and "Doorways lead south and west" not in told[5]
+
+
+def test_a_model_is_told_when_the_players_room_is_dark_now():
+    from storyloom.engine.narrators.prompts import player_message
+
+    pack = load_pack("cloak")
+    state = {**initial_state(pack), "location": "bar"}
+    assert "Foyer Bar is dark now" in player_message("look", state, pack)
+    lit = {**state, "items": {**state["items"], "cloak": "cloakroom"}}
+    assert "dark now" not in player_message("look", lit, pack)
+    assert "dark now" not in player_message("look", initial_state(pack), pack)
+
+
+def test_the_cloak_is_worn_and_can_be_put_on_again_from_the_hook():
+    told, state, _ = offline(["wear cloak", "w", "hang cloak", "put on cloak", "x hook", "wear cloak", "e", "s"])
+    assert (
+        told[0] == told[5] == "You are wearing it already. The velvet cloak has hardly left your shoulders all evening."
+    )
+    assert "put it on again" in told[3] and "hanging from it" not in told[4]
+    assert state["items"]["cloak"] == "player" and "pitch dark" in told[7]

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from random import Random
 
+import pytest
+
 from storyloom.engine.builtin import builtin_pack_text
 from storyloom.engine.events import ValidationFailed
 from storyloom.engine.lifecycle import Session
@@ -86,6 +88,15 @@ effects = { items = { umbrella = "player" } }
 def test_2_the_dark_bar_never_suggests_a_blunder():
     pack = cloak()
     state = {**initial_state(pack), "location": "bar"}
+    for seed in range(10):
+        assert suggestions(pack, state, Random(seed)) == ["go north"]
+
+
+def test_2_a_lit_room_whose_catch_all_holds_suggests_only_its_ways_out():
+    """Not only because nothing can be seen in the dark: the catch-all would take the reading too."""
+    pack = cloak("", **{'dark = { items = { cloak = "player" } }\n': ""})
+    state = {**initial_state(pack), "location": "bar"}
+    assert not pack.rooms["bar"].is_dark(state)
     for seed in range(10):
         assert suggestions(pack, state, Random(seed)) == ["go north"]
 
@@ -281,3 +292,121 @@ async def test_a_model_cannot_drop_a_worn_item():
     events = [e async for e in session.play("drop coat")]
     assert any("still_worn" in i.message for e in events if isinstance(e, ValidationFailed) for i in e.issues)
     assert session.state["items"]["coat"] == "player"
+
+
+CELLAR = """
+id = "cellar"
+title = "The Cellar"
+intro = "A cold house."
+start = "kitchen"
+
+[rooms.kitchen]
+name = "Kitchen"
+description = "A kitchen. Steps lead down."
+exits = { down = "cellar" }
+
+[rooms.cellar]
+name = "Cellar"
+description = "A low cellar, with a crate against the wall."
+exits = { up = "kitchen" }
+dark = { unless = [
+  { items = { lamp = "player" }, flags = { lit = true } },
+  { items = { lamp = "cellar" }, flags = { lit = true } },
+] }
+dark_text = "It is too dark to see."
+
+[items.lamp]
+name = "lamp"
+at = "kitchen"
+
+[items.crate]
+name = "crate"
+description = "A crate of apples."
+at = "cellar"
+portable = false
+
+[flags]
+lit = false
+
+[actions.light]
+verbs = ["light"]
+item = "lamp"
+requires = { items = { lamp = "player" } }
+effects = { flags = { lit = true } }
+text = "The lamp flares."
+"""
+
+
+def test_a_room_is_dark_unless_a_lit_lamp_is_carried_or_lying_there():
+    pack = parse_pack(CELLAR)
+    turns, _ = play(pack, ["take lamp", "down", "x crate"])
+    assert "too dark" in turns[1]["narrative"] and "apples" not in turns[2]["narrative"]
+    turns, _ = play(pack, ["take lamp", "light lamp", "down", "drop lamp", "x crate"])
+    assert "crate against the wall" in turns[2]["narrative"] and "apples" in turns[4]["narrative"]
+    turns, _ = play(pack, ["take lamp", "light lamp", "drop lamp", "down", "x crate"])  # the lit lamp left upstairs
+    assert "too dark" in turns[3]["narrative"] and "apples" not in turns[4]["narrative"]
+
+
+async def test_a_model_cannot_take_from_a_room_dark_unless_a_lamp_is_there():
+    pack = parse_pack(CELLAR)
+    state = {**initial_state(pack), "location": "cellar"}
+    lamp = structured("You feel about and find a lamp.", [{"op": "replace", "path": "/items/lamp", "value": "player"}])
+    state["items"] = {**state["items"], "lamp": "cellar"}
+    session = Session(pack, ScriptedNarrator([lamp, structured("You grope about.", [])]), budget=2, state=state)
+    events = [e async for e in session.play("take lamp")]
+    assert any("dark" in i.message for e in events if isinstance(e, ValidationFailed) for i in e.issues)
+    assert session.state["items"]["lamp"] == "cellar"
+
+
+def test_a_condition_without_unless_keeps_a_packs_digest():
+    """`unless` came after saves recorded their packs' digests: a pack that does not use it keeps its digest."""
+    assert "unless" in parse_pack(CELLAR).rooms["cellar"].model_dump()["dark"]
+    assert "unless" not in parse_pack(builtin_pack_text("cloak")).rooms["bar"].model_dump()["dark"]
+    assert parse_pack(CELLAR).digest != parse_pack(CELLAR.replace('lamp = "cellar" }', 'lamp = "kitchen" }')).digest
+
+
+@pytest.mark.parametrize("line", ["drop cloak", "discard cloak", "set down cloak", "leave cloak", "put down cloak"])
+def test_every_word_for_dropping_reaches_the_storys_own_answer(line):
+    turns, state = play(cloak(), [line])
+    assert "no place to leave a good velvet cloak" in turns[0]["narrative"]
+    turns, state = play(cloak(), ["w", "hang cloak", "take cloak", line, "x hook"])
+    assert state["items"]["cloak"] == "cloakroom" and state["flags"]["on_hook"] is False
+    assert "heap on the cloakroom floor" in turns[3]["narrative"] and "hanging from it" not in turns[4]["narrative"]
+
+
+def test_check_story_names_what_may_stand_where_an_unknown_id_or_a_wrong_kind_of_value_is(tmp_path, capsys):
+    err = refused_by_check_story(
+        tmp_path,
+        capsys,
+        "flags = { message_read = true }, stats_at_most",
+        "flags = { mesage_read = true }, stats_at_most",
+    )
+    assert (
+        "endings.won.when.flags.mesage_read: unknown flag 'mesage_read': the flags are hung_once, on_hook, message_read"
+        in err
+    )
+    err = refused_by_check_story(tmp_path, capsys, 'at = "bar"', 'at = "pub"')
+    assert "unknown room 'pub': the places are foyer, cloakroom, bar, player, nowhere" in err
+    err = refused_by_check_story(tmp_path, capsys, "portable = false", 'portable = "no"')
+    assert "items.hook.portable: must be true or false, not 'no'" in err
+    path = tmp_path / "cellar.toml"
+    path.write_text(CELLAR.replace('"cellar" }, flags = { lit = true }', '"cellar" }, flags = { lamp_lit = true }'))
+    assert main(["check-story", str(path)]) == 2
+    assert (
+        "rooms.cellar.dark.unless.1.flags.lamp_lit: unknown flag 'lamp_lit': the flags are lit"
+        in capsys.readouterr().err
+    )
+
+
+def test_unless_says_not_and_or_in_a_descriptions_when():
+    pack = parse_pack(
+        CELLAR.replace(
+            'description = "A crate of apples."',
+            'description = "A crate of apples."\ndescriptions = [{ when = { unless = [{ unless = ['
+            '{ items = { lamp = "cellar" } }, { flags = { lit = true } }] }] }, text = "A crate, lamplit." }]',
+        )
+    )
+    crate, state = pack.items["crate"], initial_state(pack)
+    assert crate.description_in(state) == "A crate of apples."
+    assert crate.description_in({**state, "flags": {"lit": True}}) == "A crate, lamplit."
+    assert crate.description_in({**state, "items": {**state["items"], "lamp": "cellar"}}) == "A crate, lamplit."

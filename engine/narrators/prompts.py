@@ -136,9 +136,13 @@ def player_message(command: str, state: WorldState, pack: StoryPack) -> str:
     and the story so far) and never breaks it; a correction sends this same message again.
     """
     state_json = json.dumps(state, ensure_ascii=False, sort_keys=True)
-    return _template("player").substitute(
-        command=command_message(command), state=state_json, possible=possible_message(pack, state)
-    )
+    possible = possible_message(pack, state)
+    room = pack.rooms[state["location"]]
+    if room.is_dark(state):  # told plainly, so a model need not work out the room's `dark` condition itself
+        possible += (
+            f"\n\n{room.name} is dark now: tell it by its dark_text; nothing lying in it can be seen, taken or used."
+        )
+    return _template("player").substitute(command=command_message(command), state=state_json, possible=possible)
 
 
 def possible_message(pack: StoryPack, state: WorldState) -> str:

@@ -263,12 +263,14 @@ def matching_actions(command: Command, pack: StoryPack) -> list[tuple[str, Actio
     """Pack actions whose verbs include the command's verb word and whose item the player named.
 
     An action without an item matches a bare verb (or one naming no item); one with an
-    item matches when that item is among those named.
+    item matches when that item is among those named. The words for dropping a thing are one
+    verb: an action with any of them is reached by all of them (as a model narrator is held to it).
     """
     spoken = command.word.casefold()
     found = []
     for action_id, action in pack.actions.items():
-        if spoken not in {v.casefold() for v in action.verbs}:
+        verbs = {v.casefold() for v in action.verbs}
+        if spoken not in verbs and not (spoken in _DROP_VERBS and verbs & set(_DROP_VERBS)):
             continue
         if action.item is None and command.items:
             continue

@@ -123,21 +123,41 @@ class RoomsSeen:
     """
 
     def __init__(self, pack: StoryPack):
-        self._start = pack.start
+        self._pack = pack
         self._read: tuple[Exchange, ...] = ()
-        self._rooms = {pack.start}
+        self._rooms, self._told = self._at_start()
+
+    def _at_start(self) -> tuple[set[str], dict[str, set[str]]]:
+        start = self._pack.start
+        return {start}, {start: {say.first_sentence(self._pack.rooms[start].description)}}
 
     def of(self, history: tuple[Exchange, ...]) -> set[str]:
         """The rooms visited in `history`."""
         known = len(self._read)
         if len(history) < known or (known and history[known - 1] is not self._read[-1]):
-            known, self._rooms = 0, {self._start}
+            known, (self._rooms, self._told) = 0, self._at_start()
         for exchange in history[known:]:
-            self._rooms.update(
-                op.value for op in exchange.turn.state_patch if op.path == "/location" and isinstance(op.value, str)
-            )
+            for op in exchange.turn.state_patch:
+                if op.path == "/location" and isinstance(op.value, str) and op.value in self._pack.rooms:
+                    self._rooms.add(op.value)
+                    self._note(op.value, exchange.turn.narrative)
         self._read = history
         return self._rooms
+
+    def _note(self, room_id: str, narrative: str) -> None:
+        """Which of the room's looks (dark, usual, each of its `descriptions`) the player was told on entering."""
+        room = self._pack.rooms[room_id]
+        told = self._told.setdefault(room_id, set())
+        for text in (room.description, room.dark_text, *(d.text for d in room.descriptions)):
+            first = say.first_sentence(text)
+            if first and first in narrative:
+                told.add(first)
+
+    def told(self, history: tuple[Exchange, ...], room_id: str, description: str) -> bool:
+        """Whether the player entering the room before was told it as it looks now: a room seen only in
+        the dark, or before it changed, is described whole when entered again."""
+        self.of(history)
+        return say.first_sentence(description) in self._told.get(room_id, set())
 
 
 class _World:
@@ -240,8 +260,8 @@ class _World:
         if not self._gate_open(direction):
             return Draft().say(say.gate_shut(direction, self.rng))
         target = self.room.exits[direction]
-        revisit = target in self.seen.of(self.history)
         there = _World(self.pack, {**self.state, "location": target}, self.history, self.rng, self.seen)
+        revisit = self.seen.told(self.history, target, there.now(there.room))
         lead = say.move_lead(direction, self.rng)
         text = lead + "\n\n" + say.arrival(there.room, there.now(there.room), revisit, self.rng)
         return Draft([text, there.surroundings()], [_replace("/location", target)])
