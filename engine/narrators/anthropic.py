@@ -374,11 +374,12 @@ def _opt(block: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _json_object(raw: str | None) -> dict[str, Any] | None:
-    """The raw output as a JSON object, or None if it is not one (cut off, malformed, an array)."""
+    """The raw output as a JSON object, or None if it is not one (cut off, malformed, an array,
+    nested deeper than the parser goes)."""
     if raw is None:
         return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None

@@ -530,7 +530,8 @@ def _content_text(content: Any) -> str:
 
 
 def _is_json_object(raw: str) -> bool:
+    """Whether the text reads as one JSON object (JSON nested deeper than the parser goes does not)."""
     try:
         return isinstance(json.loads(raw), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
