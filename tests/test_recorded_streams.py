@@ -152,6 +152,9 @@ EXPECTED: dict[str, Expect] = {
     "portkey_bedrock_half_call_then_unknown_event": Expect(
         "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
     ),
+    "one_api_half_call_then_done": Expect(
+        "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
+    ),
 }
 
 
