@@ -436,6 +436,28 @@ async def test_calls_without_an_index_are_told_apart_by_their_ids(pack, server):
     assert prose_on_screen(events) == LAMP_PROSE and session.state["items"]["lamp"] == "player"
 
 
+async def test_whole_calls_all_at_index_0_are_told_apart_by_their_ids(pack, server):
+    # Ollama 0.20 (ollama#15457): every call at `index` 0, each whole with its own `id`; here another
+    # tool's call comes first, so the turn is the second (the recording has the turn first).
+    def call(call_id: str, name: str, arguments: str) -> bytes:
+        tool = {"id": call_id, "index": 0, "type": "function", "function": {"name": name, "arguments": arguments}}
+        return sse.chunk({"role": "assistant", "content": "", "tool_calls": [tool]})
+
+    server.script(
+        Stream(
+            [
+                call("call_a", "run_command", '{"command": "ls -l"}'),
+                call("call_b", "report_turn", GOOD),
+                sse.chunk({}, "tool_calls"),
+            ]
+        )
+    )
+    session = session_for(pack, server, budget=0)
+    events = await play(session)
+    assert event_names(events)[-1] == "turn_committed"
+    assert prose_on_screen(events) == LAMP_PROSE and session.state["items"]["lamp"] == "player"
+
+
 async def test_finish_reason_error_with_the_choices_own_error_is_retried_in_its_words(pack, server):
     failing = [
         sse.chunk({"role": "assistant", "content": ""}),

@@ -161,6 +161,7 @@ EXPECTED: dict[str, Expect] = {
     "portkey_bedrock_half_call_then_unknown_event": Expect(
         "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
     ),
+    "ollama_parallel_calls_all_at_index_0": Expect("openai", usage=tokens()),
     "one_api_half_call_then_done": Expect(
         "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
     ),
