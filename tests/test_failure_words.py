@@ -59,7 +59,7 @@ async def test_headless_play_says_how_the_turn_failed(kind):
     assert [words in said for words in WORDS].count(True) == 1  # no other kind's words
 
 
-@pytest.mark.parametrize("kind", ["unavailable", "refusal", "budget"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_replay_says_how_the_turn_failed(kind, tmp_path: Path, capsys):
     session, narrator = _session(kind)
     path = tmp_path / "s.jsonl"

@@ -51,6 +51,7 @@ OPENAI_FAULTS: dict[str, object] = {
     "500": Status(500, osse.error_body("boom", "server_error")),
     "503 with retry-after": Status(503, {"error": "loading model"}, {"retry-after": "0"}),
     "body that is not JSON": Status(502, b"<html>\x1b[31mbad gateway</html>"),
+    "error body nested 10,000 deep": Status(500, b"[" * 10_000),
     "event that is not JSON": _o(b"data: {not json\n\n"),
     "event that is a list": _o(b"data: [1, 2]\n\n"),
     "event that is 1e400": _o(b"data: 1e400\n\n"),
@@ -97,6 +98,7 @@ ANTHROPIC_FAULTS: dict[str, object] = {
     "500": Status(500, asse.error_body("api_error", "Internal server error")),
     "529 overloaded": Status(529, asse.error_body("overloaded_error", "Overloaded")),
     "body that is not JSON": Status(502, b"<html>\x1b]0;title\x07bad gateway</html>"),
+    "error body nested 10,000 deep": Status(500, b"[" * 10_000),
     "message_start of the wrong shape": Stream(
         [b'event: message_start\ndata: {"type":"message_start","message":5}\n\n']
     ),

@@ -297,6 +297,68 @@ async def test_pause_turn_is_continued_with_the_partial_answer(pack, server):
     assert server.requests[1].body["messages"][:-1] == server.requests[0].body["messages"]
 
 
+async def test_a_paused_answer_goes_back_with_its_text_blocks_citations(pack, server):
+    # After a web search the text cites its sources in `citations_delta` events; the paused answer
+    # goes back as it arrived, so the text block keeps them.
+    citation = {
+        "type": "web_search_result_location",
+        "cited_text": "Trim the wick before lighting.",
+        "url": "https://example.com/lamps",
+        "title": "Oil lamps",
+        "encrypted_index": "Eo8BCioIAhgBIiQ",
+    }
+    paused = [
+        sse.message_start(),
+        sse.event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+        sse.event(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": citation}},
+        ),
+        sse.event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "Trim the wick first."},
+            },
+        ),
+        sse.event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        *sse.message_end("pause_turn"),
+    ]
+    server.script(Stream(paused), Stream(sse.turn_stream(GOOD)))
+    events = await play(session_for(pack, server))
+    assert event_names(events)[-1] == "turn_committed"
+    assert server.requests[1].body["messages"][-1]["content"] == [
+        {"type": "text", "text": "Trim the wick first.", "citations": [citation]}
+    ]
+
+
+NESTED = '{"narrative": "You look.", "state_patch": ' + "[" * 3000 + "]" * 3000 + "}"
+"""Input nested deeper than Python's JSON parser goes: it raises RecursionError, not ValueError."""
+
+
+async def test_an_input_nested_too_deep_is_corrected_not_a_crash(pack, server):
+    # The rejected input goes back as text, since it cannot be read as an object (building the
+    # correction request crashed the session).
+    server.script(Stream(sse.turn_stream(NESTED)), Stream(sse.turn_stream(GOOD)))
+    events = await play(session_for(pack, server))
+    assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.json"]
+    assert event_names(events)[-1] == "turn_committed" and len(server.requests) == 2
+    assert NESTED in all_text(server.requests[1].body["messages"][-2])
+
+
+async def test_a_paused_tool_input_nested_too_deep_goes_back_as_it_started_not_a_crash(pack, server):
+    paused = [sse.message_start(), *sse.tool_block(0, NESTED, name="web_search"), *sse.message_end("pause_turn")]
+    server.script(Stream(paused), Stream(sse.turn_stream(GOOD)))
+    events = await play(session_for(pack, server))
+    assert event_names(events)[-1] == "turn_committed"
+    (block,) = server.requests[1].body["messages"][-1]["content"]
+    assert block["name"] == "web_search" and block["input"] == {}
+
+
 async def test_a_rejected_key_says_which_variable_to_set(pack, server):
     server.script(Status(401, sse.error_body("authentication_error", "invalid x-api-key: sk-ant-test-key")))
     events = await play(session_for(pack, server))

@@ -379,6 +379,32 @@ async def test_half_a_turn_then_done_is_a_broken_stream_not_a_turn(pack, server)
     assert event_names(events)[-1] == "turn_committed" and prose_on_screen(events) == LAMP_PROSE
 
 
+NESTED = '{"narrative": "You look.", "state_patch": ' + "[" * 3000 + "]" * 3000 + "}"
+"""A turn nested deeper than Python's JSON parser goes: it raises RecursionError, not ValueError."""
+
+
+async def test_a_turn_nested_too_deep_then_done_is_retried_not_a_crash(pack, server):
+    # `[DONE]` without a finish reason asks whether the turn's JSON is whole; JSON too deep to
+    # read is not known to be whole: a broken stream, retried (it crashed the session).
+    deep = [sse.chunk({"role": "assistant", "content": NESTED[:-3001]}), sse.DONE]
+    server.script(Stream(deep), Stream(sse.content_stream(GOOD)))
+    events = await play(session_for(pack, server, sleeps=[], budget=0, output="json"))
+    assert "before it was complete" in next(e for e in events if e.event == "narrator_retrying").reason
+    assert event_names(events)[-1] == "turn_committed" and prose_on_screen(events) == LAMP_PROSE
+
+
+async def test_a_call_nested_too_deep_is_corrected_not_a_crash(pack, server):
+    # The rejected arguments go back in the correction request: as text, since they cannot be read
+    # as an object (building that request crashed the session).
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "report_turn", "arguments": NESTED}}
+    deep = [sse.chunk({"role": "assistant", "tool_calls": [call]}), sse.chunk({}, "tool_calls"), sse.DONE]
+    server.script(Stream(deep), Stream(sse.tool_stream(GOOD)))
+    events = await play(session_for(pack, server, sleeps=[]))
+    assert [e.issues[0].rule for e in events if e.event == "validation_failed"] == ["output.json"]
+    assert event_names(events)[-1] == "turn_committed" and len(server.requests) == 2
+    assert server.requests[1].body["messages"][-2] == {"role": "assistant", "content": NESTED}
+
+
 async def test_calls_without_an_index_are_told_apart_by_their_ids(pack, server):
     # Gemini's OpenAI-compatible endpoint: no `index`, each call whole and with its own `id`.
     second = turn_json("You leave the lamp where it is.")
@@ -401,6 +427,28 @@ async def test_calls_without_an_index_are_told_apart_by_their_ids(pack, server):
                 sse.chunk({}, "stop"),
                 sse.usage_chunk(),
                 sse.DONE,
+            ]
+        )
+    )
+    session = session_for(pack, server, budget=0)
+    events = await play(session)
+    assert event_names(events)[-1] == "turn_committed"
+    assert prose_on_screen(events) == LAMP_PROSE and session.state["items"]["lamp"] == "player"
+
+
+async def test_whole_calls_all_at_index_0_are_told_apart_by_their_ids(pack, server):
+    # Ollama 0.20 (ollama#15457): every call at `index` 0, each whole with its own `id`; here another
+    # tool's call comes first, so the turn is the second (the recording has the turn first).
+    def call(call_id: str, name: str, arguments: str) -> bytes:
+        tool = {"id": call_id, "index": 0, "type": "function", "function": {"name": name, "arguments": arguments}}
+        return sse.chunk({"role": "assistant", "content": "", "tool_calls": [tool]})
+
+    server.script(
+        Stream(
+            [
+                call("call_a", "run_command", '{"command": "ls -l"}'),
+                call("call_b", "report_turn", GOOD),
+                sse.chunk({}, "tool_calls"),
             ]
         )
     )

@@ -7,22 +7,25 @@ Any request after the first is answered by a well-formed stream, so a recording 
 needs a correction, a retry or a continuation is seen to recover.
 
 The whole suite plays twice more with the server's re-chunking mode (`WireServer(rechunk=seed)`):
-the same bytes cut anywhere, joined, split inside UTF-8 characters and between CR and LF.
+the same bytes cut anywhere, joined, split inside UTF-8 characters and between CR and LF; and once
+more a byte at a time (`WireServer(bytewise=True)`).
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 import pytest
 
 from storyloom.engine.lifecycle import Session
+from storyloom.engine.narrators._http_internals import READ_INTERVAL
 from storyloom.engine.narrators._shared import Timeouts
 from storyloom.engine.narrators.anthropic import AnthropicNarrator
 from storyloom.engine.narrators.openai import OpenAINarrator
 from tests.conftest import event_names, prose_on_screen, turn_json
 from tests.wire import anthropic_sse, openai_sse, recordings
-from tests.wire.server import Stream, WireServer
+from tests.wire.server import Stream, WireServer, rechunked
 
 PROSE = "You crouch on the wet rocks and lift the brass lamp. Its glass is cracked but the wick is dry."
 SEPARATED_PROSE = (
@@ -42,6 +45,12 @@ CRLF_PROSE = (
 )
 SEEDS = (None, 1, 2)
 """Plain (one event per chunk), then re-chunked with two seeds."""
+CUTS = {
+    "plain": {},
+    **{f"rechunked-{seed}": {"rechunk": seed} for seed in SEEDS[1:]},
+    "byte-by-byte": {"bytewise": True},
+}
+"""How the server cuts a recording's bytes (`WireServer`'s keywords): the seeds, then one byte a piece."""
 GOOD = turn_json(PROSE, [{"op": "replace", "path": "/items/lamp", "value": "player"}])
 
 
@@ -152,6 +161,10 @@ EXPECTED: dict[str, Expect] = {
     "portkey_bedrock_half_call_then_unknown_event": Expect(
         "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
     ),
+    "ollama_parallel_calls_all_at_index_0": Expect("openai", usage=tokens()),
+    "one_api_half_call_then_done": Expect(
+        "openai", retries=1, says="stopped the answer before it was complete", usage=SYNTHETIC_USAGE_OPENAI
+    ),
 }
 
 
@@ -176,12 +189,12 @@ def _well_formed(expect: Expect) -> Stream:
     return Stream(openai_sse.content_stream(GOOD) if expect.output == "json" else openai_sse.tool_stream(GOOD))
 
 
-@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: "plain" if seed is None else f"rechunked-{seed}")
+@pytest.mark.parametrize("cut", CUTS)
 @pytest.mark.parametrize("name", recordings.names())
-async def test_a_recorded_stream_plays_as_the_player_should_see_it(pack, name, seed):
+async def test_a_recorded_stream_plays_as_the_player_should_see_it(pack, name, cut):
     expect = EXPECTED[name]
     later = expect.corrections + expect.retries + expect.continued
-    with WireServer(rechunk=seed) as server:
+    with WireServer(**CUTS[cut]) as server:
         server.script(Stream(recordings.events(name)), *[_well_formed(expect)] * later)
 
         async def no_wait(_: float) -> None:
@@ -211,11 +224,13 @@ async def test_a_recorded_stream_plays_as_the_player_should_see_it(pack, name, s
         assert judged[0] == expect.usage
 
 
-async def test_a_paused_answer_goes_back_with_its_server_tool_input_whole(pack):
+@pytest.mark.parametrize("cut", CUTS)
+async def test_a_paused_answer_goes_back_with_its_server_tool_input_whole(pack, cut):
     """`pause_turn`: the continuation sends the paused answer back as received, the server tool's
-    input assembled from its `input_json_delta` pieces (its start says `input: {}`)."""
+    input assembled from its `input_json_delta` pieces (its start says `input: {}`), however the
+    bytes were cut."""
     expect = EXPECTED["anthropic_pause_turn_after_server_tool_use"]
-    with WireServer() as server:
+    with WireServer(**CUTS[cut]) as server:
         server.script(Stream(recordings.events("anthropic_pause_turn_after_server_tool_use")), _well_formed(expect))
         session = Session(pack, _narrator(expect, server.url))
         events = [event async for event in session.play("take lamp")]
@@ -234,3 +249,26 @@ async def test_a_paused_answer_goes_back_with_its_server_tool_input_whole(pack):
             },
         ],
     }
+
+
+def test_each_rechunked_run_cuts_characters_and_crlfs_with_a_pause_the_client_reads_apart():
+    """What the re-chunked runs stand for, checked on the cuts the seeds make in the recordings: each
+    seed cuts, somewhere in the suite, inside a two- or three-byte character, inside a four-byte one
+    (an emoji of the non-ASCII prose cases) and between a CR and its LF (Xinference), each time
+    pausing longer than the client waits between two reads, so the halves arrive in separate reads;
+    and the pieces are the body byte for byte."""
+    for seed in SEEDS[1:]:
+        paused: dict[str, int] = {"inside a character": 0, "inside a four-byte character": 0, "between CR and LF": 0}
+        for name in recordings.names():
+            body = b"".join(recordings.events(name))
+            pieces = rechunked(body, random.Random(seed))
+            assert b"".join(piece for _, piece in pieces) == body
+            at = 0
+            for wait, piece in pieces:
+                if at and wait > READ_INTERVAL:
+                    if 0x80 <= body[at] < 0xC0:
+                        lead = next(byte for byte in reversed(body[:at]) if not 0x80 <= byte < 0xC0)
+                        paused["inside a four-byte character" if lead >= 0xF0 else "inside a character"] += 1
+                    paused["between CR and LF"] += body[at - 1 : at + 1] == b"\r\n"
+                at += len(piece)
+        assert all(paused.values()), (seed, paused)

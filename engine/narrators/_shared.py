@@ -173,7 +173,7 @@ def error_fields(body: Any) -> tuple[str | None, str | None]:
     if isinstance(body, (bytes, str)):
         try:
             body = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested deeper than the parser goes
             return None, _clean(body.decode("utf-8", "replace") if isinstance(body, bytes) else body)
     if not isinstance(body, dict):
         return None, None

@@ -307,6 +307,8 @@ class _Answer:
             self._json.setdefault(index, []).append(delta.partial_json)
             if index == self._turn_block and delta.partial_json:
                 return [StructuredDelta(delta.partial_json)]
+        elif delta.type == "citations_delta":  # the sources a text block cites (after a web search)
+            block["citations"] = [*(block.get("citations") or []), delta.citation.to_dict()]
         elif delta.type == "thinking_delta":
             block["thinking"] = block.get("thinking", "") + delta.thinking
         elif delta.type == "signature_delta":
@@ -335,7 +337,8 @@ class _Answer:
 
         The API wants the paused answer back as it was sent, so every block whose input
         streamed as `input_json_delta` pieces (`tool_use`, and the server's own tools'
-        `server_tool_use`, whose start carries `input: {}`) goes back with its input whole.
+        `server_tool_use`, whose start carries `input: {}`) goes back with its input whole,
+        and a text block with the citations its `citations_delta` events gave it.
         """
         blocks = []
         for index in sorted(self._blocks):
@@ -374,11 +377,12 @@ def _opt(block: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _json_object(raw: str | None) -> dict[str, Any] | None:
-    """The raw output as a JSON object, or None if it is not one (cut off, malformed, an array)."""
+    """The raw output as a JSON object, or None if it is not one (cut off, malformed, an array,
+    nested deeper than the parser goes)."""
     if raw is None:
         return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None

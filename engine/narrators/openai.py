@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -52,6 +52,7 @@ from storyloom.engine.narrators.prompts import (
     rejected_turn,
     system_prompt,
 )
+from storyloom.engine.rules import OUTPUT_MAX_CHARS
 from storyloom.engine.turns import turn_json_schema
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
@@ -372,12 +373,13 @@ class _Answer:
             call.name = name
         if self._turn_call is None and call.name in (None, TOOL_NAME):
             self._turn_call = call
-        if call is not self._turn_call:
-            return []
         arguments = function.get("arguments")
         if isinstance(arguments, dict):  # a few servers send the object itself, not its JSON text
             arguments = json.dumps(arguments, ensure_ascii=False)
-        return [StructuredDelta(arguments)] if isinstance(arguments, str) and arguments else []
+        if not isinstance(arguments, str) or not arguments:
+            return []
+        call.take(arguments)
+        return [StructuredDelta(arguments)] if call is self._turn_call else []
 
     def _call_of(self, delta: dict[str, Any]) -> _Call:
         """The call a tool-call delta continues, or a new one.
@@ -385,15 +387,18 @@ class _Answer:
         OpenAI numbers calls with `index` and names each call's `id` in its first delta only;
         the `index` is what ties the deltas together (poolside sends one `id` with the name and
         another on every later delta of the same `index`). Gemini's endpoint sends no `index` and
-        a whole call per delta, each with its own `id`: only there does a new `id` start a new
-        call. A delta with neither continues the current call.
+        a whole call per delta, each with its own `id`: there a new `id` starts a new call. Ollama
+        (0.20) sends each call whole with its own `id` but every one at `index` 0: a new `id` after
+        a call whose arguments are already a whole JSON object starts a new call too. A delta with
+        neither continues the current call.
         """
         index = delta.get("index")
         call_id = delta.get("id") if isinstance(delta.get("id"), str) and delta.get("id") else None
         current = self._call
         if current is None or (index is not None and index != current.index):
             return _Call(index=index, id=call_id)
-        if index is None and call_id is not None and current.id is not None and call_id != current.id:
+        renamed = call_id is not None and current.id is not None and call_id != current.id
+        if renamed and (index is None or current.whole()):
             return _Call(index=index, id=call_id)
         if current.id is None:
             current.id = call_id
@@ -425,11 +430,27 @@ def _printable(text: str) -> str:
 
 @dataclass
 class _Call:
-    """One tool call as its deltas arrive: how the server numbers it, and its function's name."""
+    """One tool call as its deltas arrive: how the server numbers it, its function's name, its arguments."""
 
     index: Any = None
     id: str | None = None
     name: str | None = None
+    arguments: list[str] = field(default_factory=list)
+    """Its argument pieces, up to `OUTPUT_MAX_CHARS` (a call the turn ignores is never cut off by the engine)."""
+    size: int = 0
+    closed: bool = False
+    """The last piece that was not blank ended in `}`."""
+
+    def take(self, piece: str) -> None:
+        self.size += len(piece)
+        if self.size <= OUTPUT_MAX_CHARS:
+            self.arguments.append(piece)
+        if piece.strip():
+            self.closed = piece.rstrip().endswith("}")
+
+    def whole(self) -> bool:
+        """Whether the arguments are a whole JSON object (parsed only when they end in `}`)."""
+        return self.closed and self.size <= OUTPUT_MAX_CHARS and _is_json_object("".join(self.arguments))
 
 
 @dataclass(frozen=True)
@@ -530,7 +551,8 @@ def _content_text(content: Any) -> str:
 
 
 def _is_json_object(raw: str) -> bool:
+    """Whether the text reads as one JSON object (JSON nested deeper than the parser goes does not)."""
     try:
         return isinstance(json.loads(raw), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False

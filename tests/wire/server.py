@@ -10,7 +10,9 @@ reaches the wire.
 With `rechunk=seed` every streamed body is delivered as a real network might deliver it:
 a seeded random choice cuts events anywhere or joins several into one piece, and cuts on
 purpose inside multi-byte UTF-8 characters and between a CR and its LF, pausing there longer
-than the client's read pacing so the two halves arrive in separate reads.
+than the client's read pacing so the two halves arrive in separate reads. With `bytewise=True`
+every byte of the body is a chunk of its own, which the client's HTTP reader hands on as its
+own piece: every event, character and CRLF arrives a byte at a time.
 """
 
 from __future__ import annotations
@@ -98,9 +100,11 @@ class WireServer:
     `closed_at` the monotonic times at which clients dropped a stream mid-way.
     """
 
-    def __init__(self, replies: Sequence[Reply] = (), *, rechunk: int | None = None):
+    def __init__(self, replies: Sequence[Reply] = (), *, rechunk: int | None = None, bytewise: bool = False):
         self.rechunk = rechunk
         """The seed of the re-chunking mode (see the module docstring), or None to send one event per chunk."""
+        self.bytewise = bytewise
+        """Send every byte of a streamed body as its own chunk (see the module docstring)."""
         self.replies: list[Reply] = list(replies)
         self.requests: list[Received] = []
         self.closed_at: list[float] = []
@@ -231,7 +235,10 @@ class WireServer:
             )
         )
         self.streams_started.set()
-        if self.rechunk is None:
+        if self.bytewise:
+            body = b"".join(reply.events)
+            pieces = [(0.0, body[at : at + 1]) for at in range(len(body))]
+        elif self.rechunk is None:
             pieces = [(reply.delay if index else 0.0, event) for index, event in enumerate(reply.events)]
         else:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each piece its own segment

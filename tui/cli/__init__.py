@@ -4,7 +4,7 @@ The command line is the front end's text half: headless play (`headless`), the
 save commands (`save_commands`), the story and config commands (`story_commands`),
 and the start of the Textual app (`ui`); they share one table of exit codes
 (`exits`: 0 success, 1 failure, 2 bad arguments or input files, 3 a headless turn
-failed after its correction budget) and one printer of events as text (`printer`).
+failed: its correction budget spent or its narrator failing) and one printer of events as text (`printer`).
 Each handler's module is imported only when its command runs, so `storyloom` paints its
 first frame without loading the others.
 """
@@ -200,8 +200,9 @@ def _add_play_arguments(play: argparse.ArgumentParser) -> None:
         "--on-fail",
         choices=["stop", "skip", "retry"],
         default="stop",
-        help="headless: after a turn fails its budget, stop (exit 3, the default), skip to the next "
-        "command, or retry it (up to 3 times, then stop)",
+        help="headless: after a turn fails (its correction budget spent, or its narrator unavailable, "
+        "declining or unable to answer), stop (exit 3, the default), skip to the next command, or retry it "
+        "(up to 3 times, then stop)",
     )
 
 

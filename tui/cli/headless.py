@@ -12,7 +12,7 @@ stops there, saying so), but `/undo` still takes the ending turn back and play g
 story that had ended prints its ending after the intro.
 
 Exit codes (`storyloom.tui.cli.exits`): 0 every line played (or the story ended), 3 a turn
-failed after its correction budget (play stops there, unless `--on-fail skip` or `retry`
+failed, its correction budget spent or its narrator failing (play stops there, unless `--on-fail skip` or `retry`
 says otherwise; the committed state stays valid), 2 bad arguments or input files, 1
 anything else.
 """
@@ -245,7 +245,7 @@ def _event_writer(handle: IO[str]) -> EventHook:
 
 
 ON_FAIL = ("stop", "skip", "retry")
-"""What headless play does with a turn that failed after its budget (`--on-fail`); `stop` is the default."""
+"""What headless play does with a turn that failed, however it failed (`--on-fail`); `stop` is the default."""
 RETRIES = 3
 """How many times `--on-fail retry` plays a failed turn again (each with a fresh budget) before it stops."""
 
@@ -265,7 +265,7 @@ async def play_commands(
     is a meta-command (see `META_COMMANDS`); a line over the command limit is refused
     with a note and play goes on. Play stops at the first command after the story reached
     an ending (exit 0; meta-commands still run, so `/undo` takes the ending back and play goes on).
-    A turn that fails after its budget stops play (exit 3) unless `on_fail` says
+    A turn that fails (its budget spent, or its narrator failing) stops play (exit 3) unless `on_fail` says
     `skip` (go on with the next line) or `retry` (play it again, up to `RETRIES` times,
     then stop); skipped turns are counted on `err` at the end.
 
