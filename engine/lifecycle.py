@@ -85,6 +85,7 @@ __all__ = [  # the session, and the records it keeps (engine/committed.py), as i
     "PendingTurn",
     "Session",
     "StoryEnding",
+    "StoryOver",
     "Versions",
     "ending_of",
     "ending_reached",
@@ -103,6 +104,11 @@ class BranchRefused(ValueError):
 class CommandTooLong(ValueError):
     """A player command over `storyloom.engine.limits.COMMAND_MAX_CHARS`: it is not played (no turn
     number is spent, nothing is recorded). The front ends refuse such a command first, with the same words."""
+
+
+class StoryOver(ValueError):
+    """The story has reached an ending: no command is played until undo takes the ending turn back
+    (nothing is recorded, no turn number is spent). The front ends say so first, in their own words."""
 
 
 class Session:
@@ -201,8 +207,11 @@ class Session:
         """Play one player command as a new turn.
 
         Raises:
+            StoryOver: the story has reached an ending (`ending`); undo takes it back.
             CommandTooLong: the command is over the limit (see `storyloom.engine.limits.command_too_long`).
         """
+        if self._ending is not None:
+            raise StoryOver(f"the story is over ({self._ending.title}): undo takes back the ending turn")
         problem = command_too_long(player_input)
         if problem is not None:
             raise CommandTooLong(problem)
@@ -298,6 +307,8 @@ class Session:
         """
         if self.pending is None:
             raise RuntimeError("there is no failed or cancelled turn to retry")
+        if self._ending is not None:
+            raise StoryOver(f"the story is over ({self._ending.title}): undo takes back the ending turn")
         pending = self.pending
         return self._followed(self._run(pending.turn, pending.player_input, retry=pending.retries + 1))
 

@@ -137,6 +137,30 @@ def read_story(
     return SavedStory(header, pack, turns, built, commits.last_time or header_time, branch, count)
 
 
+def saved_story(path: Path, branch: int | None = None) -> tuple[SavedStory, tuple[str, ...]]:
+    """Read and judge a save whole for an export (`read_story`), and the save's warnings: how
+    `storyloom export` and the app's export read the same save, so both write the same text.
+
+    Raises:
+        SaveError: the save cannot be read, fails its checks, or has no branch `branch`.
+    """
+    from storyloom.saves.reader import read_through
+    from storyloom.saves.verify import open_pack
+
+    return read_through(
+        path,
+        lambda header, records, time: read_story(
+            path, header, records, open_pack(header, path), header_time=time, branch=branch
+        ),
+    )
+
+
+def saved_markdown(path: Path) -> str:
+    """The Markdown transcript of a save as `storyloom export` prints it (the branch played last)."""
+    story, _ = saved_story(path)
+    return export_markdown(story)
+
+
 OFF_PATH = frozenset({"turn_undone", "branch_started", "branch_switched"})
 """Events a replay of one path leaves out: they move between paths, never along one."""
 

@@ -118,6 +118,34 @@ def test_no_module_imports_itself_back() -> None:
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
 
 
+FRONT = ("tui.screens", "tui.widgets")
+"""The screens and widgets: they render events and send the player's intents to the `PlaySession`."""
+INTENTS = {"play", "retry", "regenerate", "choose", "undo", "branch", "switch", "cancel", "restore"}
+"""What changes a story: only the `PlaySession` may ask the engine's `Session` for these (it records first)."""
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(FRONT)))
+def test_screens_never_hold_the_engines_session_nor_change_it_but_through_the_play_session(module: str) -> None:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    wrong = []
+    for node in ast.walk(tree):  # under TYPE_CHECKING too: a screen is not even typed with the engine's Session
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("engine.lifecycle"):
+            wrong += [f"line {node.lineno}: imports Session" for alias in node.names if alias.name == "Session"]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in INTENTS:
+            target = ast.unparse(node.func.value)
+            if target.endswith(("session", ".story")):
+                wrong.append(f"line {node.lineno}: {target}.{node.func.attr}() (send it through the PlaySession)")
+    assert not wrong, f"{module}: {wrong}"
+
+
+def test_the_front_end_check_sees_what_it_forbids() -> None:
+    """The check above reads calls and imports as written (so it cannot pass by looking at nothing)."""
+    tree = ast.parse("from storyloom.engine.lifecycle import Session\nself.play.story.undo()\nself.play.undo()")
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    assert [ast.unparse(c.func.value) for c in calls if c.func.attr in INTENTS] == ["self.play.story", "self.play"]
+    assert any(m.startswith(FRONT) for m in MODULES)
+
+
 MODULE_MAX_LINES = 600
 """A module the next person can read whole: past this, split it along a seam (issue 25)."""
 

@@ -23,6 +23,7 @@ from storyloom.saves.format import SaveHeader
 from storyloom.saves.writer import Journal
 from storyloom.tui.cli import save_commands
 from storyloom.tui.cli.headless import play_commands
+from storyloom.tui.session import PlaySession
 from tests.conftest import Reply, ScriptedNarrator
 from tests.test_saves_kit import play
 
@@ -53,7 +54,7 @@ def _session(kind: str) -> tuple[Session, ScriptedNarrator]:
 async def test_headless_play_says_how_the_turn_failed(kind):
     session, _ = _session(kind)
     out, err = io.StringIO(), io.StringIO()
-    assert await play_commands(session, ["look"], out=out, err=err) == 3
+    assert await play_commands(PlaySession.around(session), ["look"], out=out, err=err) == 3
     said = err.getvalue()
     assert f"turn 1 {KINDS[kind][1]}" in said
     assert [words in said for words in WORDS].count(True) == 1  # no other kind's words

@@ -135,7 +135,7 @@ async def test_another_version_streams_into_the_same_message_and_nothing_moves_d
     kept = name in ("failed", "cancelled")
     assert message.prose.text == (prose(6, "a") if kept else message.versions[-1][0])
     assert message.status.plain_text.startswith("another version" if kept else "‹ 2/2 ›")
-    assert game.session.state["items"]["lamp"] == ("player" if kept else "shore")
+    assert game.play.story.state["items"]["lamp"] == ("player" if kept else "shore")
     heights = [f.regions["message"][3] for f in frames[closes[0] if closes else 0 :] if f.regions["message"]]
     assert heights == sorted(heights), "the newest message shrank other than once, by the gap it closed"
     heights = [f.regions["message"][3] for f in frames[: closes[0] if closes else None] if f.regions["message"]]
@@ -167,4 +167,4 @@ async def test_browsing_versions_moves_nothing_above_the_message(frame_recorder:
     assert_no_shift(frames, lines, content="content", swap="prose", fixed=FIXED, settled=lambda frame: True)
     seen = [text for f in frames if (text := f.texts["status"]) is not None]
     assert "‹ 1/2 ›" in seen and seen[-1] == "‹ 2/2 ›"
-    assert game.session.state["items"]["lamp"] == "shore"
+    assert game.play.story.state["items"]["lamp"] == "shore"

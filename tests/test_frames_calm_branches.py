@@ -56,7 +56,7 @@ async def test_branching_and_switching_back_read_calmly(frame_recorder: Any, siz
         game = Game(app, pilot, recorder, narrator)
         for command in ("look", "wait", "listen", "rest"):
             await game.send(command)
-        session = app.game.session
+        session = app.game.play.story
         app.game.message(2).focus(scroll_visible=False)
         recorder.mark("ctrl+b")
         await pilot.press("ctrl+b")

@@ -24,7 +24,7 @@ from storyloom.saves.reader import load_save
 from storyloom.saves.resume import start_new
 from storyloom.saves.verify import verify_save
 from storyloom.tui.cli import main
-from storyloom.tui.cli.headless import finish, play_commands, recorder
+from storyloom.tui.cli.headless import finish, play_commands
 from storyloom.tui.session import PlaySession
 from tests.hardening.figures import tally
 
@@ -131,7 +131,7 @@ async def test_a_save_deleted_under_a_running_game_is_noticed_and_rescued(tmp_pa
             yield command
 
     with journal:
-        code = await play_commands(session, lines(), on_event=recorder(play), out=out, err=err)
+        code = await play_commands(play, lines(), out=out, err=err)
         code = finish(play, code)
     assert code == 0
     assert "deleted or replaced while the game was running" in err.getvalue()
@@ -154,7 +154,7 @@ async def test_a_save_replaced_under_a_running_game_is_left_alone_and_the_story_
             yield command
 
     with journal:
-        finish(play, await play_commands(session, lines(), on_event=recorder(play), out=out, err=err))
+        finish(play, await play_commands(play, lines(), out=out, err=err))
     assert (tmp_path / "game.jsonl").read_text(encoding="utf-8") == "someone else's file\n"
     assert commits(journal.path) == len(COMMANDS)
     tally("disk faults: save replaced under a running game")
@@ -199,7 +199,6 @@ def test_resuming_a_save_in_a_folder_that_became_read_only_goes_on_elsewhere(tmp
 
 async def test_the_app_saves_elsewhere_when_the_disk_fills_and_says_where(tmp_path, monkeypatch):
     from storyloom.tui.app import StoryloomApp
-    from storyloom.tui.cli.ui import AppSaveNotes
     from storyloom.tui.testing.pilot import until
 
     pack = load_pack("lighthouse")
@@ -207,8 +206,7 @@ async def test_the_app_saves_elsewhere_when_the_disk_fills_and_says_where(tmp_pa
     fail_disk(monkeypatch, str(tmp_path / "disk"), errno.ENOSPC, after=1)
     notes: list[str] = []
     play = PlaySession.around(session, journal)
-    app = StoryloomApp(session, on_event=play.record, blink=False)
-    play.notes = AppSaveNotes(app)
+    app = StoryloomApp(session, play=play, blink=False)
     original_notify = app.notify
     monkeypatch.setattr(app, "notify", lambda message, **kw: (notes.append(message), original_notify(message, **kw)))
     with journal:
@@ -250,15 +248,13 @@ def test_headless_play_goes_on_in_memory_when_neither_the_disk_nor_a_temp_folder
 
 async def test_an_undo_that_no_place_saves_keeps_the_app_running_and_quitting_says_what_was_lost(tmp_path, monkeypatch):
     from storyloom.tui.app import StoryloomApp
-    from storyloom.tui.cli.ui import AppSaveNotes
     from storyloom.tui.testing.pilot import until
 
     pack = load_pack("lighthouse")
     session, journal = start_new(pack, OfflineNarrator(pack, seed=0), path=tmp_path / "game.jsonl")
     err = io.StringIO()
     play = PlaySession.around(session, journal, err=err)
-    app = StoryloomApp(session, on_event=play.record, blink=False)
-    play.notes = AppSaveNotes(app)
+    app = StoryloomApp(session, play=play, blink=False)
     notes: list[tuple[str, str]] = []
     original_notify = app.notify
     monkeypatch.setattr(
@@ -298,7 +294,7 @@ async def _play_then(tmp_path, damage_at: int | None, damage, *, at_end=None) ->
             yield command
 
     with journal:
-        code = await play_commands(session, lines(), on_event=recorder(play), out=out, err=err)
+        code = await play_commands(play, lines(), out=out, err=err)
         if at_end is not None:
             at_end(tmp_path / "game.jsonl")
         code = finish(play, code)

@@ -26,6 +26,7 @@ from storyloom.saves.reader import load_save
 from storyloom.saves.resume import start_new
 from storyloom.tui.cli import main
 from storyloom.tui.cli.headless import play_commands
+from storyloom.tui.session import PlaySession
 from tests.conftest import SHORE_PACK, Reply, ScriptedNarrator, structured, turn_json
 from tests.hardening.corpus import assert_inert
 from tests.hardening.figures import tally
@@ -67,9 +68,8 @@ def good_save(folder) -> bytes:
     async def play() -> None:
         with journal:
             await play_commands(
-                session,
+                PlaySession.around(session, journal),
                 ["look", "examine the boat"],
-                on_event=journal.record,
                 out=open(os.devnull, "w"),
                 err=open(os.devnull, "w"),
             )

@@ -21,6 +21,7 @@ from storyloom.tui.testing.pilot import until
 from tests.conftest import SHORE_PACK
 from tests.hardening.corpus import ALL, MARKUP, assert_inert
 from tests.hardening.figures import tally
+from tests.test_tui_app import saved_app
 
 SAMPLES = list(ALL.values())
 BATCHES = [SAMPLES[i : i + 4] for i in range(0, len(SAMPLES), 4)]
@@ -215,7 +216,7 @@ async def test_the_palette_export_writes_no_control_sequence(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the export goes beside the saves
     hostile = " ".join(ALL.values())
-    app = make_app(GatedReply(turn_text(f"You look. {hostile}")))
+    app = saved_app(tmp_path, GatedReply(turn_text(f"You look. {hostile}")))
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "look \x1b]0;x\x07")
         await settled(pilot, app)

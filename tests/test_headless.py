@@ -17,6 +17,7 @@ from storyloom.engine.packs import load_pack
 from storyloom.engine.state import initial_state
 from storyloom.tui.cli import main
 from storyloom.tui.cli.headless import play_commands
+from storyloom.tui.session import PlaySession
 
 PACKS = Path(__file__).parent / "packs"
 WALKS = Path(__file__).parent / "walkthroughs"
@@ -98,7 +99,9 @@ async def test_play_stops_at_a_failed_turn_and_the_state_stays_valid():
     session = Session(pack, narrator, budget=1)
     seen = []
     out, err = io.StringIO(), io.StringIO()
-    code = await play_commands(session, ["take candle", "east"], on_event=seen.append, out=out, err=err)
+    code = await play_commands(
+        PlaySession.around(session, on_event=seen.append), ["take candle", "east"], out=out, err=err
+    )
     assert code == 3
     assert seen[-1].event == "turn_failed" and session.state == initial_state(pack)
     assert "> east" not in out.getvalue()
@@ -110,9 +113,8 @@ async def test_the_event_hook_sees_each_event_before_it_is_printed():
     printed_when_seen = []
     session = Session(pack, OfflineNarrator(pack))
     await play_commands(
-        session,
+        PlaySession.around(session, on_event=lambda e: printed_when_seen.append((e.event, out.getvalue()))),
         ["look"],
-        on_event=lambda e: printed_when_seen.append((e.event, out.getvalue())),
         out=out,
         err=io.StringIO(),
     )

@@ -15,6 +15,7 @@ from storyloom.engine.narrators.offline import OfflineNarrator
 from storyloom.engine.packs import load_pack
 from storyloom.tui.cli import main
 from storyloom.tui.cli.headless import RETRIES, play_commands
+from storyloom.tui.session import PlaySession
 
 CYCLE = ("take rope", "north", "drop rope", "take rope", "south", "drop rope", "look", "wait", "inventory")
 
@@ -86,7 +87,7 @@ async def test_on_fail_retry_is_bounded_then_stops_with_exit_3():
     narrator.faults = 4.0  # a retry's rate is faults / 4: this turn fails every time
     session = Session(pack, narrator, budget=0)
     out, err = io.StringIO(), io.StringIO()
-    code = await play_commands(session, ["look", "north"], out=out, err=err, on_fail="retry")
+    code = await play_commands(PlaySession.around(session), ["look", "north"], out=out, err=err, on_fail="retry")
     assert code == 3
     assert err.getvalue().count("retrying turn 1") == RETRIES
     assert f"turn 1 still failed after {RETRIES} retries" in err.getvalue()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from storyloom.engine.events import StoryEnded, TurnCommitted
-from storyloom.engine.lifecycle import Session
+from storyloom.engine.lifecycle import Session, StoryOver
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.locations import resolve_save
 from storyloom.saves.reader import load_save
@@ -56,7 +56,17 @@ def private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "data" / "storyloom" / "saves"
 
 
-def shore_save(tmp_path: Path, replies: list[Any], moves: list[str], name: str = "shore.jsonl") -> Path:
+class _OlderSession(Session):
+    """A session as storyloom before 2026-12 played it: a command after the ending was still played."""
+
+    def play(self, player_input: str) -> Any:
+        self._ending = None
+        return super().play(player_input)
+
+
+def shore_save(
+    tmp_path: Path, replies: list[Any], moves: list[str], name: str = "shore.jsonl", *, older: bool = False
+) -> Path:
     """A save of the test story, played move by move on a scripted narrator (`/undo` undoes)."""
     pack, pack_path = shore_pack_file(tmp_path)
     narrator = ScriptedNarrator(list(replies))
@@ -64,7 +74,7 @@ def shore_save(tmp_path: Path, replies: list[Any], moves: list[str], name: str =
     async def no_sleep(_: float) -> None:
         return None
 
-    session = Session(pack, narrator, sleep=no_sleep)
+    session = (_OlderSession if older else Session)(pack, narrator, sleep=no_sleep)
     path = tmp_path / name
 
     async def go() -> None:
@@ -82,7 +92,7 @@ def ended_save(tmp_path: Path, *, played_on: bool = False) -> Path:
     if played_on:
         replies.append(structured("You look out from the Lamp Room.", []))
         moves.append("look")
-    return shore_save(tmp_path, replies, moves)
+    return shore_save(tmp_path, replies, moves, older=played_on)
 
 
 # -- the ending: derived once, from the standing commits
@@ -94,6 +104,18 @@ def test_the_session_knows_its_ending_from_its_commits_and_undo_takes_it_back(tm
     ending = session.ending
     assert ending is not None and (ending.ending, ending.title, ending.text) == ("lit", "Light", ENDING)
     assert session.undo() is not None and session.ending is None
+
+
+def test_the_engine_itself_plays_no_command_after_the_ending(tmp_path: Path) -> None:
+    """Every front end says so first in its own words; the engine refuses too, so no front end can forget."""
+    path = ended_save(tmp_path)
+    session = PlaySession(Settings(), resume=str(path), err=io.StringIO()).open()
+    turns = session.next_turn
+    with pytest.raises(StoryOver, match="the story is over"):
+        session.play("look")
+    assert session.next_turn == turns  # no turn number spent
+    assert session.undo() is not None
+    assert session.play("look") is not None  # undo took the ending back: play goes on
 
 
 async def test_the_ending_kept_up_commit_by_commit_is_the_one_derived_from_scratch(pack, script) -> None:
@@ -111,21 +133,24 @@ async def test_the_ending_kept_up_commit_by_commit_is_the_one_derived_from_scrat
                 return index, reached[0]
         return None
 
-    replies = [structured(CLIMB, TO_THE_PATH), structured(TOWER, UP_THE_TOWER), structured("You look out.", [])]
-    replies += [structured(TOWER, UP_THE_TOWER), structured("You wait.", []), structured("You wait.", [])]
+    replies = [structured(CLIMB, TO_THE_PATH), structured(TOWER, UP_THE_TOWER), structured(TOWER, UP_THE_TOWER)]
+    replies.append(structured("You wait.", []))
     session, _ = script(pack, *replies)
     assert session.ending is None
     seen = []
-    for move in ["climb", "go up", "look", "/undo", "/undo", "go up", "wait", "/undo", "/undo", "/undo", "wait"]:
+    for move in ["climb", "go up", "look", "/undo", "go up", "wait", "/undo", "/undo", "wait"]:
         if move == "/undo":
             session.undo()
+        elif session.ending is not None:  # past the ending nothing is played: only undo goes on
+            with pytest.raises(StoryOver):
+                session.play(move)
         else:
             async for _ in session.play(move):
                 pass
         seen.append(session.ending.commit if session.ending is not None else None)
         derived = (session.ending.commit, session.ending.ending) if session.ending is not None else None
         assert derived == from_scratch()
-    assert seen == [None, 1, 1, 1, None, 1, 1, 1, None, None, None]
+    assert seen == [None, 1, 1, None, 1, 1, None, None, None]
 
 
 @pytest.mark.parametrize("played_on", [False, True])
@@ -216,7 +241,7 @@ async def test_after_the_ending_the_input_plays_nothing_and_says_what_to_do_unti
         assert [m.turn for m in game.transcript.query(TurnMessage)] == [1, 2]
         await pilot.press("ctrl+z")  # the ending turn is taken back: play goes on from the turn before
         await pilot.pause()
-        assert game.session.ending is None
+        assert game.play.story.ending is None
         assert "undone · the story goes on" in painted(app)
         assert field.placeholder == field.DEFAULT_PLACEHOLDER and not field.border_subtitle
         await pilot.press("enter")
@@ -225,8 +250,10 @@ async def test_after_the_ending_the_input_plays_nothing_and_says_what_to_do_unti
 
 
 async def test_the_palette_export_of_an_ended_story_holds_its_ending(tmp_path: Path, monkeypatch) -> None:
+    from tests.test_tui_app import saved_app
+
     monkeypatch.chdir(tmp_path)
-    app = shore_app(GatedReply(turn_text(CLIMB, TO_THE_PATH)), GatedReply(turn_text(TOWER, UP_THE_TOWER)))
+    app = saved_app(tmp_path, GatedReply(turn_text(CLIMB, TO_THE_PATH)), GatedReply(turn_text(TOWER, UP_THE_TOWER)))
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "climb")
         await settled(pilot, app, 1)
@@ -253,7 +280,7 @@ async def test_a_new_game_after_the_ending_plays_again() -> None:
         await send(pilot, "look")  # refused: the story is over
         await pilot.pause()
         app.action_new_game()
-        await until(pilot, lambda: app.game.session is fresh and not ending_shown(app))
+        await until(pilot, lambda: app.game.play.story is fresh and not ending_shown(app))
         field = app.game.command_input
         assert field.placeholder == field.DEFAULT_PLACEHOLDER and not field.border_subtitle
         await pilot.press("enter")  # the command kept in the line plays in the new story
@@ -275,7 +302,7 @@ async def resumed_app(path: Path) -> tuple[StoryloomApp, PlaySession]:
     playing = PlaySession(Settings(), resume=str(path), err=io.StringIO())
     playing.open()
     assert playing.session is not None
-    app = StoryloomApp(playing.session, on_event=playing.record, past=lambda: playing.past, blink=False)
+    app = StoryloomApp(playing.session, play=playing, past=lambda: playing.past, blink=False)
     return app, playing
 
 
@@ -312,7 +339,7 @@ async def test_a_resumed_story_that_had_ended_shows_its_ending_and_undo_goes_on(
         assert not game.transcript.query(TurnMessage) and game.command_input.value == "look"
         await pilot.press("ctrl+z")
         await pilot.pause()
-        assert game.session.ending is None and "undone · the story goes on" in painted(app)
+        assert game.play.story.ending is None and "undone · the story goes on" in painted(app)
         await pilot.press("enter")
         await until(pilot, lambda: (m := game.latest_message()) is not None and m.outcome == "committed")
     assert playing.close()
@@ -326,11 +353,11 @@ async def test_a_save_played_on_past_its_ending_is_over_until_the_ending_turn_is
         assert "The end: Light" in painted(app) and "The story is over" in game.command_input.placeholder
         await pilot.press("ctrl+z")  # the turn played after the ending: the story is still over
         await pilot.pause()
-        assert game.session.ending is not None and "undone · the story goes on" not in painted(app)
+        assert game.play.story.ending is not None and "undone · the story goes on" not in painted(app)
         assert "The story is over" in game.command_input.placeholder
         await pilot.press("ctrl+z")  # the turn that reached the ending
         await pilot.pause()
-        assert game.session.ending is None and "undone · the story goes on" in painted(app)
+        assert game.play.story.ending is None and "undone · the story goes on" in painted(app)
         assert game.command_input.placeholder == game.command_input.DEFAULT_PLACEHOLDER
     assert playing.close()
 
@@ -341,7 +368,7 @@ async def test_opening_an_ended_save_from_the_palette_shows_its_ending(tmp_path:
     playing.open()
     app = StoryloomApp(
         playing.session,
-        on_event=playing.record,
+        play=playing,
         past=lambda: playing.past,
         open_save=playing.switch_to,
         list_saves=lambda: [path],

@@ -16,7 +16,7 @@ async def test_another_version_and_a_choice_show_in_the_turn_s_own_message_and_t
     async with app.run_test(size=(80, 24)) as pilot:
         await send(pilot, "take lamp")
         await finished(pilot, app)
-        session = app.game.session
+        session = app.game.play.story
         async for event in session.regenerate():
             await app.game.render_event(event)
         await pilot.pause()

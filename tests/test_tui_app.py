@@ -14,17 +14,21 @@ from storyloom.engine.events import Event
 from storyloom.engine.lifecycle import CommittedStory, Session
 from storyloom.engine.narration import TransientNarratorError
 from storyloom.engine.packs import parse_pack
+from storyloom.saves.format import SaveHeader
+from storyloom.saves.writer import Journal
 from storyloom.tui._textual_internals import screen_compositor
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.cli.ui import run_app
 from storyloom.tui.screens.issue_details import IssueDetailsScreen
 from storyloom.tui.screens.open_save import OpenSaveScreen
+from storyloom.tui.session import PlaySession
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from storyloom.tui.testing.pilot import until
 from storyloom.tui.widgets.archived_turns import ArchivedTurns
 from storyloom.tui.widgets.transcript import FollowHint
 from storyloom.tui.widgets.turn_message import TurnMessage
 from tests.conftest import SHORE_PACK
+from tests.test_saves_kit import shore_pack_file
 
 TAKE_LAMP = [{"op": "replace", "path": "/items/lamp", "value": "player"}]
 TAKE_BOTH = [*TAKE_LAMP, {"op": "replace", "path": "/items/boulder", "value": "player"}]
@@ -35,6 +39,16 @@ def make_app(*replies: GatedReply, budget: int = 2, sleep: Any = None, **kwargs:
     extra = {"sleep": sleep} if sleep is not None else {}
     session = Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator(list(replies)), budget=budget, **extra)
     return StoryloomApp(session, blink=False, **kwargs)
+
+
+def saved_app(folder: Path, *replies: GatedReply, budget: int = 2) -> StoryloomApp:
+    """The app on a story saved as it is played (to `folder/game.jsonl`), as `storyloom` plays one."""
+    pack, pack_path = shore_pack_file(folder)
+    narrator = GatedNarrator(list(replies))
+    session = Session(pack, narrator, budget=budget)
+    header = SaveHeader.for_session(pack, narrator, source=str(pack_path), budget=budget)
+    play = PlaySession.around(session, Journal.create(folder / "game.jsonl", header))
+    return StoryloomApp(session, play=play, blink=False)
 
 
 async def send(pilot: Any, command: str) -> None:
@@ -262,29 +276,29 @@ async def test_events_reach_the_hook_before_the_screen_shows_them():
     assert ("turn_committed", "streaming") in seen
 
 
-async def test_undo_takes_back_the_last_turn_through_the_hook():
-    calls: list[Any] = []
+async def test_undo_takes_back_the_last_turn_and_is_recorded_before_it_shows():
+    recorded: list[Any] = []
     holder: list[StoryloomApp] = []
 
-    def on_undo() -> Any:
-        undone = holder[0].session.undo()
-        calls.append(undone)
-        return undone
+    def on_event(event: Event) -> None:
+        if event.event == "turn_undone":
+            message = holder[0].game.message(event.turn)
+            recorded.append((event, message.status.plain_text if message else ""))
 
-    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), on_undo=on_undo)
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), on_event=on_event)
     holder.append(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
         await finished(pilot, app)
         await pilot.press("ctrl+z")
         await pilot.pause()
-        assert len(calls) == 1 and calls[0] is not None
+        assert len(recorded) == 1 and not recorded[0][1].startswith("undone")  # recorded before it showed
         assert app.session.state["items"]["lamp"] == "shore"
         assert "nothing" in app.game.side_panel.render().plain
         assert app.game.latest_message().status.plain_text.startswith("undone")
-        await pilot.press("ctrl+z")  # nothing left to undo: the key is off, the hook is not called again
+        await pilot.press("ctrl+z")  # nothing left to undo: the key is off, nothing more is recorded
         await pilot.pause()
-        assert len(calls) == 1
+        assert len(recorded) == 1
 
 
 async def test_narrow_terminals_hide_the_side_panel_and_the_palette_can_show_it():
@@ -507,7 +521,9 @@ async def test_resizing_to_a_tiny_terminal_during_a_correction_and_back_keeps_th
 async def test_export_writes_the_committed_story_as_markdown(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), GatedReply(turn_text(PROSE, TAKE_BOTH)), budget=0)
+    app = saved_app(
+        tmp_path, GatedReply(turn_text(PROSE, TAKE_LAMP)), GatedReply(turn_text(PROSE, TAKE_BOTH)), budget=0
+    )
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
         await finished(pilot, app)
@@ -520,13 +536,59 @@ async def test_export_writes_the_committed_story_as_markdown(tmp_path, monkeypat
     assert "take everything" not in text  # the failed turn never happened in the story
 
 
+async def test_the_apps_export_is_storyloom_export_of_the_same_save(tmp_path, monkeypatch, capsys):
+    """One export: the palette's file and `storyloom export` of the save being played are the same text,
+    an undone turn and another version included (the app no longer exports what happens to be on screen)."""
+    from storyloom.tui.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    taken = turn_text(PROSE, TAKE_LAMP)
+    app = saved_app(tmp_path, GatedReply(taken), GatedReply(turn_text("You hold back.")), GatedReply(taken))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        await pilot.press("ctrl+g")
+        await until(
+            pilot,
+            lambda: (
+                not app.game.running
+                and app.session.versions is not None
+                and len(app.session.versions.alternatives) == 2
+            ),
+        )
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        app.action_export()
+        await pilot.pause()
+    exported = (tmp_path / "data" / "storyloom" / "saves" / "storyloom-shore.md").read_text(encoding="utf-8")
+    assert main(["export", str(tmp_path / "game.jsonl")]) == 0
+    assert exported == capsys.readouterr().out
+    assert "1 turn(s) were undone" in exported and exported.count("> take lamp") == 1
+
+
+async def test_a_story_not_being_saved_offers_no_export_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)))
+    said: list[str] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        assert "Export transcript" not in [c.title for c in app.get_system_commands(app.screen)]
+        monkeypatch.setattr(app, "notify", lambda message, **_: said.append(message))
+        app.action_export()
+    assert said and "not being saved" in said[0]
+    assert not list((tmp_path / "data").rglob("*.md"))
+
+
 async def test_export_goes_beside_the_saves_never_over_a_file_and_says_the_whole_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     saves = tmp_path / "data" / "storyloom" / "saves"
     saves.mkdir(parents=True)
     (saves / "storyloom-shore.md").write_text("my own notes", encoding="utf-8")
-    app = make_app(GatedReply(turn_text(PROSE, TAKE_LAMP)), budget=0)
+    app = saved_app(tmp_path, GatedReply(turn_text(PROSE, TAKE_LAMP)), budget=0)
     said: list[str] = []
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, "take lamp")
@@ -555,7 +617,7 @@ async def test_new_game_starts_the_story_again():
         await send(pilot, "take lamp")
         await finished(pilot, app)
         app.action_new_game()
-        await until(pilot, lambda: app.game.session is made[-1])
+        await until(pilot, lambda: app.game.play.story is made[-1])
         await pilot.pause()
         assert not app.game.transcript.query(TurnMessage)
         assert "nothing" in app.game.side_panel.render().plain
@@ -635,7 +697,7 @@ async def test_open_save_lists_the_saves_and_continues_the_chosen_one(tmp_path):
         await pilot.press("enter")
         await until(pilot, lambda: "Saved prose." in painted(app))
         assert opened == [second, first]
-        assert app.game.session is app.session and app.session.next_turn == 2
+        assert app.game.play.story is app.session and app.session.next_turn == 2
         assert "anthropic narrator · claude-sonnet-5-5" in painted(app).splitlines()[0]  # the header follows
 
 

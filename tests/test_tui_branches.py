@@ -34,7 +34,7 @@ async def _played_and_branched(pilot: Any) -> None:
         await settled(pilot)
     app.game.message(1).focus(scroll_visible=False)
     await pilot.press("ctrl+b")
-    await until(pilot, lambda: app.game.session.ledger.branch == 2)
+    await until(pilot, lambda: app.game.play.story.ledger.branch == 2)
     await send(pilot, STAY[0])
     await settled(pilot)
 
@@ -45,7 +45,7 @@ async def test_ctrl_b_continues_from_a_focused_turn_and_the_tree_switches_back()
         for command, _, _ in STEPS:
             await send(pilot, command)
             await settled(pilot)
-        session = app.game.session
+        session = app.game.play.story
         after_three = session.state
         app.game.message(1).focus(scroll_visible=False)
         await pilot.press("ctrl+b")
@@ -77,7 +77,7 @@ async def test_ctrl_b_without_a_focused_committed_turn_says_how() -> None:
         await settled(pilot)
         await pilot.press("ctrl+b")
         await pilot.pause()
-        assert app.game.session.ledger.branch_count == 1
+        assert app.game.play.story.ledger.branch_count == 1
         assert any("ctrl+b continues from it" in str(n.message) for n in app._notifications)
 
 
@@ -107,7 +107,7 @@ async def test_the_replay_screen_follows_a_branched_save_to_the_branch_played_la
         await until(pilot, lambda: app.replay.finished or bool(app.replay.problem), limit=2000)
         assert app.replay.problem == ""
         assert [i for i, _ in app.replay.committed_exchanges()] == ["look", "take rope", "north"]
-        assert app.replay.session.state == live.state
+        assert app.replay.play.story.state == live.state
         await pilot.press("q")
     assert app.replay.exit_code == 0
 
@@ -176,7 +176,7 @@ async def test_ctrl_g_on_an_earlier_turn_asks_then_writes_another_version_of_it_
         for command, _, _ in STEPS:
             await send(pilot, command)
             await settled(pilot)
-        session = app.game.session
+        session = app.game.play.story
         after_three = session.state
         app.game.message(1).focus(scroll_visible=False)
         await pilot.press("ctrl+g")
@@ -225,7 +225,7 @@ async def test_an_arrow_on_an_earlier_turn_with_versions_continues_from_the_vers
         await settled(pilot)
         await send(pilot, "north")
         await settled(pilot)
-        session = app.game.session
+        session = app.game.play.story
         message = app.game.message(1)
         assert message is not None and message.status.plain_text == "version 2 of 2"
         message.focus(scroll_visible=False)
@@ -283,7 +283,7 @@ async def test_turns_with_issues_keep_their_details_after_a_branch_and_a_switch_
         for command, _, _ in STEPS:
             await send(pilot, command)
             await settled(pilot)
-        session = app.game.session
+        session = app.game.play.story
         app.game.message(1).focus(scroll_visible=False)
         await pilot.press("ctrl+b")
         await until(pilot, lambda: session.ledger.branch == 2)
@@ -337,7 +337,7 @@ async def test_a_resumed_story_s_turns_keep_their_details_when_a_branch_draws_th
         assert folded == [4, 5] and latest is not None  # the walk's corrected turns (seed 7), folded
         latest.focus(scroll_visible=False)
         await pilot.press("ctrl+b")
-        await until(pilot, lambda: app.game.session.ledger.branch == 2)
+        await until(pilot, lambda: app.game.play.story.ledger.branch == 2)
         await pilot.pause()
         assert sorted(r.turn for r in app.game.folded_with_details()) == folded
     resumed.journal.close()
@@ -377,7 +377,7 @@ async def test_each_version_of_the_fork_turn_keeps_its_own_details_on_the_new_br
         await pilot.press("left")
         await until(pilot, lambda: isinstance(app.screen, NewBranchScreen))
         await pilot.press("enter")
-        await until(pilot, lambda: app.game.session.ledger.branch == 2)
+        await until(pilot, lambda: app.game.play.story.ledger.branch == 2)
         await pilot.pause()
         assert "committed after correction" in await details(pilot)
         message = app.game.latest_message()

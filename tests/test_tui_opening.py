@@ -46,7 +46,7 @@ async def test_the_intro_shows_while_the_story_loads_then_the_game_takes_its_pla
         await until(pilot, lambda: isinstance(app.screen, GameScreen))
         await pilot.pause()
         game = app.game
-        assert game.session is app.session
+        assert game.play.story is app.session
         assert game.query_one("#intro").region == where  # the text the player is reading stays put
         assert game.command_input.value == "loo"  # and what they typed is kept
         assert "Rocky Shore" in str(game.side_panel.render())  # the panel fills in once the story is loaded

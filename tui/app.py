@@ -16,15 +16,19 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from storyloom.engine.safety import safe_text
 from storyloom.tui.screens.opening import OpeningScreen
+from storyloom.tui.session import PlaySession, SaveNotes
 
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
     from textual.theme import Theme
 
+    from storyloom.engine.events import Event
     from storyloom.engine.lifecycle import Session
+    from storyloom.saves.errors import SaveError
     from storyloom.saves.replay import Replayer
     from storyloom.saves.resume import PastTurn
-    from storyloom.tui.screens.game import EventHook, GameScreen, UndoHook
+    from storyloom.tui.screens.game import GameScreen
     from storyloom.tui.screens.replay import ReplayScreen
     from storyloom.tui.screens.story import StoryScreen
 
@@ -48,14 +52,56 @@ class Opening:
     """A resumed save's newest turns (player input, narrative), shown under the intro while it loads."""
 
 
+class AppSaveNotes(SaveNotes):
+    """While the app runs, what happens to the save is told in notifications, never printed over the
+    screen: a rescued save once, and a story that can no longer be saved once per distinct reason."""
+
+    def __init__(self, app: App[int]):
+        super().__init__(io.StringIO())  # never printed to: the screen is the app's
+        self.app = app
+        self._said = ""
+
+    def failed(self, reason: SaveError) -> None:
+        pass
+
+    def refused(self, path: Path, reason: SaveError) -> None:
+        pass
+
+    def lost(self) -> None:
+        pass
+
+    def moved(self, reason: SaveError | None, path: Path) -> None:
+        if reason is not None:
+            self.app.notify(
+                safe_text(f"{reason}\nThe story so far is now saved to {path}; play goes on there."),
+                title="Saved elsewhere",
+                severity="warning",
+                timeout=15,
+                markup=False,
+            )
+
+    def not_saved(self, reason: Exception) -> None:
+        message = str(reason) or type(reason).__name__
+        if message != self._said:
+            self._said = message
+            self.app.notify(
+                safe_text(f"{message}\nThe game goes on, but turns from now on may not be saved."),
+                title="Could not save",
+                severity="error",
+                timeout=15,
+                markup=False,
+            )
+
+
 class StoryloomApp(App[int]):
     """The terminal UI for one story session.
 
     Args:
         session: a ready `Session` (tests build one with a scripted narrator), or an
             `Opening` to paint first and load in a worker (`storyloom` on a built-in story).
-        on_event: called with every engine event before it is rendered (the save journal).
-        on_undo: performs an undo through the journal; see `GameScreen`.
+        play: the `PlaySession` the screens drive (`storyloom` passes the one that opened the story and
+            its save); absent, one without a save is made around `session`.
+        on_event: with no `play`: called with every engine event before it is rendered (tests).
         new_session: builds a fresh session for the palette's "New game" (absent: not offered).
         blink: blink the input cursor (snapshot tests turn it off).
         tune_gc: freeze long-lived objects for the garbage collector (the real app; see `GameScreen`),
@@ -82,8 +128,8 @@ class StoryloomApp(App[int]):
         self,
         session: Session | Opening,
         *,
-        on_event: EventHook | None = None,
-        on_undo: UndoHook | None = None,
+        play: PlaySession | None = None,
+        on_event: Callable[[Event], object] | None = None,
         new_session: Callable[[], Session] | None = None,
         blink: bool = True,
         theme: str | None = None,
@@ -98,12 +144,14 @@ class StoryloomApp(App[int]):
         self._remember_theme = remember_theme
         self._quit_on = tuple(quit_on)
         self._opening = session if isinstance(session, Opening) else None
-        self.session: Session | None = None if isinstance(session, Opening) else session
-        """The story being played; None until an `Opening` has loaded."""
+        ready = None if isinstance(session, Opening) else session
+        self.play = play if play is not None else PlaySession.around(ready, on_event=on_event)
+        """What the screens drive: the player's intents, each event recorded before it is shown."""
+        if ready is not None:
+            self.play.session = ready
+        self.play.notes = AppSaveNotes(self)
         self.failure = ""
         """Why the story could not be loaded behind the opening screen (the app then exits with 2)."""
-        self._on_event = on_event
-        self._on_undo = on_undo
         self._new_session = new_session
         self._blink = blink
         self._tune_gc = tune_gc
@@ -116,6 +164,11 @@ class StoryloomApp(App[int]):
             self.theme = theme
         self._kept_theme = self.theme
         """The theme the settings file already holds (a change is written there)."""
+
+    @property
+    def session(self) -> Session | None:
+        """The story being played (the play session's); None until an `Opening` has loaded."""
+        return self.play.session
 
     @property
     def game(self) -> StoryScreen:
@@ -136,10 +189,8 @@ class StoryloomApp(App[int]):
 
         assert self.session is not None
         return GameScreen(
-            self.session,
+            self.play,
             self._past(),
-            on_event=self._on_event,
-            on_undo=self._on_undo,
             blink=self._blink,
             tune_gc=self._tune_gc,
         )
@@ -196,7 +247,7 @@ class StoryloomApp(App[int]):
     async def _opening_loaded(self, session: Session) -> None:
         opening = self.screen
         typed = opening.typed if isinstance(opening, OpeningScreen) else ""
-        self.session, self._opening = session, None
+        self.play.session, self._opening = session, None
         game = self._game_screen()
         await self.push_screen(game)  # over the opening screen, which stays below, unseen
         if typed:
@@ -215,9 +266,10 @@ class StoryloomApp(App[int]):
             yield SystemCommand("New game", "Start the story again from the beginning", self.action_new_game)
         if self._list_saves is not None and self._open_save is not None:
             yield SystemCommand("Open save", "Continue a saved story", self.action_open_save)
-        yield SystemCommand(
-            "Export transcript", "Write the story so far to a Markdown file beside the saves", self.action_export
-        )
+        if self.play.journal is not None:  # a replay, or a story not saved: `storyloom export` of its save
+            yield SystemCommand(
+                "Export transcript", "Write the story so far to a Markdown file beside the saves", self.action_export
+            )
         yield SystemCommand("Toggle side panel", "Show or hide the room, inventory and stats", self.action_toggle_panel)
         game = self.game
         story_tree = getattr(game, "action_story_tree", None)
@@ -259,9 +311,9 @@ class StoryloomApp(App[int]):
         """Replace the game with a fresh session of the same story."""
         if self._new_session is None:
             return
-        self.game.session.cancel()
-        self.session = self._new_session()
-        self.run_worker(self.game.restart(self.session, self._past()), exclusive=True, group="new-game")
+        self.play.cancel()
+        self.play.session = self._new_session()
+        self.run_worker(self.game.restart(self._past()), exclusive=True, group="new-game")
 
     def action_open_save(self) -> None:
         """Pick a save and continue it in place of the story being played."""
@@ -284,9 +336,9 @@ class StoryloomApp(App[int]):
         except Exception as exc:  # a save error names the file and what is wrong with it
             self.notify(str(exc), title="Cannot open this save", severity="error", markup=False, timeout=10)
             return
-        self.game.session.cancel()
-        self.session = session
-        self.run_worker(self.game.restart(session, self._past()), exclusive=True, group="new-game")
+        self.play.cancel()
+        self.play.session = session
+        self.run_worker(self.game.restart(self._past()), exclusive=True, group="new-game")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.is_web if action == "quit_in_browser" else True
@@ -295,23 +347,20 @@ class StoryloomApp(App[int]):
         await self.action_quit()
 
     def action_export(self) -> None:
-        """Write the committed story so far as Markdown beside the saves, never over an existing file."""
-        from storyloom.saves.export import markdown_transcript  # loaded on first export: it brings in the save checker
+        """Write the story as `storyloom export` does (read back from its save) to a Markdown file beside
+        the saves, never over an existing file; served to a browser, the file is downloaded instead."""
+        from storyloom.saves.errors import SaveError  # loaded on first export: it brings in the save checker
         from storyloom.saves.locations import new_export_path, saves_dir
 
         session = self.session
         if session is None:  # still loading: nothing is committed yet
             return
         pack = session.pack
-        ending = session.ending
-        exchanges = self.game.committed_exchanges()
-        text = markdown_transcript(
-            pack.title,
-            pack.intro,
-            exchanges,
-            ending=(ending.title, ending.text) if ending is not None else None,
-            earlier=max(0, session.commits - len(exchanges)),
-        )
+        try:
+            text = self.play.export_markdown()
+        except SaveError as exc:
+            self.notify(str(exc.reason), title="Nothing exported", severity="error", markup=False, timeout=10)
+            return
         if self.is_web:  # served to a browser: the file goes to the player, not onto the server's disk
             self.deliver_text(io.StringIO(text), save_filename=f"storyloom-{pack.id}.md", mime_type="text/markdown")
             self.notify("Sent to your browser's downloads", title="Exported", markup=False, timeout=10)

@@ -17,15 +17,16 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from storyloom.engine.safety import safe_text
 from storyloom.tui.narrators import NARRATORS
 from storyloom.tui.settings import DEFAULT_STORY, Settings, SettingsError
 
 if TYPE_CHECKING:
-    from storyloom.engine.events import Event
+    from storyloom.engine.events import AlternativeChosen, BranchStarted, BranchSwitched, Event, TurnUndone
     from storyloom.engine.lifecycle import Session
     from storyloom.engine.narration import Narrator
     from storyloom.engine.packs import StoryPack
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from storyloom.saves.errors import SaveError
     from storyloom.saves.resume import PastTurn, Resumed
     from storyloom.saves.writer import Journal
+
+_E = TypeVar("_E", bound="Event")
 
 
 def create_narrator(settings: Settings, pack: StoryPack, *, interactive: bool) -> Narrator:
@@ -83,6 +86,14 @@ class SaveNotes:
         """The story so far is saved at `path`, and play goes on writing there."""
         self.say(f"the story so far is saved to {path} instead; play goes on there (resume it with --resume {path})")
 
+    def not_saved(self, reason: Exception) -> None:
+        """An event could not be written (a save no place takes: the rescue already said where it
+        tried; or a hook such as the events file failed): play goes on in memory."""
+        from storyloom.saves.errors import SaveWriteError
+
+        if not isinstance(reason, SaveWriteError):
+            self.say(f"{reason or type(reason).__name__}; play goes on, but this may not be saved")
+
     def lost(self) -> None:
         """No place took the save: play goes on in memory."""
         self.say("play goes on in memory; nothing more can be saved until there is room")
@@ -92,9 +103,15 @@ class PlaySession:
     """The story being played and its save, from opening to closing.
 
     Create it with what to play, then `open` it (in a thread behind the opening screen,
-    or before the app starts); feed `record` every event; `restart` and `switch_to`
-    replace the story in place (the palette's "New game" and "Open save"); `close`
-    once at the end. A session and journal made elsewhere (tests) are wrapped with `around`.
+    or before the app starts). Every front end (the app, headless play, the screen reader)
+    then drives the story through it, never through the engine's `Session` directly: `play`,
+    `retry`, `regenerate`, `choose`, `undo`, `branch`, `switch` and `cancel` are the player's
+    intents, and each event they give is written to the save (and handed to `on_event`) before
+    the front end sees it, so a commit is on disk before it shows as committed; the engine
+    itself refuses a command after the ending. `export_markdown` is `storyloom export` of the
+    save being played. `restart` and `switch_to` replace the story in place (the palette's "New
+    game" and "Open save"); `close` once at the end. A session made elsewhere (tests, a replay)
+    is wrapped with `around`, with or without a journal.
 
     Args:
         settings: the effective settings (narrator, budget, pace…).
@@ -104,6 +121,8 @@ class PlaySession:
         budget: corrections per turn for a resumed save (default: the save's own).
         interactive: the UI (the offline narrator streams at a reading pace) or not.
         err: where notes outside the UI go (warnings, the save's fate at close).
+        on_event: called with every event after the save has it and before any front end shows
+            it (headless play's `--events` file; tests).
     """
 
     def __init__(
@@ -116,6 +135,7 @@ class PlaySession:
         budget: int | None = None,
         interactive: bool = False,
         err: TextIO | None = None,
+        on_event: Callable[[Event], object] | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.source = story or DEFAULT_STORY
@@ -134,14 +154,111 @@ class PlaySession:
         """False once `close` removed a save the game made and no turn was played in."""
         self.past: tuple[PastTurn, ...] = ()
         """The turns of the save being continued, as they were played (none for a new game)."""
+        self.on_event = on_event
         self._closed = threading.Event()
 
     @classmethod
-    def around(cls, session: Session, journal: Journal, *, err: TextIO | None = None) -> PlaySession:
-        """A play session for a session and journal made elsewhere (tests, tools)."""
-        play = cls(err=err)
-        play.session, play.journal, play.pack = session, journal, session.pack
+    def around(
+        cls,
+        session: Session | None,
+        journal: Journal | None = None,
+        *,
+        err: TextIO | None = None,
+        on_event: Callable[[Event], object] | None = None,
+    ) -> PlaySession:
+        """A play session for a session (and journal) made elsewhere: tests, tools, a replay (no journal)."""
+        play = cls(err=err, on_event=on_event)
+        play.session, play.journal = session, journal
+        play.pack = session.pack if session is not None else None
         return play
+
+    # -- the player's intents: every event is recorded before any front end shows it
+
+    @property
+    def story(self) -> Session:
+        """The story being played (what the front ends read to draw it; they change it only through here)."""
+        assert self.session is not None, "the play session is not open"
+        return self.session
+
+    def play(self, command: str) -> AsyncIterator[Event]:
+        """Play a player's command as a new turn.
+
+        Raises:
+            StoryOver: the story has reached an ending (undo takes it back).
+            CommandTooLong: the command is over the limit; nothing is played.
+        """
+        return self._recorded(self.story.play(command))
+
+    def retry(self) -> AsyncIterator[Event]:
+        """Play the failed or cancelled turn again (see `Session.retry`)."""
+        return self._recorded(self.story.retry())
+
+    def regenerate(self) -> AsyncIterator[Event]:
+        """Another version of the latest committed turn (see `Session.regenerate`)."""
+        return self._recorded(self.story.regenerate())
+
+    def cancel(self) -> None:
+        """Cancel the turn in flight (its cancellation is recorded by the turn's own events)."""
+        if self.session is not None:
+            self.session.cancel()
+
+    def choose(self, version: int) -> AlternativeChosen | None:
+        """Make version `version` of the latest turn the chosen one; None when there is no such version."""
+        return self._recorded_one(self.story.choose(version))
+
+    def undo(self) -> TurnUndone | None:
+        """Take back the latest committed turn; None when none can be (`Session.no_undo` says why)."""
+        return self._recorded_one(self.story.undo())
+
+    def branch(self, turn: int) -> BranchStarted:
+        """Continue from after `turn` on a new branch (raises `BranchRefused`, saying why)."""
+        event = self.story.branch(turn)
+        self.note(event)
+        return event
+
+    def switch(self, branch: int) -> BranchSwitched:
+        """Play branch `branch` again where it was left (raises `BranchRefused`, saying why)."""
+        event = self.story.switch(branch)
+        self.note(event)
+        return event
+
+    def export_markdown(self) -> str:
+        """The story being played as `storyloom export` writes it: read back from its save, so the
+        two are the same text (the branch being played, every turn, the ending).
+
+        Raises:
+            SaveError: the story is not saved (or its save cannot be read back): nothing to export.
+        """
+        from storyloom.saves.errors import SaveError
+        from storyloom.saves.export import saved_markdown
+
+        if self.journal is None:
+            raise SaveError(Path("-"), "this story is not being saved, so there is nothing to export")
+        return saved_markdown(self.journal.path)
+
+    async def _recorded(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        try:
+            async for event in events:
+                self.note(event)
+                yield event
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+
+    def _recorded_one(self, event: _E | None) -> _E | None:
+        if event is not None:
+            self.note(event)
+        return event
+
+    def note(self, event: Event) -> None:
+        """Hand one event to the save, then to `on_event`. A save that no place takes, or an `on_event`
+        that fails, is told to the player once by the notes (`SaveNotes.not_saved`); play goes on in memory."""
+        try:
+            if self.journal is not None:
+                self.record(event)
+            if self.on_event is not None:
+                self.on_event(event)
+        except Exception as exc:  # the player's story goes on, whatever the disk or a hook does
+            self.notes.not_saved(exc)
 
     @property
     def resumed(self) -> bool:

@@ -11,6 +11,7 @@ from storyloom.engine.packs import load_pack
 from storyloom.saves.choices import SessionChoices
 from storyloom.saves.resume import start_new
 from storyloom.tui.cli.headless import play_commands
+from storyloom.tui.session import PlaySession
 from tests.conftest import SHORE_PACK
 
 
@@ -46,5 +47,5 @@ async def play_into_save(
     )
     out, err = io.StringIO(), io.StringIO()
     with journal:
-        code = await play_commands(session, commands, on_event=journal.record, out=out, err=err)
+        code = await play_commands(PlaySession.around(session, journal, err=err), commands, out=out, err=err)
     return journal.path, out.getvalue(), err.getvalue(), code

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import signal
 import sys
@@ -30,11 +29,11 @@ from dataclasses import dataclass, field, replace
 from typing import IO, TextIO
 
 from storyloom.engine.events import Event, StoryEnded, TurnFailed
-from storyloom.engine.lifecycle import BranchRefused, Session
+from storyloom.engine.lifecycle import BranchRefused
 from storyloom.engine.limits import command_too_long
 from storyloom.engine.packs import PackError
 from storyloom.engine.safety import safe_text
-from storyloom.saves.errors import SaveError, SaveWriteError
+from storyloom.saves.errors import SaveError
 from storyloom.saves.verify import branch_line
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro, print_problems
@@ -43,9 +42,6 @@ from storyloom.tui.settings import Settings, SettingsError, load_settings
 from storyloom.tui.words import plural
 
 STORY_OVER = "the story is over (/undo takes back the ending turn, and play goes on)"
-
-EventHook = Callable[[Event], None]
-"""Called with every event before it is shown (the events file, the save journal)."""
 
 
 class _Terminated(KeyboardInterrupt):
@@ -132,11 +128,10 @@ def _play_through(
         if ending is not None:  # a resumed story that had ended: its ending is part of it
             print_ending(ending.title, ending.text, sys.stdout)
             print(f"storyloom: {STORY_OVER}", file=err)
-        hook = _both(recorder(play), _event_writer(events_file) if events_file else None)
+        if events_file is not None:
+            play.on_event = _event_writer(events_file)
         code = asyncio.run(
-            play_commands(
-                play.session, commands, on_event=hook, out=sys.stdout, err=err, on_fail=getattr(args, "on_fail", "stop")
-            )
+            play_commands(play, commands, out=sys.stdout, err=err, on_fail=getattr(args, "on_fail", "stop"))
         )
         return finish(play, code)
     except BrokenPipeError:
@@ -192,16 +187,6 @@ def open_play(play: PlaySession, err: TextIO) -> bool:
     return True
 
 
-def recorder(play: PlaySession) -> EventHook:
-    """The save's hook: a save no place takes was already reported on stderr, and play goes on in memory."""
-
-    def record(event: Event) -> None:
-        with contextlib.suppress(SaveWriteError):
-            play.record(event)
-
-    return record
-
-
 def finish(play: PlaySession, code: int) -> int:
     """The exit code, once every record is on disk; 1 (loudly, see `PlaySession.close`) if some never could be."""
     if not play.close():
@@ -209,18 +194,6 @@ def finish(play: PlaySession, code: int) -> int:
     if not play.kept:
         print("storyloom: no turn was played, so no save was kept", file=play.err)
     return code
-
-
-def _both(first: EventHook, second: EventHook | None) -> EventHook:
-    """The journal records each event before anything else sees it (a commit is on disk before it is shown)."""
-    if second is None:
-        return first
-
-    def hook(event: Event) -> None:
-        first(event)
-        second(event)
-
-    return hook
 
 
 def _open_commands(ref: str, err: TextIO) -> Iterable[str] | None:
@@ -236,7 +209,7 @@ def _open_commands(ref: str, err: TextIO) -> Iterable[str] | None:
         return None
 
 
-def _event_writer(handle: IO[str]) -> EventHook:
+def _event_writer(handle: IO[str]) -> Callable[[Event], None]:
     def write(event: Event) -> None:
         handle.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
         handle.flush()
@@ -251,15 +224,14 @@ RETRIES = 3
 
 
 async def play_commands(
-    session: Session,
+    play: PlaySession,
     commands: Iterable[str],
     *,
-    on_event: EventHook | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     on_fail: str = "stop",
 ) -> int:
-    """Play each command line through the session; return the exit code.
+    """Play each command line through the play session; return the exit code.
 
     Blank lines and lines starting with `#` are skipped; a line starting with `/`
     is a meta-command (see `META_COMMANDS`); a line over the command limit is refused
@@ -270,26 +242,25 @@ async def play_commands(
     then stop); skipped turns are counted on `err` at the end.
 
     Args:
-        session: the story being played.
+        play: the story being played, opened (its events are recorded before they are printed).
         commands: one player command a line.
-        on_event: called with every event, before it is printed.
         out: where prose goes.
         err: where corrections, failures and notes go.
         on_fail: one of `ON_FAIL`.
     """
-    play = _Lines(session, on_event, EventPrinter(out, err), out, err, on_fail)
+    lines = _Lines(play, EventPrinter(out, err), out, err, on_fail)
     try:
         for number, line in enumerate(commands, 1):
             command = line.strip()
             if not command or command.startswith("#"):
                 continue
-            code = await (play.meta(command) if command.startswith("/") else play.command(number, command))
+            code = await (lines.meta(command) if command.startswith("/") else lines.command(number, command))
             if code is not None:
                 return code
     except Stop as stop:
         return stop.code
     finally:
-        play.say_skipped()
+        lines.say_skipped()
     return EXIT_OK
 
 
@@ -298,8 +269,7 @@ class _Lines:
     """Headless play of a commands file, a line at a time: each step returns an exit code to stop
     play with, or None to go on with the next line."""
 
-    session: Session
-    on_event: EventHook | None
+    play: PlaySession
     printer: EventPrinter
     out: TextIO
     err: TextIO
@@ -309,7 +279,7 @@ class _Lines:
     async def meta(self, command: str) -> int | None:
         """A meta-command; another version that failed stops play unless `on_fail` says go on."""
         try:
-            await _meta(self.session, command, self.on_event, self.printer)
+            await _meta(self.play, command, self.printer)
         except VersionFailed as lost:
             if self.on_fail == "stop":
                 return EXIT_TURN_FAILED
@@ -326,16 +296,16 @@ class _Lines:
         if problem is not None:
             print(f"storyloom: line {number}: {problem}; it is not played, play goes on", file=self.err)
             return None
-        if self.session.ending is not None:  # the story is over: nothing more is played (as in the UI)
+        if self.play.story.ending is not None:  # the story is over: nothing more is played (as in the UI)
             print(f"storyloom: {STORY_OVER}; {safe_text(command)!r} and what follows were not played", file=self.err)
             return EXIT_OK
         print(f"\n> {safe_text(command)}\n", file=self.out)
-        failed, _ = await play_turn(self.session.play(command), self.on_event, self.printer)
+        failed, _ = await play_turn(self.play.play(command), self.printer)
         retries = 0
         while failed and self.on_fail == "retry" and retries < RETRIES:
             retries += 1
             print(f"storyloom: retrying turn {failed} ({retries} of {RETRIES})", file=self.err)
-            failed, _ = await play_turn(self.session.retry(), self.on_event, self.printer)
+            failed, _ = await play_turn(self.play.retry(), self.printer)
         if failed and self.on_fail == "skip":
             self.skipped.append(failed)
             print(f"storyloom: turn {failed} failed; going on with the next command (--on-fail skip)", file=self.err)
@@ -354,15 +324,11 @@ class _Lines:
             print(f"storyloom: {skips}: {_turns(self.skipped)}", file=self.err)
 
 
-async def play_turn(
-    events: AsyncIterator[Event], on_event: EventHook | None, printer: EventPrinter
-) -> tuple[int | None, bool]:
-    """Play one turn's events through; return the turn number if it failed, and whether the story ended."""
+async def play_turn(events: AsyncIterator[Event], printer: EventPrinter) -> tuple[int | None, bool]:
+    """Print one turn's (recorded) events; return the turn number if it failed, and whether the story ended."""
     failed: int | None = None
     ended = False
     async for event in events:
-        if on_event is not None:
-            on_event(event)
         printer(event)
         if isinstance(event, TurnFailed):
             failed = event.turn
@@ -375,48 +341,45 @@ def _turns(numbers: list[int]) -> str:
     return shown + (f" and {len(numbers) - 20} more" if len(numbers) > 20 else "")
 
 
-async def _undo(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
-    event = session.undo()
+async def _undo(play: PlaySession, argument: str, printer: EventPrinter) -> None:
+    why = play.story.no_undo
+    event = play.undo()
     if event is None:
-        print(f"storyloom: {session.no_undo}", file=printer.err)
+        print(f"storyloom: {why}", file=printer.err)
         return
-    if on_event is not None:
-        on_event(event)
     printer(event)
 
 
-async def _regenerate(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _regenerate(play: PlaySession, argument: str, printer: EventPrinter) -> None:
     """Another version of the latest committed turn; a failed one is handled like a failed turn
     (`--on-fail`), and the version chosen before stays committed."""
-    if not session.can_regenerate:
+    if not play.story.can_regenerate:
         print(
             "storyloom: nothing to regenerate: only the latest committed turn can get another version, "
             "before the next command; skipped",
             file=printer.err,
         )
         return
-    failed, _ = await play_turn(session.regenerate(), on_event, printer)
+    failed, _ = await play_turn(play.regenerate(), printer)
     if failed is not None:
         raise VersionFailed(failed)
 
 
-async def _choose(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
-    versions = session.versions
+async def _choose(play: PlaySession, argument: str, printer: EventPrinter) -> None:
+    versions = play.story.versions
     count = len(versions.alternatives) if versions is not None else 0
     number = int(argument) if argument.isdigit() else 0
-    event = session.choose(number) if number else None
+    event = play.choose(number) if number else None
     if event is None:
         known = f"1 to {count}" if count else "none: the latest turn is fixed or there is none"
         print(
             f"storyloom: /choose needs the number of a version of the latest turn ({known}); skipped", file=printer.err
         )
         return
-    if on_event is not None:
-        on_event(event)
     printer(event)
 
 
-async def _branch(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _branch(play: PlaySession, argument: str, printer: EventPrinter) -> None:
     """`/branch N`: continue from after turn N on a new branch (the branch played until now is kept)."""
     if not argument.isdigit():
         print(
@@ -425,32 +388,29 @@ async def _branch(session: Session, argument: str, on_event: EventHook | None, p
         )
         return
     try:
-        event: Event = session.branch(int(argument))
+        event: Event = play.branch(int(argument))
     except BranchRefused as refused:
         print(f"storyloom: cannot branch: {refused}; skipped", file=printer.err)
         return
-    if on_event is not None:
-        on_event(event)
     printer(event)
 
 
-async def _switch(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _switch(play: PlaySession, argument: str, printer: EventPrinter) -> None:
     """`/switch K`: play branch K again, where it was left."""
     try:
-        event: Event = session.switch(int(argument) if argument.isdigit() else 0)
+        event: Event = play.switch(int(argument) if argument.isdigit() else 0)
     except BranchRefused as refused:
         print(f"storyloom: cannot switch: {refused}; skipped", file=printer.err)
         return
-    if on_event is not None:
-        on_event(event)
     printer(event)
-    ending = session.ending
+    ending = play.story.ending
     if ending is not None:
         print_ending(ending.title, ending.text, printer.out)
 
 
-async def _branches(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _branches(play: PlaySession, argument: str, printer: EventPrinter) -> None:
     """`/branches`: every branch, where it forks, how many turns, whether it ended, which is played."""
+    session = play.story
     endings = session.branch_endings()
     for view in session.ledger.branches():
         ending = endings.get(view.number)
@@ -458,12 +418,12 @@ async def _branches(session: Session, argument: str, on_event: EventHook | None,
         print(f"storyloom: {branch_line(view, 'being played')}{ended}", file=printer.err)
 
 
-async def _quit(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _quit(play: PlaySession, argument: str, printer: EventPrinter) -> None:
     raise Stop(EXIT_OK)
 
 
-MetaCommand = Callable[[Session, str, EventHook | None, EventPrinter], Awaitable[None]]
-"""A meta-command's handler: the session, the text after the command's name, the event hook, the printer."""
+MetaCommand = Callable[[PlaySession, str, EventPrinter], Awaitable[None]]
+"""A meta-command's handler: the play session, the text after the command's name, the printer."""
 
 META_COMMANDS: dict[str, MetaCommand] = {
     "/undo": _undo,
@@ -477,11 +437,11 @@ META_COMMANDS: dict[str, MetaCommand] = {
 """Meta-commands a commands file may use; the saves layer may add its own."""
 
 
-async def _meta(session: Session, command: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _meta(play: PlaySession, command: str, printer: EventPrinter) -> None:
     name, _, argument = command.partition(" ")
     handler = META_COMMANDS.get(name.casefold())
     if handler is None:
         known = ", ".join(META_COMMANDS)
         print(f"storyloom: unknown meta-command {safe_text(command)!r} (known: {known}); skipped", file=printer.err)
         return
-    await handler(session, argument.strip(), on_event, printer)
+    await handler(play, argument.strip(), printer)

@@ -25,7 +25,7 @@ from storyloom.saves.locations import list_saves, rescue_of, resolve_save, saves
 from storyloom.saves.reader import load_save
 from storyloom.saves.rebuild import story_turns
 from storyloom.saves.summary import summarize_save
-from storyloom.saves.verify import open_pack, verify_save
+from storyloom.saves.verify import verify_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.printer import EventPrinter
 from storyloom.tui.words import plural
@@ -181,17 +181,11 @@ def verify(args: argparse.Namespace) -> int:
 
 def export(args: argparse.Namespace) -> int:
     """Print a Markdown transcript or a JSON export of a save to stdout."""
-    from storyloom.saves.export import export_json, export_markdown, read_story
-    from storyloom.saves.reader import read_through
+    from storyloom.saves.export import export_json, export_markdown, saved_story
 
     try:
         path = resolve_save(args.save)
-        story, warnings = read_through(
-            path,
-            lambda header, records, time: read_story(
-                path, header, records, open_pack(header, path), header_time=time, branch=getattr(args, "branch", None)
-            ),
-        )
+        story, warnings = saved_story(path, getattr(args, "branch", None))
         for warning in warnings:
             print(f"storyloom: warning: {safe_text(str(path))}: {warning}", file=sys.stderr)
         if getattr(args, "format", "md") == "json":

@@ -38,7 +38,6 @@ from storyloom.engine.events import (
     TurnStarted,
     ValidationFailed,
 )
-from storyloom.engine.lifecycle import Session
 from storyloom.engine.limits import command_too_long
 from storyloom.engine.packs import PLAYER, StoryPack
 from storyloom.engine.safety import safe_text
@@ -47,7 +46,6 @@ from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from storyloom.tui.cli.headless import (
     META_COMMANDS,
     STORY_OVER,
-    EventHook,
     MetaCommand,
     Stop,
     VersionFailed,
@@ -55,7 +53,6 @@ from storyloom.tui.cli.headless import (
     open_play,
     play_session,
     play_turn,
-    recorder,
 )
 from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro
 from storyloom.tui.session import PlaySession
@@ -137,15 +134,15 @@ def describe_state(pack: StoryPack, state: dict[str, Any]) -> list[str]:
     return lines
 
 
-async def _retry(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
-    if session.pending is None:
+async def _retry(play: PlaySession, argument: str, printer: EventPrinter) -> None:
+    if play.story.pending is None:
         print("Nothing to retry: only a failed or cancelled turn can be played again.", file=printer.out)
         return
-    await play_turn(session.retry(), on_event, printer)
+    await play_turn(play.retry(), printer)
 
 
-async def _versions(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
-    versions = session.versions
+async def _versions(play: PlaySession, argument: str, printer: EventPrinter) -> None:
+    versions = play.story.versions
     if versions is None:
         print(
             "The latest turn has one version and it is fixed (or no turn is played yet): "
@@ -161,12 +158,12 @@ async def _versions(session: Session, argument: str, on_event: EventHook | None,
     )
 
 
-async def _look_state(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
-    for line in describe_state(session.pack, session.state):
+async def _look_state(play: PlaySession, argument: str, printer: EventPrinter) -> None:
+    for line in describe_state(play.story.pack, play.story.state):
         print(line, file=printer.out)
 
 
-async def _help(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+async def _help(play: PlaySession, argument: str, printer: EventPrinter) -> None:
     print(HELP, file=printer.out)
 
 
@@ -214,7 +211,7 @@ def run_screen_reader(args: argparse.Namespace) -> int:
     try:
         _opening(play, out)
         with asyncio.Runner() as runner:
-            code = _read_commands(play.session, ReaderPrinter(out), recorder(play), runner)
+            code = _read_commands(play, ReaderPrinter(out), runner)
     except _HungUp:
         code = EXIT_FAILURE
     except (OSError, SaveError) as exc:
@@ -261,7 +258,7 @@ def _opening(play: PlaySession, out: TextIO) -> None:
     print("\nType /help for the commands.", file=out, flush=True)
 
 
-def _read_commands(session: Session, printer: ReaderPrinter, record: EventHook, runner: asyncio.Runner) -> int:
+def _read_commands(play: PlaySession, printer: ReaderPrinter, runner: asyncio.Runner) -> int:
     """Read and play lines until /quit or the end of input; each turn's events are played on one loop."""
     out = printer.out
     while True:
@@ -283,15 +280,15 @@ def _read_commands(session: Session, printer: ReaderPrinter, record: EventHook, 
                 if handler is None:
                     print(f"Unknown command {safe_text(name)!r}. Type /help for the commands.", file=out)
                 else:
-                    _cancellable(session, runner, handler(session, argument.strip(), record, printer))
+                    _cancellable(play, runner, handler(play, argument.strip(), printer))
                 continue
             problem = command_too_long(command)
             if problem is not None:
                 print(f"That is too long: {problem}. Nothing was played.", file=out)
-            elif session.ending is not None:
+            elif play.story.ending is not None:
                 print(f"{STORY_OVER[0].upper()}{STORY_OVER[1:]}.", file=out)
             else:
-                _cancellable(session, runner, play_turn(session.play(command), record, printer))
+                _cancellable(play, runner, play_turn(play.play(command), printer))
         except Stop as stop:
             return stop.code
         except VersionFailed:
@@ -299,12 +296,12 @@ def _read_commands(session: Session, printer: ReaderPrinter, record: EventHook, 
         out.flush()
 
 
-def _cancellable(session: Session, runner: asyncio.Runner, work: Awaitable[Any]) -> None:
+def _cancellable(play: PlaySession, runner: asyncio.Runner, work: Awaitable[Any]) -> None:
     """Run one command's work; Control-C meanwhile cancels the turn in flight (the session says so)."""
     loop = runner.get_loop()
 
     def cancel(signum: int, frame: object) -> None:
-        loop.call_soon_threadsafe(session.cancel)
+        loop.call_soon_threadsafe(play.cancel)
 
     before = signal.signal(signal.SIGINT, cancel)
     try:

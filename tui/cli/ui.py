@@ -21,40 +21,9 @@ from storyloom.tui.session import PlaySession, SaveNotes
 from storyloom.tui.settings import SettingsError, load_settings, save_theme
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from storyloom.engine.lifecycle import Session
-    from storyloom.saves.errors import SaveError
     from storyloom.saves.replay import ReplayPlan
     from storyloom.tui.app import Opening
-
-
-class AppSaveNotes(SaveNotes):
-    """While the app runs, a rescued save is one notification; a save that no place takes reaches
-    the game screen (which says play goes on in memory), and nothing is printed over the screen."""
-
-    def __init__(self, app: App[int]):
-        super().__init__(sys.stderr)  # never printed to: the screen is the app's
-        self.app = app
-
-    def failed(self, reason: SaveError) -> None:
-        pass
-
-    def refused(self, path: Path, reason: SaveError) -> None:
-        pass
-
-    def lost(self) -> None:
-        pass
-
-    def moved(self, reason: SaveError | None, path: Path) -> None:
-        if reason is not None:
-            self.app.notify(
-                safe_text(f"{reason}\nThe story so far is now saved to {path}; play goes on there."),
-                title="Saved elsewhere",
-                severity="warning",
-                timeout=15,
-                markup=False,
-            )
 
 
 def run_app(args: argparse.Namespace) -> int:
@@ -132,7 +101,7 @@ def _run_app(args: argparse.Namespace) -> int:
     served = getattr(args, "served", False)
     app = StoryloomApp(
         first,
-        on_event=play.record,
+        play=play,
         new_session=None if served else play.restart,  # served: a new tab is a new game, at its own address
         theme=settings.theme,
         tune_gc=True,
@@ -142,7 +111,6 @@ def _run_app(args: argparse.Namespace) -> int:
         quit_on=(signal.SIGTERM, signal.SIGHUP),
         past=lambda: play.past,
     )
-    play.notes = AppSaveNotes(app)
     try:
         result = app.run()
     finally:

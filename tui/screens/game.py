@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import gc
-import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from textual import on, work
@@ -22,7 +21,7 @@ from storyloom.engine.events import (
     TurnCommitted,
     TurnUndone,
 )
-from storyloom.engine.lifecycle import BranchRefused, Session
+from storyloom.engine.lifecycle import BranchRefused
 from storyloom.engine.safety import safe_text
 from storyloom.tui.screens.new_branch import NewBranchScreen
 from storyloom.tui.screens.story import StoryScreen
@@ -32,25 +31,20 @@ from storyloom.tui.widgets.turn_message import TurnMessage
 
 if TYPE_CHECKING:
     from storyloom.saves.resume import PastTurn
-
-EventHook = Callable[[Event], Awaitable[None] | None]
-UndoHook = Callable[[], TurnUndone | None]
+    from storyloom.tui.session import PlaySession
 
 
 class GameScreen(StoryScreen):
-    """Plays a `Session`: sends commands, renders each event, never touches the state itself.
+    """Plays a story: turns the player's keys into intents for the `PlaySession` (which records each
+    event before this screen sees it), renders each event, never touches the state itself.
 
     Once the story reaches an ending it is over: the input plays no command (it says so, and
     what the player can do: undo the ending turn, or a new game, another save or an export
     from the palette), and suggests nothing.
 
     Args:
-        session: the story being played (ready, possibly resumed).
+        play: the story being played (open, possibly resumed), and the save it is written to.
         past: a resumed story's turns as they were played (see `StoryScreen`).
-        on_event: called with every engine event before the screen renders it
-            (the journal makes a commit durable there before it is shown).
-        on_undo: performs an undo and returns its event (or None); without it the
-            screen calls `Session.undo()` and passes the event to `on_event`.
         blink: blink the input cursor (off for snapshot tests).
         tune_gc: freeze the objects that live for the whole game (after start-up and after
             archiving turns) so Python's collector stops rescanning them; for the real app,
@@ -78,21 +72,15 @@ class GameScreen(StoryScreen):
 
     def __init__(
         self,
-        session: Session,
+        play: PlaySession,
         past: Sequence[PastTurn] = (),
         *,
-        on_event: EventHook | None = None,
-        on_undo: UndoHook | None = None,
         blink: bool = True,
         tune_gc: bool = False,
     ) -> None:
-        super().__init__(session, past)
+        super().__init__(play, past)
         self._tune_gc = tune_gc
-        self._on_event = on_event
-        self._on_undo = on_undo
         self._blink = blink
-        self._hook_error = ""
-        """The last error the event hook reported (each distinct one is shown once)."""
         self._pasted: deque[str] = deque()
         """Commands of a multi-line paste still to play, each once the turn before has committed."""
 
@@ -121,11 +109,11 @@ class GameScreen(StoryScreen):
         if self.running:
             self.command_input.say_busy()
             return
-        if self.session.ending is not None:
+        if self.play.story.ending is not None:
             self.command_input.say_over()
             return
         event.input.clear()
-        self._start(self.session.play(text))
+        self._start(self.play.play(text))
 
     @on(CommandInput.Pasted)
     def _paste(self, event: CommandInput.Pasted) -> None:
@@ -136,11 +124,11 @@ class GameScreen(StoryScreen):
     def _play_pasted(self) -> None:
         if self.running or not self._pasted:
             return
-        if self.session.ending is not None or self.session.pending is not None:  # failed, cancelled or over
+        if self.play.story.ending is not None or self.play.story.pending is not None:  # failed, cancelled or over
             self.command_input.say_not_played(len(self._pasted))
             self._pasted.clear()
             return
-        self._start(self.session.play(self._pasted.popleft()))
+        self._start(self.play.play(self._pasted.popleft()))
 
     def _start(self, events: AsyncIterator[Event]) -> None:
         self.running = True
@@ -150,10 +138,10 @@ class GameScreen(StoryScreen):
 
     @work(exclusive=True, group="turn")
     async def _run_turn(self, events: AsyncIterator[Event]) -> None:
-        """Consume one turn's events: hand each to `on_event`, then render it."""
+        """Render one turn's events (each is in the save before it arrives here)."""
         try:
             async for event in events:
-                await self.deliver(event)
+                await self.render_event(event)
             await self.archive_old_turns()
         except Exception as exc:  # an engine bug must not take the player's story with it
             self.log.error("turn failed with an exception", exc)
@@ -179,30 +167,6 @@ class GameScreen(StoryScreen):
         if await self.fold_old_turns() and self._tune_gc:
             _freeze_garbage_collector()
 
-    async def deliver(self, event: Event) -> None:
-        """Give an event to the hook (the journal), then render it."""
-        if self._on_event is not None:
-            try:
-                result = self._on_event(event)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as exc:
-                self._hook_failed(exc)
-        await self.render_event(event)
-
-    def _hook_failed(self, exc: Exception) -> None:
-        """The journal (or another hook) could not take an event: say so once, keep playing in memory."""
-        message = str(exc) or type(exc).__name__
-        if message != self._hook_error:
-            self._hook_error = message
-            self.notify(
-                safe_text(f"{message}\nThe game goes on, but turns from now on may not be saved."),
-                title="Could not save",
-                severity="error",
-                timeout=15,
-                markup=False,
-            )
-
     async def render_event(self, event: Event) -> None:
         await super().render_event(event)
         if isinstance(event, TurnCommitted | StoryEnded | AlternativeChosen | BranchStarted | BranchSwitched):
@@ -212,21 +176,21 @@ class GameScreen(StoryScreen):
         """What the input line offers: the newest standing turn's suggestions, or, once the story has
         ended, what the player can do now (never a suggestion of the turn that ended it)."""
         field = self.command_input
-        if self.session.ending is not None:
+        if self.play.story.ending is not None:
             field.story_over()
         else:
-            history = self.session.history
+            history = self.play.story.history
             field.suggest(tuple(history[-1].turn.suggestions) if history else ())
 
     def _update_retry_offer(self) -> None:
         """Only the session's pending turn offers a retry; older failures stop offering it. Only the
         latest committed turn, before the next command, offers another version."""
-        pending = self.session.pending
+        pending = self.play.story.pending
         self.transcript.offer_retry(pending.turn if pending is not None and not self.running else None)
-        versions = self.session.versions
+        versions = self.play.story.versions
         for message in self.transcript.live_messages():
             message.offer_regenerate(
-                versions is not None and message.turn == versions.turn and self.session.can_regenerate
+                versions is not None and message.turn == versions.turn and self.play.story.can_regenerate
             )
 
     # -- actions
@@ -235,28 +199,28 @@ class GameScreen(StoryScreen):
         if action == "cancel":
             return self.running
         if action == "retry":
-            return not self.running and self.session.pending is not None and self.session.ending is None
+            return not self.running and self.play.story.pending is not None and self.play.story.ending is None
         if action == "undo":
             return not self.running and self.transcript.has_committed
         if action == "regenerate":
-            return not self.running and (self.session.can_regenerate or self._fixed(self.focused) is not None)
+            return not self.running and (self.play.story.can_regenerate or self._fixed(self.focused) is not None)
         if action == "story_tree":  # in the footer once the story has a second branch (always in the palette)
-            return self.session.ledger.branch_count > 1
+            return self.play.story.ledger.branch_count > 1
         return super().check_action(action, parameters)
 
     def action_cancel(self) -> None:
         """Esc: cancel the turn in flight (the engine then reports turn_cancelled)."""
         if self.running:
-            self.session.cancel()
+            self.play.cancel()
 
     def action_retry(self) -> None:
-        if self.running or self.session.pending is None or self.session.ending is not None:
+        if self.running or self.play.story.pending is None or self.play.story.ending is not None:
             return
-        self._start(self.session.retry())
+        self._start(self.play.retry())
 
     @on(TurnMessage.RetryRequested)
     def _retry_message(self, event: TurnMessage.RetryRequested) -> None:
-        pending = self.session.pending
+        pending = self.play.story.pending
         if pending is not None and pending.turn == event.message.turn:
             self.action_retry()
         self.command_input.focus()
@@ -267,9 +231,9 @@ class GameScreen(StoryScreen):
         if (earlier := self._fixed(self.focused)) is not None:
             self._ask_to_branch(earlier, 0)
             return
-        if self.running or not self.session.can_regenerate:
+        if self.running or not self.play.story.can_regenerate:
             return
-        self._start(self.session.regenerate())
+        self._start(self.play.regenerate())
 
     def _fixed(self, widget: object) -> TurnMessage | None:
         """`widget` when it is a committed turn the next command fixed: another version of it continues
@@ -277,20 +241,20 @@ class GameScreen(StoryScreen):
         turn that ended the story (undo takes that back), nor while a turn is in flight."""
         if self.running or not isinstance(widget, TurnMessage) or widget.outcome != "committed":
             return None
-        versions, ending = self.session.versions, self.session.ending
+        versions, ending = self.play.story.versions, self.play.story.ending
         latest = versions is not None and versions.turn == widget.turn
         return None if latest or (ending is not None and ending.turn == widget.turn) else widget
 
     def _ask_to_branch(self, message: TurnMessage, version: int) -> None:
         """Say what another version of an earlier turn does, and do it if the player goes on."""
         turn = message.turn
-        later = [t.turn for t in self.session.ledger.turns() if t.turn > turn]
+        later = [t.turn for t in self.play.story.ledger.turns() if t.turn > turn]
 
         async def answered(go: bool | None) -> None:
             if go:
                 await self._another_version_on_a_branch(turn, version)
 
-        self.app.push_screen(NewBranchScreen(turn, version, later, self.session.ledger.branch), answered)
+        self.app.push_screen(NewBranchScreen(turn, version, later, self.play.story.ledger.branch), answered)
 
     async def _another_version_on_a_branch(self, turn: int, version: int) -> None:
         """Continue from `turn` on a new branch, then show its `version` (0: ask the narrator for another)."""
@@ -298,20 +262,20 @@ class GameScreen(StoryScreen):
             self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
             return
         try:
-            event = self.session.branch(turn)
+            event = self.play.branch(turn)
         except BranchRefused as refused:
             self.notify(f"{str(refused)[0].upper()}{str(refused)[1:]}.", title="Branch", markup=False)
             return
-        chosen = self.session.choose(version) if version else None  # the path is drawn once, with it
+        chosen = self.play.choose(version) if version else None  # the path is drawn once, with it
         await self._show_branch(event)
         if chosen is not None:
-            await self.deliver(chosen)
-        elif not version and self.session.can_regenerate:
-            self._start(self.session.regenerate())
+            await self.render_event(chosen)
+        elif not version and self.play.story.can_regenerate:
+            self._start(self.play.regenerate())
 
     @on(TurnMessage.RegenerateRequested)
     def _regenerate_message(self, event: TurnMessage.RegenerateRequested) -> None:
-        versions = self.session.versions
+        versions = self.play.story.versions
         if versions is not None and versions.turn == event.message.turn:
             self.action_regenerate()
 
@@ -320,15 +284,15 @@ class GameScreen(StoryScreen):
         """Browse the latest turn's versions: the engine swaps state and history, the journal records
         the choice, and the message and side panel show it. The narrator is not asked. On an earlier
         turn, the same from that turn on a new branch (asked first)."""
-        versions = self.session.versions
+        versions = self.play.story.versions
         if (earlier := self._fixed(event.message)) is not None:
             self._ask_to_branch(earlier, event.version)
             return
         if self.running or versions is None or versions.turn != event.message.turn:
             return
-        chosen = self.session.choose(event.version)
+        chosen = self.play.choose(event.version)
         if chosen is not None:
-            await self.deliver(chosen)
+            await self.render_event(chosen)
 
     async def action_branch(self) -> None:
         """ctrl+b on a focused committed turn: the story continues from that turn on a new branch; the
@@ -341,7 +305,7 @@ class GameScreen(StoryScreen):
             self.notify("Focus a committed turn first (shift+tab or a click), then ctrl+b continues from it.")
             return
         try:
-            event = self.session.branch(focused.turn)
+            event = self.play.branch(focused.turn)
         except BranchRefused as refused:
             self.notify(f"{str(refused)[0].upper()}{str(refused)[1:]}.", title="Branch", markup=False)
             return
@@ -349,26 +313,26 @@ class GameScreen(StoryScreen):
 
     def action_story_tree(self) -> None:
         """ctrl+t: every branch of the story; choosing one plays it where it was left."""
-        branches = self.session.ledger.branches()
-        self.app.push_screen(StoryTreeScreen(branches, self.session.branch_endings()), self._switch_branch)
+        branches = self.play.story.ledger.branches()
+        self.app.push_screen(StoryTreeScreen(branches, self.play.story.branch_endings()), self._switch_branch)
 
     async def _switch_branch(self, branch: int | None) -> None:
-        if branch is None or branch == self.session.ledger.branch:
+        if branch is None or branch == self.play.story.ledger.branch:
             return
         if self.running:
             self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
             return
         try:
-            event = self.session.switch(branch)
+            event = self.play.switch(branch)
         except BranchRefused as refused:
             self.notify(str(refused), title="Story tree", markup=False)
             return
         await self._show_branch(event)
 
     async def _show_branch(self, event: BranchStarted | BranchSwitched) -> None:
-        """Record a branch or a switch, then show the branch's path and world in place of the old one."""
+        """Show a (recorded) branch or switch: the branch's path and world in place of the old one."""
         self._pasted.clear()
-        await self.deliver(event)
+        await self.render_event(event)
         self.command_input.say_busy(False)
         self._update_retry_offer()
         self.command_input.focus()
@@ -381,23 +345,12 @@ class GameScreen(StoryScreen):
             self.set_focus(field, scroll_visible=False)
 
     def action_undo(self) -> None:
-        """ctrl+z: take back the last committed turn (through the journal when there is one)."""
+        """ctrl+z: take back the last committed turn (recorded in the save before it shows)."""
         if self.running:
             self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
             return
-        why = self.session.no_undo
-        if self._on_undo is not None:
-            undone = self._on_undo()
-        else:
-            undone = self.session.undo()
-            if undone is not None and self._on_event is not None:
-                try:
-                    result = self._on_event(undone)
-                except Exception as exc:  # the undo stands in memory; the player is told it is not saved
-                    self._hook_failed(exc)
-                else:
-                    if inspect.isawaitable(result):
-                        self.run_worker(result)
+        why = self.play.story.no_undo
+        undone = self.play.undo()
         if undone is None:
             self.notify(f"{why[0].upper()}{why[1:]}.")
             return
@@ -407,7 +360,7 @@ class GameScreen(StoryScreen):
         self._offer_next()  # the undone turn's suggestions (or its ending) no longer apply: the turn before's do
         self.command_input.say_busy(False)
         super().show_undo(event)
-        versions = self.session.versions  # the turn before is the latest again: its versions come back
+        versions = self.play.story.versions  # the turn before is the latest again: its versions come back
         for message in self.transcript.live_messages():
             if versions is not None and message.turn == versions.turn and message.fixed:
                 message.open_versions()
@@ -417,11 +370,11 @@ class GameScreen(StoryScreen):
         """Nothing more: the undone turn's own status line says *undone* where the player is reading,
         and a toast saying it again covered the input line at 80x24."""
 
-    async def restart(self, session: Session, past: Sequence[PastTurn] = ()) -> None:
+    async def restart(self, past: Sequence[PastTurn] = ()) -> None:
         """Play a fresh session (or an opened save) in this screen: the transcript starts again from the intro."""
         self.workers.cancel_group(self, "turn")
         self._pasted.clear()
-        await super().restart(session, past)
+        await super().restart(past)
         self._offer_next()
         self.command_input.say_busy(False)
         self._update_retry_offer()

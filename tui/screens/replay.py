@@ -30,6 +30,7 @@ from storyloom.engine.state import state_hash
 from storyloom.saves.export import OFF_PATH
 from storyloom.saves.replay import Replayer, ReplayPlan, ReplayStep
 from storyloom.tui.screens.story import StoryScreen
+from storyloom.tui.session import PlaySession
 from storyloom.tui.words import plural
 
 TURN_GAP = 0.6
@@ -113,7 +114,7 @@ class ReplayScreen(StoryScreen):
         only: frozenset[int] | None = None,
     ) -> None:
         replayer.session.attempt_timeout = REPLAY_ATTEMPT_TIMEOUT
-        super().__init__(replayer.session)  # nothing is journaled
+        super().__init__(PlaySession.around(replayer.session))  # nothing is journaled
         self.replayer = replayer
         assert isinstance(replayer.plan, ReplayPlan)  # the screen counts the steps: a whole plan, not a streamed one
         self.plan = replayer.plan
@@ -232,7 +233,7 @@ class ReplayScreen(StoryScreen):
                 if self._stop_after_step:
                     self._stop_after_step = False
                     self._pause(True)
-            result.final_hash = state_hash(self.session.state)
+            result.final_hash = state_hash(self.play.story.state)
             if result.final_hash != result.expected_final_hash:
                 self._diverged(
                     f"the end: the replay's final state is {result.final_hash[:12]}…, "

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import AwaitMount, Widget
 
+from storyloom.engine.committed import Versions
 from storyloom.engine.events import (
     AlternativeChosen,
     BranchStarted,
@@ -18,7 +19,6 @@ from storyloom.engine.events import (
     TurnCommitted,
     TurnUndone,
 )
-from storyloom.engine.lifecycle import Session, Versions
 from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
@@ -31,6 +31,7 @@ from storyloom.tui.widgets.turn_message import TurnMessage, details_events
 
 if TYPE_CHECKING:
     from storyloom.saves.resume import PastTurn
+    from storyloom.tui.session import PlaySession
 
 
 def narrator_label(narrator: object) -> str:
@@ -50,7 +51,8 @@ class StoryScreen(Screen[None]):
     story (details, paging, following) are here.
 
     Args:
-        session: the story shown.
+        play: the story shown, and what the player's intents go through (`PlaySession`): a
+            screen reads the engine's session to draw it, and never changes it directly.
         past: a resumed story's turns as they were played (their numbers and details), in the
             order of the session's history.
     """
@@ -58,10 +60,10 @@ class StoryScreen(Screen[None]):
     ENDING_NOTE = "The story is over."
     """The line under an ending, in words: what the player can do now (the game says more)."""
 
-    def __init__(self, session: Session, past: Sequence[PastTurn] = ()) -> None:
+    def __init__(self, play: PlaySession, past: Sequence[PastTurn] = ()) -> None:
         super().__init__()
         crop_repaints_to_rows(self)
-        self.session = session
+        self.play = play
         self._past = past
         self.running = False
         """True while a turn's events are being shown (sent or replayed), until it ends."""
@@ -122,11 +124,11 @@ class StoryScreen(Screen[None]):
         return self.transcript.committed_exchanges()
 
     def compose(self) -> ComposeResult:
-        pack = self.session.pack
+        pack = self.play.story.pack
         yield from game_layout(
             pack.title,
             pack.intro,
-            SidePanel(pack, self.session.state, id="side-panel"),
+            SidePanel(pack, self.play.story.state, id="side-panel"),
             self.bottom_line(),
             self._story_view,
         )
@@ -136,18 +138,18 @@ class StoryScreen(Screen[None]):
         self._name_the_story()
         self._remember_past(self._past)
         self.transcript.show_history(
-            self.session.history, self._past, _open_versions(self.session), earlier=_earlier(self.session)
+            self.play.story.history, self._past, _open_versions(self.play), earlier=_earlier(self.play)
         )
         self._show_standing_ending()
 
     def _show_standing_ending(self) -> AwaitMount | None:
         """A resumed story that had ended shows its ending under its turns, as when it was reached."""
-        ending = self.session.ending
+        ending = self.play.story.ending
         return None if ending is None else self.transcript.show_ending(ending.title, ending.text, ending.commit)
 
     def _name_the_story(self) -> None:
-        self.title = safe_text(self.session.pack.title)
-        self.sub_title = narrator_label(self.session.narrator)
+        self.title = safe_text(self.play.story.pack.title)
+        self.sub_title = narrator_label(self.play.story.narrator)
 
     # -- rendering
 
@@ -176,24 +178,24 @@ class StoryScreen(Screen[None]):
 
     def _remember_past(self, past: Sequence[PastTurn]) -> None:
         """A resumed story's turns that had issues (their details came from the save)."""
-        if len(past) == len(self.session.history):
-            for turn, exchange in zip(past, self.session.history, strict=True):
+        if len(past) == len(self.play.story.history):
+            for turn, exchange in zip(past, self.play.story.history, strict=True):
                 if turn.events:
                     self._remember(turn.turn, exchange.turn.narrative, details_events(turn.events))
 
     async def show_branch(self) -> None:
         """A branch started or another taken up: the transcript shows that branch's path (from the
         intro, as a resumed story is shown), the side panel its world."""
-        session = self.session
+        session = self.play.story
         transcript = self.transcript
         with self.app.batch_update():  # the path is painted whole in one frame, not its turns a frame later
             await transcript.start_again(
                 session.pack.title,
                 session.pack.intro,
                 session.history,
-                path_turns(session, self._details),
-                _open_versions(session),
-                earlier=_earlier(session),
+                path_turns(self.play, self._details),
+                _open_versions(self.play),
+                earlier=_earlier(self.play),
             )
             await AwaitMount(transcript, list(transcript.children))
             self._give_versions_their_details()
@@ -205,7 +207,7 @@ class StoryScreen(Screen[None]):
     def _give_versions_their_details(self) -> None:
         """The latest turn, drawn anew with its versions to browse, gets each version's own details
         (a resumed screen has only those of the tries the save kept for it)."""
-        versions = _open_versions(self.session)
+        versions = _open_versions(self.play)
         message = self.message(versions.turn) if versions is not None else None
         if message is not None:
             turn = message.turn
@@ -213,7 +215,7 @@ class StoryScreen(Screen[None]):
 
     async def fold_old_turns(self) -> bool:
         """Fold old turns into blocks (`StoryView.fold_old_turns`), never past the session's pending turn."""
-        pending = self.session.pending
+        pending = self.play.story.pending
         return await self.transcript.fold_old_turns(pending.turn if pending is not None else None)
 
     def show_undo(self, event: TurnUndone) -> None:
@@ -227,9 +229,10 @@ class StoryScreen(Screen[None]):
         """Say the undo was done, where it covers no text (a toast at 80x24 sat over the input line)."""
         self.notify("The last turn was undone.", title="Undo")
 
-    async def restart(self, session: Session, past: Sequence[PastTurn] = ()) -> None:
-        """Show `session` in this screen: the transcript starts again from its intro."""
-        self.session = session
+    async def restart(self, past: Sequence[PastTurn] = ()) -> None:
+        """Show the play session's story anew (a new game, another save): the transcript starts again
+        from its intro."""
+        session = self.play.story
         self.running = False
         self._details.clear()
         self._remember_past(past)
@@ -238,8 +241,8 @@ class StoryScreen(Screen[None]):
             session.pack.intro,
             session.history,
             past,
-            _open_versions(session),
-            earlier=_earlier(session),
+            _open_versions(self.play),
+            earlier=_earlier(self.play),
         )
         if (mounting := self._show_standing_ending()) is not None:
             await mounting
@@ -298,7 +301,7 @@ class StoryScreen(Screen[None]):
 
     def _details_screen(self, turn: int, player_input: str, events: list[Event]) -> IssueDetailsScreen:
         """A turn's details, with the narrator's name and what the side panel keeps out of sight."""
-        session = self.session
+        session = self.play.story
         hidden = world_lines(session.pack, session.state, shown=False)
         return IssueDetailsScreen(turn, player_input, events, narrator=session.narrator.name, world=hidden)
 
@@ -320,12 +323,13 @@ DETAILS_KEPT = 2 * HISTORY_TURNS + UNDO_TURNS
 """Committed versions whose details a screen keeps for drawing a path anew (see `StoryScreen._remember`)."""
 
 
-def path_turns(session: Session, details: dict[tuple[int, str], tuple[Event, ...]]) -> list[PastTurn]:
+def path_turns(play: PlaySession, details: dict[tuple[int, str], tuple[Event, ...]]) -> list[PastTurn]:
     """The turns of the branch being played as the screen shows them: each number, the details of the
     version shown when it had issues, and for a turn the next command fixed with several versions,
     which one counts (`version N of M`)."""
     from storyloom.saves.resume import PastTurn
 
+    session = play.story
     versions = {t.turn: (t.chosen, len(t.versions)) for t in session.ledger.turns() if len(t.versions) > 1}
     return [
         PastTurn(x.number, details.get((x.number, x.turn.narrative), ()), versions.get(x.number))
@@ -333,12 +337,14 @@ def path_turns(session: Session, details: dict[tuple[int, str], tuple[Event, ...
     ]
 
 
-def _earlier(session: Session) -> int:
+def _earlier(play: PlaySession) -> int:
     """Standing turns of a resumed story before those its history holds (and the screen shows)."""
+    session = play.story
     return max(0, session.commits - len(session.history))
 
 
-def _open_versions(session: Session) -> Versions | None:
+def _open_versions(play: PlaySession) -> Versions | None:
     """The latest turn's versions while the player may still browse or add to them: its message is
     then shown live, not folded (after the story's end it is fixed, like the turns before it)."""
+    session = play.story
     return session.versions if session.ending is None else None
