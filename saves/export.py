@@ -213,26 +213,17 @@ def markdown_transcript(
     byline: str = "",
     ending: tuple[str, str] | None = None,
     undone: int = 0,
-    earlier: int = 0,
 ) -> str:
     """The story as Markdown: title, intro, then each (player input, prose) exchange, and the ending.
 
     The one Markdown transcript, for `storyloom export` and the app's export command alike.
     Every piece of text is untrusted (the model writes the prose, a pack the title and intro) and
-    goes through `markdown_text`; `byline` is Markdown the caller built that way. `earlier` turns
-    stand before `exchanges` and are not in them (the app shows a long story's latest turns only).
+    goes through `markdown_text`; `byline` is Markdown the caller built that way.
     """
     lines = [f"# {markdown_text(title, inline=True)}", ""]
     if byline:
         lines += [byline, ""]
     lines += [markdown_text(intro), ""]
-    if earlier:
-        lines += [
-            "---",
-            "",
-            f"*{earlier:,} earlier turn(s) are not shown here: `storyloom export` of the save writes them all.*",
-            "",
-        ]
     for player_input, prose in exchanges:
         lines += ["---", "", f"**> {markdown_text(player_input, inline=True)}**", "", markdown_text(prose), ""]
     if ending is not None:

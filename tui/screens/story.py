@@ -120,7 +120,7 @@ class StoryScreen(Screen[None]):
         return self.transcript.latest_message()
 
     def committed_exchanges(self) -> list[tuple[str, str]]:
-        """(player input, prose) of each committed turn, for an export."""
+        """(player input, prose) of each committed turn the transcript shows (an export reads the save)."""
         return self.transcript.committed_exchanges()
 
     def compose(self) -> ComposeResult:
