@@ -49,7 +49,7 @@ def frame_baselines_dir(request: pytest.FixtureRequest) -> Path:
     Override it in a conftest to keep a folder's baselines beside its tests.
     """
     config = request.config
-    return Path(config.rootpath) / config.getini("frame_baselines")
+    return Path(config.rootpath) / str(config.getini("frame_baselines"))
 
 
 @pytest.fixture

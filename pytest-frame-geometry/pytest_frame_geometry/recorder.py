@@ -288,7 +288,7 @@ class FrameRecorder:
         return "\n".join(lines)
 
     def _locate(self, target: Target) -> _Found:
-        find = target if isinstance(target, Find) else Find(target)  # type: ignore[arg-type]
+        find = target if isinstance(target, Find) else Find(target)
         selector = find.selector
         app = self.app
         if not isinstance(selector, str):
@@ -460,7 +460,8 @@ class _Found:
     def visible(self) -> tuple[Region, Region] | None:
         if self.widget is None or self.on is None:
             return None
-        return _textual.compositor(self.on).visible_widgets.get(self.widget)
+        found: tuple[Region, Region] | None = _textual.compositor(self.on).visible_widgets.get(self.widget)
+        return found
 
     @cached_property
     def state(self) -> State:
