@@ -14,7 +14,7 @@ import pytest
 from pytest_frame_geometry import SUPPORTED, Find, FrameRecorder, Line, assert_no_shift
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Label, Log, Static
 
 
@@ -97,6 +97,17 @@ async def test_lookups_search_the_whole_screen_stack_so_the_footer_under_a_dialo
         app.pop_screen()
         gone = await recorder.wait_for(lambda frame: frame.states["question"] == "absent")
         assert gone.regions["question"] is None and gone.states["named"] == "hidden"  # installed, not on the stack
+        recorder.stop()
+
+
+async def test_a_widget_on_a_screen_under_one_that_is_not_a_modal_is_covered_and_shows_no_text():
+    app = Board()
+    async with app.run_test(size=(40, 24)):
+        recorder = FrameRecorder(app, regions={"footer": "Footer"}, texts={"note": "#note"}).start()
+        assert recorder.frames[0].states == {"footer": "shown", "note": "shown"}
+        app.push_screen(Screen())  # a whole screen over the board: nothing of it is painted
+        over = await recorder.wait_for(lambda frame: frame.states["footer"] == "covered")
+        assert over.states["note"] == "covered" and over.texts["note"] is None
         recorder.stop()
 
 

@@ -25,7 +25,8 @@ State = Literal["shown", "absent", "hidden", "off-screen", "covered"]
 * "hidden": it or a container holding it has `display: none`, it has `visibility: hidden`, or its
   screen is not on the stack;
 * "off-screen": laid out, but wholly outside what its containers show (scrolled away);
-* "covered": wholly under another widget (a loading indicator, a screen that is not a modal).
+* "covered": wholly under another widget (a loading indicator), or on a screen under an opaque one
+  (a pushed screen; a modal dialog's translucent background lets the screen below show).
 """
 
 
@@ -445,6 +446,19 @@ def _is_value(target: Target) -> bool:
     return callable(target) and not isinstance(target, (str, Find))
 
 
+def _painted_screens(app: App[Any]) -> list[Screen[Any]]:
+    """The screens painted now, the top one first: below it, each screen is painted only while every
+    screen above it has a translucent background (a modal dialog's, by default); an opaque screen
+    covers the whole stack under it (as `Screen.render` paints a `BackgroundScreen` only then)."""
+    stack = list(reversed(app.screen_stack))
+    painted = stack[:1]
+    for above, below in zip(stack, stack[1:], strict=False):
+        if above.styles.background.a >= 1:
+            break
+        painted.append(below)
+    return painted
+
+
 def _tuple(region: Region | None) -> RegionTuple | None:
     return (region.x, region.y, region.width, region.height) if region else None
 
@@ -477,8 +491,8 @@ class _Found:
         if self.visible is None:
             loading = any(getattr(node, "loading", False) for node in widget.ancestors_with_self)
             return "covered" if loading else "off-screen"  # a loading indicator is painted instead
-        if self.on is not self.app.screen and self.on not in _textual.background_screens(self.app):
-            return "covered"
+        if self.on not in _painted_screens(self.app):
+            return "covered"  # under an opaque screen
         shown = self.visible[0].intersection(self.visible[1])
         for other, (region, clip) in _textual.compositor(self.on).visible_widgets.items():
             if other is widget:
