@@ -14,7 +14,7 @@ import pytest
 from pytest_frame_geometry import SUPPORTED, Find, FrameRecorder, Line, assert_no_shift
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Label, Log, Static
 
 
@@ -100,6 +100,17 @@ async def test_lookups_search_the_whole_screen_stack_so_the_footer_under_a_dialo
         recorder.stop()
 
 
+async def test_a_widget_on_a_screen_under_one_that_is_not_a_modal_is_covered_and_shows_no_text():
+    app = Board()
+    async with app.run_test(size=(40, 24)):
+        recorder = FrameRecorder(app, regions={"footer": "Footer"}, texts={"note": "#note"}).start()
+        assert recorder.frames[0].states == {"footer": "shown", "note": "shown"}
+        app.push_screen(Screen())  # a whole screen over the board: nothing of it is painted
+        over = await recorder.wait_for(lambda frame: frame.states["footer"] == "covered")
+        assert over.states["note"] == "covered" and over.texts["note"] is None
+        recorder.stop()
+
+
 async def test_absent_hidden_off_screen_and_covered_are_told_apart_and_regions_can_be_clipped():
     app = Board()
     async with app.run_test(size=(40, 24)) as pilot:
@@ -120,6 +131,42 @@ async def test_absent_hidden_off_screen_and_covered_are_told_apart_and_regions_c
         scrolled = await recorder.wait_for(lambda frame: frame.states["row 0"] == "off-screen")
         assert scrolled.scroll["list"] == (0, 1) and scrolled.regions["row 0"] is not None
         recorder.stop()
+
+
+class Tall(App[None]):
+    """A bordered, padded note six rows high in a view four rows high."""
+
+    CSS = "#view { height: 4; } #tall { height: 6; border: round white; padding: 0 1; }"
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="view"):
+            yield Static("top\nmiddle\nbottom", id="tall")
+
+
+async def test_a_clipped_region_is_the_part_that_shows_and_a_content_region_leaves_out_border_and_padding():
+    app = Tall()
+    async with app.run_test(size=(30, 10)):
+        regions = {"whole": "#tall", "clipped": Find("#tall", clip=True), "content": Find("#tall", content=True)}
+        recorder = FrameRecorder(app, regions=regions).start()
+        first = recorder.frames[0]
+        assert first.regions["whole"] == (0, 0, 28, 6)  # beside the scrollbar, reaching two rows below the view
+        assert first.regions["clipped"] == (0, 0, 28, 4)
+        assert first.regions["content"] == (2, 1, 24, 4)  # inside the round border and one column of padding
+        app.query_one("#view").scroll_to(y=2, animate=False)
+        scrolled = await recorder.wait_for(lambda frame: frame.regions["whole"] != first.regions["whole"])
+        assert scrolled.regions["whole"] == (0, -2, 28, 6) and scrolled.regions["clipped"] == (0, 0, 28, 4)
+        assert scrolled.states["whole"] == "shown"
+        recorder.stop()
+
+
+async def test_wait_for_fails_naming_what_it_saw_when_no_frame_matches_in_time():
+    app = Board()
+    async with app.run_test(size=(40, 24)):
+        with FrameRecorder(app, texts={"note": "#note"}) as recorder:
+            with pytest.raises(
+                AssertionError, match=r"no frame matched within 0.2 s \(\d+ frames recorded, still recording\)"
+            ):
+                await recorder.wait_for(lambda frame: frame.texts["note"] == "never", timeout=0.2)
 
 
 async def test_texts_can_leave_out_border_and_padding():
@@ -220,6 +267,13 @@ def test_on_a_textual_outside_the_tested_range_the_fixtures_skip_and_other_tests
 
             def test_baselines(frame_baselines):
                 raise AssertionError("not reached")
+
+            def test_a_recorder_started_directly():
+                from pytest_frame_geometry import FrameRecorder
+                from textual.app import App
+
+                FrameRecorder(App()).start()
+                raise AssertionError("not reached")
             """
         ),
         encoding="utf-8",
@@ -232,5 +286,21 @@ def test_on_a_textual_outside_the_tested_range_the_fixtures_skip_and_other_tests
         timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "1 passed, 2 skipped" in run.stdout
-    assert f"frame_geometry supports {SUPPORTED}; Textual 6.12.0 is installed" in run.stdout
+    assert "1 passed, 3 skipped" in run.stdout
+    assert run.stdout.count(f"frame_geometry supports {SUPPORTED}; Textual 6.12.0 is installed") == 3
+
+
+def test_loading_the_plugin_imports_no_textual_so_a_project_that_does_not_use_it_is_untouched():
+    """Loading the plugin (in every pytest run of the environment) imports neither Textual nor the
+    recorder: a Textual whose modules moved cannot break it, and a suite that never asks for the
+    fixtures pays nothing for them. The public names still import when first asked for."""
+    probe = (
+        "import sys\n"
+        "import pytest_frame_geometry, pytest_frame_geometry.plugin\n"
+        "loaded = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "assert loaded == [], loaded\n"
+        "from pytest_frame_geometry import Find, FrameRecorder, assert_calm, assert_no_shift\n"
+        "assert 'textual.app' in sys.modules and Find('#x').selector == '#x'\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr

@@ -1,6 +1,7 @@
 """The pytest plugin (entry point `frame_geometry`): the `frame_recorder` and `frame_baselines` fixtures.
 
-Loading it never fails and changes nothing for tests that do not use its fixtures. On a Textual
+Loading it never fails and changes nothing for tests that do not use its fixtures: it imports no
+Textual (the recorder is imported by the first test that asks for `frame_recorder`). On a Textual
 outside the tested range its fixtures skip the test, with a reason that names the range.
 """
 
@@ -9,13 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_frame_geometry import _textual
 from pytest_frame_geometry.baselines import UPDATE_ENV, FrameBaselines
-from pytest_frame_geometry.recorder import FrameRecorder, Target
+
+if TYPE_CHECKING:  # the recorder imports Textual: only a test that asks for `frame_recorder` loads it
+    from pytest_frame_geometry.recorder import FrameRecorder, Target
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,7 +49,7 @@ def frame_baselines_dir(request: pytest.FixtureRequest) -> Path:
     Override it in a conftest to keep a folder's baselines beside its tests.
     """
     config = request.config
-    return Path(config.rootpath) / config.getini("frame_baselines")
+    return Path(config.rootpath) / str(config.getini("frame_baselines"))
 
 
 @pytest.fixture
@@ -64,6 +67,8 @@ def frame_recorder() -> Iterator[Callable[..., FrameRecorder]]:
     Call it inside `async with app.run_test()`; every recorder it made stops at the end of the test.
     """
     _skip_unless_supported()
+    from pytest_frame_geometry.recorder import FrameRecorder
+
     recorders: list[FrameRecorder] = []
 
     def make(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+import pytest
 from textual.app import App
 from textual.geometry import Region
 from textual.screen import Screen
@@ -24,7 +25,8 @@ State = Literal["shown", "absent", "hidden", "off-screen", "covered"]
 * "hidden": it or a container holding it has `display: none`, it has `visibility: hidden`, or its
   screen is not on the stack;
 * "off-screen": laid out, but wholly outside what its containers show (scrolled away);
-* "covered": wholly under another widget (a loading indicator, a screen that is not a modal).
+* "covered": wholly under another widget (a loading indicator), or on a screen under an opaque one
+  (a pushed screen; a modal dialog's translucent background lets the screen below show).
 """
 
 
@@ -142,12 +144,16 @@ class FrameRecorder:
     # -- recording
 
     def start(self) -> FrameRecorder:
-        """Begin recording, with the frame showing now as frame 0."""
+        """Begin recording, with the frame showing now as frame 0.
+
+        On a Textual outside the tested releases the test is skipped (`pytest.skip`), with a reason
+        naming them.
+        """
         if self._stop is not None:
             return self
         reason = _textual.unsupported()
         if reason is not None:
-            raise RuntimeError(reason)
+            pytest.skip(reason)  # as the fixtures do: the test is skipped, naming the tested range
         self._stop = _textual.listen(self.app, self._on_paint, self._on_press)
         self._record(self.app.screen, None)
         return self
@@ -283,7 +289,7 @@ class FrameRecorder:
         return "\n".join(lines)
 
     def _locate(self, target: Target) -> _Found:
-        find = target if isinstance(target, Find) else Find(target)  # type: ignore[arg-type]
+        find = target if isinstance(target, Find) else Find(target)
         selector = find.selector
         app = self.app
         if not isinstance(selector, str):
@@ -440,6 +446,19 @@ def _is_value(target: Target) -> bool:
     return callable(target) and not isinstance(target, (str, Find))
 
 
+def _painted_screens(app: App[Any]) -> list[Screen[Any]]:
+    """The screens painted now, the top one first: below it, each screen is painted only while every
+    screen above it has a translucent background (a modal dialog's, by default); an opaque screen
+    covers the whole stack under it (as `Screen.render` paints a `BackgroundScreen` only then)."""
+    stack = list(reversed(app.screen_stack))
+    painted = stack[:1]
+    for above, below in zip(stack, stack[1:], strict=False):
+        if above.styles.background.a >= 1:
+            break
+        painted.append(below)
+    return painted
+
+
 def _tuple(region: Region | None) -> RegionTuple | None:
     return (region.x, region.y, region.width, region.height) if region else None
 
@@ -455,7 +474,8 @@ class _Found:
     def visible(self) -> tuple[Region, Region] | None:
         if self.widget is None or self.on is None:
             return None
-        return _textual.compositor(self.on).visible_widgets.get(self.widget)
+        found: tuple[Region, Region] | None = _textual.compositor(self.on).visible_widgets.get(self.widget)
+        return found
 
     @cached_property
     def state(self) -> State:
@@ -471,8 +491,8 @@ class _Found:
         if self.visible is None:
             loading = any(getattr(node, "loading", False) for node in widget.ancestors_with_self)
             return "covered" if loading else "off-screen"  # a loading indicator is painted instead
-        if self.on is not self.app.screen and self.on not in _textual.background_screens(self.app):
-            return "covered"
+        if self.on not in _painted_screens(self.app):
+            return "covered"  # under an opaque screen
         shown = self.visible[0].intersection(self.visible[1])
         for other, (region, clip) in _textual.compositor(self.on).visible_widgets.items():
             if other is widget:
