@@ -92,3 +92,12 @@ def test_saves_piped_prints_whole_rows(data_home: Path, tmp_path: Path, capsys, 
     table = _table(capsys.readouterr().out)
     assert "lighthouse (The Lighthouse Keeper)" in table[1] and "1 turn in the story" in table[1]
     assert table[0].split()[-1] == "SIZE"
+
+
+def test_check_story_says_each_count_with_its_noun_agreeing(data_home: Path, capsys) -> None:
+    """The README's example pack has one stat and one ending: "1 stats, … 1 endings" read as a slip."""
+    example = Path(__file__).parent / "packs" / "example.toml"
+    assert main(["check-story", str(example)]) == 0
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert "1 stat," in summary and summary.endswith("1 ending"), summary
+    assert not re.search(r"\b1 [a-z]+s\b", summary), summary
