@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import ActiveBinding
 from textual.screen import Screen
 from textual.widget import AwaitMount, Widget
 
@@ -22,6 +23,7 @@ from storyloom.engine.lifecycle import Session, Versions
 from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
+from storyloom.tui.screens.footer import fit_footer
 from storyloom.tui.screens.issue_details import IssueDetailsScreen
 from storyloom.tui.screens.opening import game_layout
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
@@ -71,6 +73,15 @@ class StoryScreen(Screen[None]):
         self._details: dict[tuple[int, str], tuple[Event, ...]] = {}
         """The details of committed versions that had issues, by (turn, prose): a branch or a switch
         draws a path anew from the session's history, which keeps no events (see `_remember`)."""
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The keys in force, those the footer has no room for at this width left out of it (every key
+        still works, and the palette's Keys lists them all)."""
+        return fit_footer(super().active_bindings, self.size.width, self.app)
+
+    def on_resize(self) -> None:
+        self.refresh_bindings()  # the footer's room changed
 
     def refresh_bindings(self) -> None:
         """Tell the footer about the keys, but only when what it shows changes.
