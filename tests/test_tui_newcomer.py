@@ -200,3 +200,23 @@ async def test_with_a_message_focused_every_key_the_footer_shows_fits_at_80_colu
         for description in shown:
             assert description in footer, (description, footer)
         assert len(shown) >= 5
+
+
+async def test_a_paste_while_a_turn_is_focused_goes_to_the_input_as_typing_does() -> None:
+    """Played in tmux: after shift+tab to browse versions, a pasted `look\\nwait\\ninventory` did nothing at all."""
+    app = _app(GatedReply(turn_text(PROSE, TAKE_LAMP)), *(GatedReply(turn_text(f"Turn {n}.")) for n in range(2)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        message = app.game.latest_message()
+        assert message is not None
+        message.focus(scroll_visible=False)
+        await pilot.pause()
+        app.post_message(events.Paste("wait\n inventory\n"))  # as the terminal sends it, to the app
+        await until(pilot, lambda: len(_commands(app)) == 3 and not app.game.running)
+        assert _commands(app) == ["take lamp", "wait", "inventory"]
+        message.focus(scroll_visible=False)
+        await pilot.pause()
+        app.post_message(events.Paste("look"))
+        await until(pilot, lambda: _field(app).value == "look")
+        assert app.focused is _field(app)

@@ -147,8 +147,9 @@ class StoryloomApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         """A printable key goes to the game's input line whatever has focus: the game screen moves the
         focus there (`GameScreen.keep_typing`) before the key is handed to the focused widget, so no
-        letter of a command typed fast is taken by a focused message or lost."""
-        if isinstance(event, events.Key) and event.is_printable:
+        letter of a command typed fast is taken by a focused message or lost. A paste too (a focused
+        message had taken it, and dropped it)."""
+        if (isinstance(event, events.Key) and event.is_printable) or isinstance(event, events.Paste):
             keep_typing = getattr(self.screen, "keep_typing", None)
             if keep_typing is not None:
                 keep_typing()
