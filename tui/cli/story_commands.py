@@ -37,9 +37,9 @@ def check_story(args: argparse.Namespace) -> int:
         print_problems(exc, sys.stderr)
         print(plural(len(exc.problems), "problem") + " found", file=sys.stderr)
         return EXIT_USAGE
-    parts = (pack.rooms, "room"), (pack.items, "item"), (pack.stats, "stat"), (pack.flags, "flag")
-    parts += (pack.actions, "action"), (pack.endings, "ending")
+    parts = ((pack.rooms, "room"), (pack.items, "item"), (pack.stats, "stat"), (pack.flags, "flag"))
     counts = ", ".join(plural(len(things), noun) for things, noun in parts)
+    counts += f", {plural(len(pack.actions), 'action')}, {plural(len(pack.endings), 'ending')}"
     print(f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {counts}")
     bound = binding(pack)
     print("bound (changed only by these actions; any item also by taking and dropping it):")

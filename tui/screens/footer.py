@@ -9,10 +9,11 @@ stay; the ones that work anywhere give way first, each still bound and listed in
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol
+from typing import Any
 
 from rich.cells import cell_len
-from textual.binding import ActiveBinding, Binding
+from textual.app import App
+from textual.binding import ActiveBinding
 
 GIVE_WAY = ("story_tree", "regenerate", "undo", "quit")
 """The actions whose keys leave the footer first when it is too narrow, in that order."""
@@ -22,13 +23,7 @@ KEY_PADDING = 3
 the words (the palette key, docked right: its border, a space between, one at the edge)."""
 
 
-class KeyDisplay(Protocol):
-    COMMAND_PALETTE_BINDING: str
-
-    def get_key_display(self, binding: Binding, /) -> str: ...
-
-
-def fit_footer(bindings: dict[str, ActiveBinding], width: int, app: KeyDisplay) -> dict[str, ActiveBinding]:
+def fit_footer(bindings: dict[str, ActiveBinding], width: int, app: App[Any]) -> dict[str, ActiveBinding]:
     """`bindings` with the keys that would not fit a footer `width` cells wide no longer shown there."""
 
     def cells(active: ActiveBinding) -> int:
