@@ -220,3 +220,19 @@ async def test_a_paste_while_a_turn_is_focused_goes_to_the_input_as_typing_does(
         app.post_message(events.Paste("look"))
         await until(pilot, lambda: _field(app).value == "look")
         assert app.focused is _field(app)
+
+
+async def test_ctrl_d_after_ctrl_z_says_the_turn_was_undone() -> None:
+    """In tmux: ctrl+z on the Cloak's winning turn, then ctrl+d: 'Outcome: committed at once', for a
+    turn that no longer counts."""
+    app = _app(GatedReply(turn_text(PROSE, TAKE_LAMP)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        await pilot.press("ctrl+z")
+        await until(pilot, lambda: "undone" in painted(app))
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        screen = " ".join(line.strip(" │") for line in painted(app).splitlines())
+        assert "Undone since (ctrl+z): it no longer counts." in screen, screen

@@ -305,13 +305,17 @@ class StoryScreen(Screen[None]):
         self._open_details(event.message)
 
     def _open_details(self, message: TurnMessage) -> None:
-        self.app.push_screen(self._details_screen(message.turn, message.player_input, message.events))
+        screen = self._details_screen(message.turn, message.player_input, message.events, message.outcome == "undone")
+        self.app.push_screen(screen)
 
-    def _details_screen(self, turn: int, player_input: str, events: list[Event]) -> IssueDetailsScreen:
+    def _details_screen(
+        self, turn: int, player_input: str, events: list[Event], undone: bool = False
+    ) -> IssueDetailsScreen:
         """A turn's details, with the narrator's name and what the side panel keeps out of sight."""
         session = self.session
         hidden = world_lines(session.pack, session.state, shown=False)
-        return IssueDetailsScreen(turn, player_input, events, narrator=session.narrator.name, world=hidden)
+        name = session.narrator.name
+        return IssueDetailsScreen(turn, player_input, events, narrator=name, world=hidden, undone=undone)
 
     @on(ArchivedTurns.DetailsRequested)
     def _folded_details(self, event: ArchivedTurns.DetailsRequested) -> None:
