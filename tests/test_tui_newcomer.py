@@ -98,6 +98,7 @@ async def test_the_palettes_keys_are_the_games_keys() -> None:
         for key, what in (("ctrl+z", "Undo"), ("ctrl+g", "Another version"), ("ctrl+d", "Details"), ("enter", "Send")):
             assert any(key in line and what in line for line in screen.splitlines()), (key, screen)
         assert "Move cursor" not in screen and "Delete" not in screen
+        assert "f10" not in screen  # it quits only in a browser tab (storyloom serve)
 
 
 async def test_after_the_palette_closes_the_input_keeps_its_focus_border() -> None:

@@ -243,7 +243,7 @@ class StoryloomApp(App[int]):
             [
                 ("Playing", [Binding("enter", "", "Send the command"), *game.BINDINGS]),
                 ("On a focused turn message (shift+tab or a click)", TurnMessage.BINDINGS),
-                ("Anywhere", [Binding("ctrl+p", "", "Command palette"), *self.BINDINGS]),
+                ("Anywhere", [Binding("ctrl+p", "", "Command palette"), *self._keys_here()]),
             ]
         )
         self.push_screen(KeysScreen(lines))
@@ -291,6 +291,11 @@ class StoryloomApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.is_web if action == "quit_in_browser" else True
+
+    def _keys_here(self) -> list[Binding]:
+        """The app's keys that work where it runs (f10 quits only in a browser tab)."""
+        keys = [b if isinstance(b, Binding) else Binding(*b) for b in self.BINDINGS]
+        return [b for b in keys if self.check_action(b.action, ())]
 
     async def action_quit_in_browser(self) -> None:
         await self.action_quit()
