@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from storyloom.engine.packs import load_pack
 from storyloom.tui.cli import main
 
 DRAFT_ONLY = re.compile(r"You also pocket|On your way, you pick up .* as well|And you take .* too")
@@ -46,6 +47,8 @@ def test_a_headless_replay_prints_the_committed_prose_with_one_line_per_correcti
     assert "[correction 1 for item.take_reach: rejected again]" in north
     assert "[correction 2 for item.take_reach: prose swapped]" in north
     assert "Cliff Path" in north.split("prose swapped]", 1)[1]  # the committed prose, after its corrections
+    pack = load_pack("lighthouse")  # the story opens as headless play printed it: its title and intro
+    assert out.startswith(f"{pack.title}\n\n{pack.intro.strip()}\n"), out[:300]
     assert out.count("You pick up the coil of rope") + out.count("coil of rope") >= 1
 
 
