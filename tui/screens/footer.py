@@ -30,6 +30,8 @@ def fit_footer(bindings: dict[str, ActiveBinding], width: int, app: App[Any]) ->
         binding = active.binding
         return cell_len(app.get_key_display(binding)) + cell_len(binding.description) + KEY_PADDING
 
+    if width <= 0:  # not laid out yet: nothing to fit
+        return bindings
     shown = {key: active for key, active in bindings.items() if active.binding.show}
     need = sum(cells(active) for active in _one_per_action(shown).values())
     palette = bindings.get(app.COMMAND_PALETTE_BINDING)  # shown on its own, at the right
