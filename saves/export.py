@@ -24,6 +24,7 @@ from storyloom.engine.lifecycle import StoryEnding
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import WorldState, state_hash
+from storyloom.engine.words import plural, were
 from storyloom.saves.errors import NoSuchBranch
 from storyloom.saves.format import FORMAT, Record, SaveHeader
 from storyloom.saves.rebuild import Rebuilt, rebuild_records
@@ -229,7 +230,7 @@ def markdown_transcript(
     if ending is not None:
         lines += ["---", "", f"## {markdown_text(ending[0], inline=True)}", "", markdown_text(ending[1]), ""]
     if undone:
-        lines += ["---", "", f"*{undone} turn(s) were undone during play and are not shown.*", ""]
+        lines += ["---", "", f"*{plural(undone, 'turn')} {were(undone)} undone during play and not shown.*", ""]
     return "\n".join(lines)
 
 

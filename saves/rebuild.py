@@ -46,6 +46,7 @@ from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.rules import RULE_SET, judge_data
 from storyloom.engine.state import WorldState, initial_state, state_hash
+from storyloom.engine.words import plural
 from storyloom.saves.answers import check_answer
 from storyloom.saves.errors import InvalidCommit
 from storyloom.saves.format import TALLIED, TALLY, Record, Save, Tally
@@ -404,7 +405,7 @@ def _open_versions(save: _Where, built: Rebuilt, seq: int, line: int, event: Alt
         raise InvalidCommit(
             save.path,
             f"record {seq}: version {event.alternative} of turn {event.turn} does not follow its "
-            f"{len(versions.alternatives)} committed version(s) of the same command",
+            f"{plural(len(versions.alternatives), 'committed version')} of the same command",
             line=line,
             seq=seq,
         )

@@ -14,6 +14,7 @@ from storyloom.engine.packs import PackError, StoryPack, load_pack
 from storyloom.engine.rules import RULE_SET, RULE_SETS
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import state_hash
+from storyloom.engine.words import plural
 from storyloom.saves.errors import PackMismatch, SaveError, SaveUnreadable
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.reader import NotStreamable, gc_paused, load_save, open_stream
@@ -129,8 +130,8 @@ def _sound(path: Path, header: SaveHeader, records: int, warnings: tuple[str, ..
     )
     if told.versions or told.choices:
         lines.append(
-            f"alternatives: {told.versions} other version(s) of turns re-validated against the state "
-            f"before their turn, {told.choices} choice(s) among them; every state hash matches"
+            f"alternatives: {plural(told.versions, 'other version')} of turns re-validated against the state "
+            f"before their turn, {plural(told.choices, 'choice')} among them; every state hash matches"
         )
     if told.branch_count > 1:
         lines.append(f"branches: {told.branch_count}, each judged from its fork; branch {told.branch} was played last")

@@ -99,6 +99,6 @@ def test_the_transcript_marks_out_each_exchange_and_nothing_inside_them_is_marku
         "blockquote_open",
     }.isdisjoint(kinds)
     assert "**> take \\*all\\* \\[x\\](y)**" in transcript
-    assert "*2 turn(s) were undone during play and are not shown.*" in transcript
+    assert "*2 turns were undone during play and not shown.*" in transcript
     html = PARSER.render(transcript)
     assert "<a " not in html and "<img" not in html and "<script" not in html and "<em>all" not in html

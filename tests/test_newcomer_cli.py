@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from storyloom.engine.packs import load_pack
 from storyloom.tui.cli import main
 
 DRAFT_ONLY = re.compile(r"You also pocket|On your way, you pick up .* as well|And you take .* too")
@@ -46,6 +47,8 @@ def test_a_headless_replay_prints_the_committed_prose_with_one_line_per_correcti
     assert "[correction 1 for item.take_reach: rejected again]" in north
     assert "[correction 2 for item.take_reach: prose swapped]" in north
     assert "Cliff Path" in north.split("prose swapped]", 1)[1]  # the committed prose, after its corrections
+    pack = load_pack("lighthouse")  # the story opens as headless play printed it: its title and intro
+    assert out.startswith(f"{pack.title}\n\n{pack.intro.strip()}\n"), out[:300]
     assert out.count("You pick up the coil of rope") + out.count("coil of rope") >= 1
 
 
@@ -92,3 +95,12 @@ def test_saves_piped_prints_whole_rows(data_home: Path, tmp_path: Path, capsys, 
     table = _table(capsys.readouterr().out)
     assert "lighthouse (The Lighthouse Keeper)" in table[1] and "1 turn in the story" in table[1]
     assert table[0].split()[-1] == "SIZE"
+
+
+def test_check_story_says_each_count_with_its_noun_agreeing(data_home: Path, capsys) -> None:
+    """The README's example pack has one stat and one ending: "1 stats, … 1 endings" read as a slip."""
+    example = Path(__file__).parent / "packs" / "example.toml"
+    assert main(["check-story", str(example)]) == 0
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert "1 stat," in summary and summary.endswith("1 ending"), summary
+    assert not re.search(r"\b1 [a-z]+s\b", summary), summary

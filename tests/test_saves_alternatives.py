@@ -47,7 +47,7 @@ async def test_a_save_records_every_version_and_choice_in_the_chain_and_verifies
     assert save.header.version == VERSION and not save.warnings
     report = verify_save(path)
     assert report.sound, report.lines
-    assert any(line.startswith("alternatives: 4 other version(s)") and "1 choice(s)" in line for line in report.lines)
+    assert any(line.startswith("alternatives: 4 other versions") and "1 choice " in line for line in report.lines)
     committed = [e for e in events if isinstance(e, TurnCommitted)]
     assert report.lines[-2] == f"final state: {state_hash(live.state)}"
     assert committed[-1].state_hash == state_hash(live.state)

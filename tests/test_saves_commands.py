@@ -93,7 +93,7 @@ def test_export_md_is_a_transcript_of_the_story_as_it_stands(tmp_path: Path, cap
     assert "The storm came in at dusk" in out  # the intro
     assert "**> look**" in out and "**> take rope**" in out and "**> north**" not in out
     assert session.history[-1].turn.narrative.split("\n")[0] in out
-    assert "1 turn(s) were undone" in out
+    assert "1 turn was undone" in out
 
 
 def test_export_json_has_every_commit_with_its_patch_and_the_final_state(tmp_path: Path, capsys) -> None:

@@ -98,6 +98,7 @@ async def test_the_palettes_keys_are_the_games_keys() -> None:
         for key, what in (("ctrl+z", "Undo"), ("ctrl+g", "Another version"), ("ctrl+d", "Details"), ("enter", "Send")):
             assert any(key in line and what in line for line in screen.splitlines()), (key, screen)
         assert "Move cursor" not in screen and "Delete" not in screen
+        assert "f10" not in screen  # it quits only in a browser tab (storyloom serve)
 
 
 async def test_after_the_palette_closes_the_input_keeps_its_focus_border() -> None:
@@ -158,3 +159,81 @@ async def test_the_undo_note_does_not_cover_the_input_at_80x24() -> None:
         assert not any(_overlaps(toast.region, field) for toast in app.screen.query(Toast))
         assert "undone" in painted(app)  # the turn's status line says so
         assert "▔▔▔" in painted(app).splitlines()[field.y]  # the input line is whole
+
+
+async def test_with_a_message_focused_every_key_the_footer_shows_fits_at_80_columns() -> None:
+    """The most keys at once: a focused turn with versions and corrections, a failed turn to retry,
+    two branches. The footer showed `← → Versions  ^r Retry  ^d Details  ^z Undo  ^g Another
+    version  ^t▏^p palette`: Story tree and Quit cut off."""
+    stay = [{"op": "replace", "path": "/stats/health", "value": 9}]
+    bad = turn_text(PROSE, [{"op": "replace", "path": "/items/boulder", "value": "player"}])
+    replies = [
+        turn_text("You wait.", stay),
+        turn_text("You go north, up the Cliff Path.", [{"op": "replace", "path": "/location", "value": "path"}]),
+    ]
+    replies += [bad, turn_text(PROSE, TAKE_LAMP), bad, turn_text("You take the lamp.", TAKE_LAMP), bad, bad, bad]
+    app = _app(*(GatedReply(text) for text in replies))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for command in ("wait", "north"):
+            await send(pilot, command)
+            await finished(pilot, app)
+        app.game.message(1).focus(scroll_visible=False)
+        await pilot.press("ctrl+b")  # a second branch, from turn 1
+        await until(pilot, lambda: app.game.session.ledger.branch == 2)
+        await send(pilot, "take lamp")  # corrected once
+        await until(pilot, lambda: app.game.session.state["items"]["lamp"] == "player" and not app.game.running)
+        await pilot.press("ctrl+g")  # another version, corrected once too
+        await until(
+            pilot, lambda: app.game.session.versions is not None and len(app.game.session.versions.alternatives) == 2
+        )
+        await finished(pilot, app)
+        versions = app.game.session.versions
+        await send(pilot, "north")  # fails: the retry key
+        await until(pilot, lambda: app.game.session.pending is not None and not app.game.running)
+        app.game.message(versions.turn).focus(scroll_visible=False)
+        await pilot.pause(0.3)
+        shown = [binding.description for _, binding, _, _ in app.screen.active_bindings.values() if binding.show]
+        footer = painted(app).splitlines()[-1]
+        keys = [key for key in app.screen.query("FooterKey") if "-command-palette" not in key.classes]
+        palette = app.screen.query_one("FooterKey.-command-palette")
+        assert {"Versions", "Retry", "Details"} <= set(shown), (shown, footer)  # the focused turn's own keys stay
+        assert all(key.region.right <= palette.region.x for key in keys), footer
+        for description in shown:
+            assert description in footer, (description, footer)
+        assert len(shown) >= 5
+
+
+async def test_a_paste_while_a_turn_is_focused_goes_to_the_input_as_typing_does() -> None:
+    """Played in tmux: after shift+tab to browse versions, a pasted `look\\nwait\\ninventory` did nothing at all."""
+    app = _app(GatedReply(turn_text(PROSE, TAKE_LAMP)), *(GatedReply(turn_text(f"Turn {n}.")) for n in range(2)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        message = app.game.latest_message()
+        assert message is not None
+        message.focus(scroll_visible=False)
+        await pilot.pause()
+        app.post_message(events.Paste("wait\n inventory\n"))  # as the terminal sends it, to the app
+        await until(pilot, lambda: len(_commands(app)) == 3 and not app.game.running)
+        assert _commands(app) == ["take lamp", "wait", "inventory"]
+        message.focus(scroll_visible=False)
+        await pilot.pause()
+        app.post_message(events.Paste("look"))
+        await until(pilot, lambda: _field(app).value == "look")
+        assert app.focused is _field(app)
+
+
+async def test_ctrl_d_after_ctrl_z_says_the_turn_was_undone() -> None:
+    """In tmux: ctrl+z on the Cloak's winning turn, then ctrl+d: 'Outcome: committed at once', for a
+    turn that no longer counts."""
+    app = _app(GatedReply(turn_text(PROSE, TAKE_LAMP)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        await pilot.press("ctrl+z")
+        await until(pilot, lambda: "undone" in painted(app))
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        screen = " ".join(line.strip(" │") for line in painted(app).splitlines())
+        assert "Undone since (ctrl+z): it no longer counts." in screen, screen

@@ -198,8 +198,9 @@ class StoryloomApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         """A printable key goes to the game's input line whatever has focus: the game screen moves the
         focus there (`GameScreen.keep_typing`) before the key is handed to the focused widget, so no
-        letter of a command typed fast is taken by a focused message or lost."""
-        if isinstance(event, events.Key) and event.is_printable:
+        letter of a command typed fast is taken by a focused message or lost. A paste too (a focused
+        message had taken it, and dropped it)."""
+        if (isinstance(event, events.Key) and event.is_printable) or isinstance(event, events.Paste):
             keep_typing = getattr(self.screen, "keep_typing", None)
             if keep_typing is not None:
                 keep_typing()
@@ -294,7 +295,7 @@ class StoryloomApp(App[int]):
             [
                 ("Playing", [Binding("enter", "", "Send the command"), *game.BINDINGS]),
                 ("On a focused turn message (shift+tab or a click)", TurnMessage.BINDINGS),
-                ("Anywhere", [Binding("ctrl+p", "", "Command palette"), *self.BINDINGS]),
+                ("Anywhere", [Binding("ctrl+p", "", "Command palette"), *self._keys_here()]),
             ]
         )
         self.push_screen(KeysScreen(lines))
@@ -342,6 +343,11 @@ class StoryloomApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.is_web if action == "quit_in_browser" else True
+
+    def _keys_here(self) -> list[Binding]:
+        """The app's keys that work where it runs (f10 quits only in a browser tab)."""
+        keys = [b if isinstance(b, Binding) else Binding(*b) for b in self.BINDINGS]
+        return [b for b in keys if self.check_action(b.action, ())]
 
     async def action_quit_in_browser(self) -> None:
         await self.action_quit()

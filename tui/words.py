@@ -1,8 +1,7 @@
-"""How the front ends say a count: "1 issue", "2 issues", never "issue(s)"."""
+"""How the front ends say a count: "1 issue", "2 issues", never "issue(s)" (the engine's one helper)."""
 
 from __future__ import annotations
 
+from storyloom.engine.words import plural
 
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """`count` and the noun in the form that agrees with it (`nouns` when adding an "s" is wrong)."""
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+__all__ = ["plural"]

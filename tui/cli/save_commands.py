@@ -27,7 +27,7 @@ from storyloom.saves.rebuild import story_turns
 from storyloom.saves.summary import summarize_save
 from storyloom.saves.verify import verify_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from storyloom.tui.cli.printer import EventPrinter
+from storyloom.tui.cli.printer import EventPrinter, print_intro
 from storyloom.tui.words import plural
 
 
@@ -252,6 +252,7 @@ def replay(args: argparse.Namespace) -> int:
             print(f"storyloom: warning: {safe_text(str(path))}: {warning}", file=sys.stderr)
         drafts = bool(getattr(args, "drafts", False))
         printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed), drafts=drafts)
+        print_intro(streamed.pack, sys.stdout)  # the story as headless play printed it: its opening first
         replayer = Replayer(streamed, keep_events=False)
         result = asyncio.run(replayer.run(_on_path(path, branch, printer)))
     except SaveError as exc:

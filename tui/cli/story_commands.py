@@ -23,7 +23,8 @@ def stories(args: argparse.Namespace) -> int:
     for pack_id in sorted(builtin_pack_ids(), key=lambda i: i != DEFAULT_STORY):
         pack = load_pack(pack_id)
         default = "  (the default)" if pack_id == DEFAULT_STORY else ""
-        print(f"{pack.id:<16} {safe_text(pack.title)}  ({len(pack.rooms)} rooms, {len(pack.items)} items){default}")
+        counts = f"{plural(len(pack.rooms), 'room')}, {plural(len(pack.items), 'item')}"
+        print(f"{pack.id:<16} {safe_text(pack.title)}  ({counts}){default}")
     return EXIT_OK
 
 
@@ -36,10 +37,10 @@ def check_story(args: argparse.Namespace) -> int:
         print_problems(exc, sys.stderr)
         print(plural(len(exc.problems), "problem") + " found", file=sys.stderr)
         return EXIT_USAGE
-    print(
-        f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {len(pack.rooms)} rooms, {len(pack.items)} items, "
-        f"{len(pack.stats)} stats, {len(pack.flags)} flags, {len(pack.actions)} actions, {len(pack.endings)} endings"
-    )
+    parts = ((pack.rooms, "room"), (pack.items, "item"), (pack.stats, "stat"), (pack.flags, "flag"))
+    counts = ", ".join(plural(len(things), noun) for things, noun in parts)
+    counts += f", {plural(len(pack.actions), 'action')}, {plural(len(pack.endings), 'ending')}"
+    print(f"ok: {pack.id} \u2014 {safe_text(pack.title)}: {counts}")
     bound = binding(pack)
     print("bound (changed only by these actions; any item also by taking and dropping it):")
     for key, actions in bound.bound.items():

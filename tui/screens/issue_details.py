@@ -138,12 +138,15 @@ class IssueDetailsScreen(ModalScreen[None]):
         *,
         narrator: str = "",
         world: tuple[list[str], list[str]] = ([], []),
+        undone: bool = False,
     ) -> None:
         """Args:
         narrator: who wrote the turn (the offline narrator counts no tokens, and says so).
         world: the stats and flags the side panel does not show, one line each (`world_lines`).
+        undone: the turn was taken back (ctrl+z) since it committed.
         """
         super().__init__()
+        self._undone = undone
         self._turn = turn
         self._player_input = player_input
         self._events = list(events)
@@ -208,6 +211,8 @@ class IssueDetailsScreen(ModalScreen[None]):
             text = "Outcome: cancelled. Nothing changed in the story."
         else:
             text = "Outcome: still in progress."
+        if self._undone:
+            text += " Undone since (ctrl+z): it no longer counts."
         return [Static(Content(text), markup=False)]
 
     def _changes(self, before: AttemptView, after: AttemptView) -> list[Static]:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import ActiveBinding
 from textual.screen import Screen
 from textual.widget import AwaitMount, Widget
 
@@ -22,6 +23,7 @@ from storyloom.engine.events import (
 from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
 from storyloom.engine.safety import safe_text
 from storyloom.tui._textual_internals import crop_repaints_to_rows
+from storyloom.tui.screens.footer import fit_footer
 from storyloom.tui.screens.issue_details import IssueDetailsScreen
 from storyloom.tui.screens.opening import game_layout
 from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
@@ -73,6 +75,15 @@ class StoryScreen(Screen[None]):
         self._details: dict[tuple[int, str], tuple[Event, ...]] = {}
         """The details of committed versions that had issues, by (turn, prose): a branch or a switch
         draws a path anew from the session's history, which keeps no events (see `_remember`)."""
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The keys in force, those the footer has no room for at this width left out of it (every key
+        still works, and the palette's Keys lists them all)."""
+        return fit_footer(super().active_bindings, self.size.width, self.app)
+
+    def on_resize(self) -> None:
+        self.refresh_bindings()  # the footer's room changed
 
     def refresh_bindings(self) -> None:
         """Tell the footer about the keys, but only when what it shows changes.
@@ -297,13 +308,17 @@ class StoryScreen(Screen[None]):
         self._open_details(event.message)
 
     def _open_details(self, message: TurnMessage) -> None:
-        self.app.push_screen(self._details_screen(message.turn, message.player_input, message.events))
+        screen = self._details_screen(message.turn, message.player_input, message.events, message.outcome == "undone")
+        self.app.push_screen(screen)
 
-    def _details_screen(self, turn: int, player_input: str, events: list[Event]) -> IssueDetailsScreen:
+    def _details_screen(
+        self, turn: int, player_input: str, events: list[Event], undone: bool = False
+    ) -> IssueDetailsScreen:
         """A turn's details, with the narrator's name and what the side panel keeps out of sight."""
         session = self.play.story
         hidden = world_lines(session.pack, session.state, shown=False)
-        return IssueDetailsScreen(turn, player_input, events, narrator=session.narrator.name, world=hidden)
+        name = session.narrator.name
+        return IssueDetailsScreen(turn, player_input, events, narrator=name, world=hidden, undone=undone)
 
     @on(ArchivedTurns.DetailsRequested)
     def _folded_details(self, event: ArchivedTurns.DetailsRequested) -> None:

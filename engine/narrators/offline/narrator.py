@@ -186,7 +186,7 @@ def _meant(request: NarrationRequest, key: str, seen: RoomsSeen | None) -> dict[
         rng = Random(f"turn|{key}|{wording}")
         turn = write_turn(pack, state, history, command, rng, seen, earlier)
         if otherwise and turn["state_patch"]:
-            turn = write_held_back(pack, state, history, rng, earlier)
+            turn = write_held_back(pack, state, history, rng, earlier) or turn
         if turn["narrative"] not in earlier:
             break
     return turn

@@ -89,10 +89,12 @@ def write_held_back(
     history: tuple[Exchange, ...],
     rng: Random,
     earlier_versions: Sequence[str] = (),
-) -> dict[str, Any]:
-    """Another valid outcome of a deed: the player holds back, and the world stays as it is."""
+) -> dict[str, Any] | None:
+    """Another valid outcome of a deed: the player holds back, and the world stays as it is. None where
+    the story allows no such outcome (a dark room's catch-all: every command there blunders)."""
     voice = _voice(history, rng, earlier_versions)
-    return {"narrative": say.held_back(voice), "state_patch": [], "suggestions": suggestions(pack, state, voice)}
+    turn = {"narrative": say.held_back(voice), "state_patch": [], "suggestions": suggestions(pack, state, voice)}
+    return turn if judge(json.dumps(turn), state, pack).ok else None
 
 
 def _voice(history: tuple[Exchange, ...], rng: Random, earlier_versions: Sequence[str]) -> say.Voice:
