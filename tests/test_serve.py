@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -42,6 +43,7 @@ class Served:
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            start_new_session=True,  # its games are in its group, so a hung one can be ended with it
         )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -53,7 +55,12 @@ class Served:
 
     def stop(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=20)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # a game that never quits holds the server: end them all
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=20)
+            raise AssertionError("storyloom serve did not stop on SIGTERM") from None
         assert self.process.stderr is not None
         self.process.stderr.close()
 
@@ -286,3 +293,21 @@ def test_in_a_real_headless_browser_the_story_plays_in_the_tab(served, tmp_path)
         finally:
             browser.close()
     _sound(served, save)
+
+
+async def test_a_player_who_set_plain_lines_for_their_terminal_still_gets_the_game_in_the_tab(tmp_path):
+    """`screen_reader = true` in the settings file is the terminal's front end, not the browser's:
+    a served game is always the app (plain lines on textual-serve's pipe would be no screen at all)."""
+    (tmp_path / "config" / "storyloom").mkdir(parents=True)
+    (tmp_path / "config" / "storyloom" / "config.toml").write_text("screen_reader = true\n", encoding="utf-8")
+    served = Served(tmp_path)
+    try:
+        async with asyncio.timeout(60), aiohttp.ClientSession() as client:  # before: a blank tab, forever
+            game = await _new_game(client, served.base)
+            async with client.ws_connect(f"{served.base}/ws/{game}?width=100&height=30") as websocket:
+                tab = Tab(websocket)
+                await tab.wait_for("The Lighthouse Keeper", "Someone has to light the lamp")
+                await tab.play("take rope")
+                await tab.wait_for("• coil of rope")
+    finally:
+        served.stop()
