@@ -157,6 +157,8 @@ async def test_a_tab_plays_and_a_reload_goes_on_with_the_same_story(served):
             await tab.wait_for("The Lighthouse Keeper", "Someone has to light the lamp")
             await tab.play("take rope")
             await tab.wait_for("• coil of rope")  # committed: the side panel shows it carried
+            footer = tab.screen.display[-1]
+            assert "f10 Quit" in footer and "^q" not in footer, footer  # Firefox quits on ctrl+q itself
         save = served.saves / f"served-{game}.jsonl"
         _sound(served, save)  # the tab closed: the game ended as a quit does
         assert '"turn_committed"' in save.read_text(encoding="utf-8")
