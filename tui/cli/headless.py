@@ -378,7 +378,7 @@ def _turns(numbers: list[int]) -> str:
 async def _undo(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
     event = session.undo()
     if event is None:
-        print(f"storyloom: {session.no_undo}", file=printer.err)
+        printer.say(session.no_undo)
         return
     if on_event is not None:
         on_event(event)
@@ -389,10 +389,9 @@ async def _regenerate(session: Session, argument: str, on_event: EventHook | Non
     """Another version of the latest committed turn; a failed one is handled like a failed turn
     (`--on-fail`), and the version chosen before stays committed."""
     if not session.can_regenerate:
-        print(
-            "storyloom: nothing to regenerate: only the latest committed turn can get another version, "
-            "before the next command; skipped",
-            file=printer.err,
+        printer.say(
+            "nothing to regenerate: only the latest committed turn can get another version, before the next command",
+            skipped=True,
         )
         return
     failed, _ = await play_turn(session.regenerate(), on_event, printer)
@@ -407,9 +406,7 @@ async def _choose(session: Session, argument: str, on_event: EventHook | None, p
     event = session.choose(number) if number else None
     if event is None:
         known = f"1 to {count}" if count else "none: the latest turn is fixed or there is none"
-        print(
-            f"storyloom: /choose needs the number of a version of the latest turn ({known}); skipped", file=printer.err
-        )
+        printer.say(f"/choose needs the number of a version of the latest turn ({known})", skipped=True)
         return
     if on_event is not None:
         on_event(event)
@@ -419,15 +416,12 @@ async def _choose(session: Session, argument: str, on_event: EventHook | None, p
 async def _branch(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
     """`/branch N`: continue from after turn N on a new branch (the branch played until now is kept)."""
     if not argument.isdigit():
-        print(
-            "storyloom: /branch needs the number of a committed turn on this path (0: the start); skipped",
-            file=printer.err,
-        )
+        printer.say("/branch needs the number of a committed turn on this path (0: the start)", skipped=True)
         return
     try:
         event: Event = session.branch(int(argument))
     except BranchRefused as refused:
-        print(f"storyloom: cannot branch: {refused}; skipped", file=printer.err)
+        printer.say(f"cannot branch: {refused}", skipped=True)
         return
     if on_event is not None:
         on_event(event)
@@ -439,7 +433,7 @@ async def _switch(session: Session, argument: str, on_event: EventHook | None, p
     try:
         event: Event = session.switch(int(argument) if argument.isdigit() else 0)
     except BranchRefused as refused:
-        print(f"storyloom: cannot switch: {refused}; skipped", file=printer.err)
+        printer.say(f"cannot switch: {refused}", skipped=True)
         return
     if on_event is not None:
         on_event(event)
@@ -455,7 +449,7 @@ async def _branches(session: Session, argument: str, on_event: EventHook | None,
     for view in session.ledger.branches():
         ending = endings.get(view.number)
         ended = f"; ended: {safe_text(ending.title)}" if ending is not None else ""
-        print(f"storyloom: {branch_line(view, 'being played')}{ended}", file=printer.err)
+        printer.say(f"{branch_line(view, 'being played')}{ended}")
 
 
 async def _quit(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
@@ -482,6 +476,6 @@ async def _meta(session: Session, command: str, on_event: EventHook | None, prin
     handler = META_COMMANDS.get(name.casefold())
     if handler is None:
         known = ", ".join(META_COMMANDS)
-        print(f"storyloom: unknown meta-command {safe_text(command)!r} (known: {known}); skipped", file=printer.err)
+        printer.say(f"unknown meta-command {safe_text(command)!r} (known: {known})", skipped=True)
         return
     await handler(session, argument.strip(), on_event, printer)

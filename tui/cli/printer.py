@@ -159,6 +159,11 @@ class EventPrinter:
     def _note(self, text: str) -> None:
         print(f"storyloom: {text}", file=self.err)
 
+    def say(self, text: str, *, skipped: bool = False) -> None:
+        """A meta-command's answer (a listing, or why it did nothing): a note on `err`, ending in
+        "; skipped" when the command was not played (a commands file goes on with the next line)."""
+        self._note(f"{text}; skipped" if skipped else text)
+
     def _close(self) -> None:
         if self._open:
             self.out.write("\n\n")

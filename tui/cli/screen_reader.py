@@ -58,6 +58,7 @@ from storyloom.tui.cli.headless import (
     recorder,
 )
 from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro
+from storyloom.tui.failures import failure
 from storyloom.tui.session import PlaySession
 from storyloom.tui.settings import SettingsError, load_settings
 
@@ -94,16 +95,16 @@ class ReaderPrinter(EventPrinter):
                 self._busy_told = True
                 self._line(f"The narrator is busy; asking again for turn {event.turn}{self._try}…")
         elif isinstance(event, TurnFailed):
-            reasons = "; ".join(safe_text(issue.message) for issue in event.issues) or "no reason given"
+            reasons = "; ".join(safe_text(issue.message).rstrip(" .") for issue in event.issues) or "no reason given"
+            what = f"failed {failure(event).outcome}: {reasons}."  # the status row's and the transcript's words
             if self._version:
                 self._line(
-                    f"Another version of turn {event.turn} failed: {reasons}. The chosen version stands; "
+                    f"Another version of turn {event.turn} {what} The chosen version stands; "
                     "type /regenerate to try again."
                 )
             else:
                 self._line(
-                    f"Turn {event.turn} failed: {reasons}. Nothing changed. "
-                    "Type /retry to play it again, or type another command."
+                    f"Turn {event.turn} {what} Nothing changed. Type /retry to play it again, or type another command."
                 )
         elif isinstance(event, TurnCancelled):
             self._line(f"Turn {event.turn} cancelled; nothing changed. Type /retry to play it again.")
@@ -115,6 +116,12 @@ class ReaderPrinter(EventPrinter):
 
     def _line(self, text: str) -> None:
         print(text, file=self.out)
+
+    def say(self, text: str, *, skipped: bool = False) -> None:
+        """A command's answer as a sentence of its own (no `storyloom:` before it to be read aloud on
+        every line, and no "skipped": a player at the prompt just types again)."""
+        text = f"{text[:1].upper()}{text[1:]}"
+        self._line(text if text.endswith((".", "?", "!")) else f"{text}.")
 
 
 def describe_state(pack: StoryPack, state: dict[str, Any]) -> list[str]:
