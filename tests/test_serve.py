@@ -313,3 +313,33 @@ async def test_a_player_who_set_plain_lines_for_their_terminal_still_gets_the_ga
                 await tab.wait_for("• coil of rope")
     finally:
         served.stop()
+
+
+async def test_a_theme_chosen_in_a_tab_is_that_tab_s_not_the_server_owner_s(served):
+    """The palette's theme is remembered in the settings file in a terminal; a tab must not write the
+    server's settings (every later tab, and the owner's own terminal, would get a visitor's choice)."""
+    config = served.saves.parents[2] / "config" / "storyloom" / "config.toml"
+    async with asyncio.timeout(90), aiohttp.ClientSession() as client:
+        game = await _new_game(client, served.base)
+        async with client.ws_connect(f"{served.base}/ws/{game}?width=100&height=30") as websocket:
+            tab = Tab(websocket)
+            await tab.wait_for("Someone has to light the lamp")
+            await tab.play("look")  # the story is loaded behind its intro
+            await tab.wait_for("try: ")  # the turn is played
+            await tab.key("\x10")  # ctrl+p
+            await tab.wait_for("Search for commands")
+            await asyncio.sleep(0.5)
+            for char in "theme":
+                await tab.key(char)
+            await tab.wait_for("Change the current theme")
+            await asyncio.sleep(0.5)
+            await tab.key("\r")
+            await tab.wait_for("Search for themes", "nord")
+            await asyncio.sleep(0.5)
+            for char in "nord":
+                await tab.key(char)
+            await asyncio.sleep(0.5)
+            await tab.key("\r")
+            await asyncio.sleep(2)  # the theme applied (and, before, written)
+        _sound(served, served.saves / f"served-{game}.jsonl")
+    assert not config.exists() or "theme" not in config.read_text(encoding="utf-8")
