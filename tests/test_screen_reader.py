@@ -164,7 +164,7 @@ def test_a_resumed_story_stands_where_it_stopped_and_undo_goes_on(tmp_path):
     player.quit(None)  # Control-D also saves and leaves
     again = Player(tmp_path, "--resume", "latest")
     opening = again.start()
-    assert "resumed after turn 3" in opening and "rope" in opening
+    assert "The Lighthouse Keeper, resumed. The story so far ends, at turn 3:" in opening and "rope" in opening
     assert "You carry: coil of rope." in again.say("/look-state")
     assert "(undone" in again.say("/undo")
     assert "You carry: nothing." in again.say("/look-state")
@@ -224,6 +224,7 @@ def test_branches_are_listed_made_and_switched_in_plain_sentences(tmp_path):
         player.play(command)
     said = player.say("/branch 1")
     assert "(branch 2: continued from after turn 1 of branch 1, which is kept)" in said
+    assert "The story so far ends, at turn 1:" in said and "Rocky Shore" in said  # where it stands, heard once
     assert "You carry: nothing." in player.say("/look-state")
     player.play("north")
     listing = player.say("/branches")
@@ -231,8 +232,12 @@ def test_branches_are_listed_made_and_switched_in_plain_sentences(tmp_path):
     assert "Branch 2: from turn 1 of branch 1 (look); 2 turns, being played." in listing
     said = player.say("/switch 1")
     assert "(branch 1: back where it stood, after turn 3)" in said
+    assert "The story so far ends, at turn 3:" in said and "coil of rope" in said
     assert "You carry: coil of rope." in player.say("/look-state")
     assert "Cannot switch: there is no branch 9 (the story has 1 to 2)." in player.say("/switch 9")
+    said = player.say("/branch 0")
+    assert "(branch 3: the story from its start again; branch 1 is kept)" in said
+    assert "Someone has to light the lamp." in said  # no turn stands: the intro
     assert "/branch needs the number of a committed turn on this path (0: the start)." in player.say("/branch")
     assert "/choose needs the number of a version of the latest turn" in player.say("/choose 5")
     player.quit()

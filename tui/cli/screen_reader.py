@@ -177,6 +177,30 @@ async def _help(session: Session, argument: str, on_event: EventHook | None, pri
     print(HELP, file=printer.out)
 
 
+def _telling_where(handler: MetaCommand) -> MetaCommand:
+    """/branch and /switch, then where the story now stands: the app draws the other path, so a
+    listener hears its latest turn (an ended branch's ending is printed by the command itself)."""
+
+    async def run(session: Session, argument: str, on_event: EventHook | None, printer: EventPrinter) -> None:
+        before = (session.ledger.branch, session.ledger.branch_count)
+        await handler(session, argument, on_event, printer)
+        if (session.ledger.branch, session.ledger.branch_count) != before and session.ending is None:
+            print(file=printer.out)
+            _where(session, printer.out)
+
+    return run
+
+
+def _where(session: Session, out: TextIO, resumed: str = "") -> None:
+    """The turn the story stands at, whole (or the intro, when no turn stands)."""
+    if not session.history:
+        print_intro(session.pack, out)
+        return
+    latest = session.history[-1]
+    print(f"{resumed}The story so far ends, at turn {latest.number}:\n", file=out)
+    print(safe_text(latest.turn.narrative), file=out)
+
+
 HELP = """Type what you do, then Enter. Commands:
 /look-state: where you are, what you carry, and the story's stats.
 /undo: take back the last turn.
@@ -195,6 +219,8 @@ READER_COMMANDS: dict[str, MetaCommand] = {
     "/versions": _versions,
     "/look-state": _look_state,
     "/help": _help,
+    "/branch": _telling_where(META_COMMANDS["/branch"]),
+    "/switch": _telling_where(META_COMMANDS["/switch"]),
 }
 """Headless play's meta-commands and the ones a player at a prompt needs."""
 
@@ -256,12 +282,7 @@ def _opening(play: PlaySession, out: TextIO) -> None:
     """A new story's title and intro; a resumed one's title and the turn it stands at."""
     session = play.session
     assert session is not None and play.pack is not None
-    if not session.history:
-        print_intro(play.pack, out)
-    else:
-        latest = session.history[-1]
-        print(f"{safe_text(play.pack.title)}, resumed after turn {latest.number}. The story so far ends:\n", file=out)
-        print(safe_text(latest.turn.narrative), file=out)
+    _where(session, out, f"{safe_text(play.pack.title)}, resumed. " if session.history else "")
     if session.ending is not None:
         print_ending(session.ending.title, session.ending.text, out)
         print(f"\n{STORY_OVER[0].upper()}{STORY_OVER[1:]}.", file=out)
