@@ -140,9 +140,15 @@ def test_a_whole_game_with_corrections_failures_versions_undo_and_the_ending(tmp
 
     text = player.raw.decode("utf-8")
     corrections = re.findall(r"Correcting turn \d+[^\r\n]*", text)
-    failures = re.findall(r"Turn \d+ failed: [^\r\n]*Type /retry to play it again, or type another command\.", text)
+    failures = re.findall(
+        r"Turn \d+ failed after its correction budget: [^\r\n]*[^.]\. Nothing changed\. "
+        r"Type /retry to play it again, or type another command\.",
+        text,
+    )  # what happened, in the words the app's status row and the transcript use, then how to retry
     assert corrections and failures, "the seed should give corrections and failed turns; pick another"
     assert len(corrections) == len(set(corrections)), "a correction line was printed twice"
+    assert len(failures) == len(re.findall(r"\nTurn \d+ failed", text)), "each failure says what and how to retry"
+    assert ".." not in text.replace("...", "")
     lines = [line for line in text.split("\r\n") if line.strip()]
     shown = Counter(line for prose in _commits(save) for line in prose.splitlines() if line.strip())
     printed = Counter(line for line in lines if line in shown)
@@ -158,7 +164,7 @@ def test_a_resumed_story_stands_where_it_stopped_and_undo_goes_on(tmp_path):
     player.quit(None)  # Control-D also saves and leaves
     again = Player(tmp_path, "--resume", "latest")
     opening = again.start()
-    assert "resumed after turn 3" in opening and "rope" in opening
+    assert "The Lighthouse Keeper, resumed. The story so far ends, at turn 3:" in opening and "rope" in opening
     assert "You carry: coil of rope." in again.say("/look-state")
     assert "(undone" in again.say("/undo")
     assert "You carry: nothing." in again.say("/look-state")
@@ -207,3 +213,34 @@ def test_control_c_cancels_the_turn_being_written_and_retry_plays_it(tmp_path):
     assert "Rocky Shore" in player.say("/retry")
     player.quit()
     _plain(player.raw)
+
+
+def test_branches_are_listed_made_and_switched_in_plain_sentences(tmp_path):
+    """The branch commands answer as the rest do: sentences, without headless play's `storyloom:`
+    prefix on every line or its `; skipped` (a commands file's word: here nothing is skipped)."""
+    player = Player(tmp_path, "--seed", SEED)
+    player.start()
+    for command in WALK[:3]:  # look, examine the boat, take rope
+        player.play(command)
+    said = player.say("/branch 1")
+    assert "(branch 2: continued from after turn 1 of branch 1, which is kept)" in said
+    assert "The story so far ends, at turn 1:" in said and "Rocky Shore" in said  # where it stands, heard once
+    assert "You carry: nothing." in player.say("/look-state")
+    player.play("north")
+    listing = player.say("/branches")
+    assert "Branch 1: the story as first played; 3 turns." in listing
+    assert "Branch 2: from turn 1 of branch 1 (look); 2 turns, being played." in listing
+    said = player.say("/switch 1")
+    assert "(branch 1: back where it stood, after turn 3)" in said
+    assert "The story so far ends, at turn 3:" in said and "coil of rope" in said
+    assert "You carry: coil of rope." in player.say("/look-state")
+    assert "Cannot switch: there is no branch 9 (the story has 1 to 2)." in player.say("/switch 9")
+    said = player.say("/branch 0")
+    assert "(branch 3: the story from its start again; branch 1 is kept)" in said
+    assert "Someone has to light the lamp." in said  # no turn stands: the intro
+    assert "/branch needs the number of a committed turn on this path (0: the start)." in player.say("/branch")
+    assert "/choose needs the number of a version of the latest turn" in player.say("/choose 5")
+    player.quit()
+    _plain(player.raw)
+    answers = player.raw.decode("utf-8").split(PROMPT, 1)[1]  # after the opening ("storyloom: saving to …")
+    assert "storyloom:" not in answers and "skipped" not in answers

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -42,6 +43,7 @@ class Served:
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            start_new_session=True,  # its games are in its group, so a hung one can be ended with it
         )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -53,7 +55,12 @@ class Served:
 
     def stop(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=20)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # a game that never quits holds the server: end them all
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=20)
+            raise AssertionError("storyloom serve did not stop on SIGTERM") from None
         assert self.process.stderr is not None
         self.process.stderr.close()
 
@@ -150,6 +157,8 @@ async def test_a_tab_plays_and_a_reload_goes_on_with_the_same_story(served):
             await tab.wait_for("The Lighthouse Keeper", "Someone has to light the lamp")
             await tab.play("take rope")
             await tab.wait_for("• coil of rope")  # committed: the side panel shows it carried
+            footer = tab.screen.display[-1]
+            assert "f10 Quit" in footer and "^q" not in footer, footer  # Firefox quits on ctrl+q itself
         save = served.saves / f"served-{game}.jsonl"
         _sound(served, save)  # the tab closed: the game ended as a quit does
         assert '"turn_committed"' in save.read_text(encoding="utf-8")
@@ -286,3 +295,51 @@ def test_in_a_real_headless_browser_the_story_plays_in_the_tab(served, tmp_path)
         finally:
             browser.close()
     _sound(served, save)
+
+
+async def test_a_player_who_set_plain_lines_for_their_terminal_still_gets_the_game_in_the_tab(tmp_path):
+    """`screen_reader = true` in the settings file is the terminal's front end, not the browser's:
+    a served game is always the app (plain lines on textual-serve's pipe would be no screen at all)."""
+    (tmp_path / "config" / "storyloom").mkdir(parents=True)
+    (tmp_path / "config" / "storyloom" / "config.toml").write_text("screen_reader = true\n", encoding="utf-8")
+    served = Served(tmp_path)
+    try:
+        async with asyncio.timeout(60), aiohttp.ClientSession() as client:  # before: a blank tab, forever
+            game = await _new_game(client, served.base)
+            async with client.ws_connect(f"{served.base}/ws/{game}?width=100&height=30") as websocket:
+                tab = Tab(websocket)
+                await tab.wait_for("The Lighthouse Keeper", "Someone has to light the lamp")
+                await tab.play("take rope")
+                await tab.wait_for("• coil of rope")
+    finally:
+        served.stop()
+
+
+async def test_a_theme_chosen_in_a_tab_is_that_tab_s_not_the_server_owner_s(served):
+    """The palette's theme is remembered in the settings file in a terminal; a tab must not write the
+    server's settings (every later tab, and the owner's own terminal, would get a visitor's choice)."""
+    config = served.saves.parents[2] / "config" / "storyloom" / "config.toml"
+    async with asyncio.timeout(90), aiohttp.ClientSession() as client:
+        game = await _new_game(client, served.base)
+        async with client.ws_connect(f"{served.base}/ws/{game}?width=100&height=30") as websocket:
+            tab = Tab(websocket)
+            await tab.wait_for("Someone has to light the lamp")
+            await tab.play("look")  # the story is loaded behind its intro
+            await tab.wait_for("try: ")  # the turn is played
+            await tab.key("\x10")  # ctrl+p
+            await tab.wait_for("Search for commands")
+            await asyncio.sleep(0.5)
+            for char in "theme":
+                await tab.key(char)
+            await tab.wait_for("Change the current theme")
+            await asyncio.sleep(0.5)
+            await tab.key("\r")
+            await tab.wait_for("Search for themes", "nord")
+            await asyncio.sleep(0.5)
+            for char in "nord":
+                await tab.key(char)
+            await asyncio.sleep(0.5)
+            await tab.key("\r")
+            await asyncio.sleep(2)  # the theme applied (and, before, written)
+        _sound(served, served.saves / f"served-{game}.jsonl")
+    assert not config.exists() or "theme" not in config.read_text(encoding="utf-8")

@@ -120,9 +120,11 @@ class StoryloomApp(App[int]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("ctrl+q", "quit_in_browser", show=False, priority=True),
         Binding("f10", "quit_in_browser", "Quit", priority=True),
     ]
-    """ctrl+q quits Firefox itself before the page sees it: served to a browser, f10 quits too (and shows)."""
+    """ctrl+q quits Firefox itself before the page sees it: served to a browser, f10 quits and is the
+    Quit the footer shows (ctrl+q still quits where a browser lets it through)."""
 
     def __init__(
         self,
@@ -296,7 +298,8 @@ class StoryloomApp(App[int]):
                 ("Playing", [Binding("enter", "", "Send the command"), *game.BINDINGS]),
                 ("On a focused turn message (shift+tab or a click)", TurnMessage.BINDINGS),
                 ("Anywhere", [Binding("ctrl+p", "", "Command palette"), *self._keys_here()]),
-            ]
+            ],
+            browser=self.is_web,
         )
         self.push_screen(KeysScreen(lines))
 
@@ -342,6 +345,8 @@ class StoryloomApp(App[int]):
         self.run_worker(self.game.restart(self._past()), exclusive=True, group="new-game")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "quit":
+            return not self.is_web
         return self.is_web if action == "quit_in_browser" else True
 
     def _keys_here(self) -> list[Binding]:

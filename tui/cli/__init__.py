@@ -250,7 +250,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _plain_lines(args: argparse.Namespace) -> bool:
-    """The screen-reader front end: asked for by the flag or the setting, or accepted on a `dumb` terminal."""
+    """The screen-reader front end: asked for by the flag or the setting, or accepted on a `dumb` terminal.
+
+    Never for a game of `storyloom serve`: its tab is a browser's terminal, drawn by the app (the
+    setting is the player's terminal's, and plain lines on textual-serve's pipe would be no screen)."""
+    if args.served:
+        return False
     if args.screen_reader:
         return True
     from storyloom.tui.settings import SettingsError, load_settings

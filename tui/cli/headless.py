@@ -345,7 +345,7 @@ async def _undo(play: PlaySession, argument: str, printer: EventPrinter) -> None
     why = play.story.no_undo
     event = play.undo()
     if event is None:
-        print(f"storyloom: {why}", file=printer.err)
+        printer.say(why)
         return
     printer(event)
 
@@ -354,10 +354,9 @@ async def _regenerate(play: PlaySession, argument: str, printer: EventPrinter) -
     """Another version of the latest committed turn; a failed one is handled like a failed turn
     (`--on-fail`), and the version chosen before stays committed."""
     if not play.story.can_regenerate:
-        print(
-            "storyloom: nothing to regenerate: only the latest committed turn can get another version, "
-            "before the next command; skipped",
-            file=printer.err,
+        printer.say(
+            "nothing to regenerate: only the latest committed turn can get another version, before the next command",
+            skipped=True,
         )
         return
     failed, _ = await play_turn(play.regenerate(), printer)
@@ -372,9 +371,7 @@ async def _choose(play: PlaySession, argument: str, printer: EventPrinter) -> No
     event = play.choose(number) if number else None
     if event is None:
         known = f"1 to {count}" if count else "none: the latest turn is fixed or there is none"
-        print(
-            f"storyloom: /choose needs the number of a version of the latest turn ({known}); skipped", file=printer.err
-        )
+        printer.say(f"/choose needs the number of a version of the latest turn ({known})", skipped=True)
         return
     printer(event)
 
@@ -382,15 +379,12 @@ async def _choose(play: PlaySession, argument: str, printer: EventPrinter) -> No
 async def _branch(play: PlaySession, argument: str, printer: EventPrinter) -> None:
     """`/branch N`: continue from after turn N on a new branch (the branch played until now is kept)."""
     if not argument.isdigit():
-        print(
-            "storyloom: /branch needs the number of a committed turn on this path (0: the start); skipped",
-            file=printer.err,
-        )
+        printer.say("/branch needs the number of a committed turn on this path (0: the start)", skipped=True)
         return
     try:
         event: Event = play.branch(int(argument))
     except BranchRefused as refused:
-        print(f"storyloom: cannot branch: {refused}; skipped", file=printer.err)
+        printer.say(f"cannot branch: {refused}", skipped=True)
         return
     printer(event)
 
@@ -400,7 +394,7 @@ async def _switch(play: PlaySession, argument: str, printer: EventPrinter) -> No
     try:
         event: Event = play.switch(int(argument) if argument.isdigit() else 0)
     except BranchRefused as refused:
-        print(f"storyloom: cannot switch: {refused}; skipped", file=printer.err)
+        printer.say(f"cannot switch: {refused}", skipped=True)
         return
     printer(event)
     ending = play.story.ending
@@ -415,7 +409,7 @@ async def _branches(play: PlaySession, argument: str, printer: EventPrinter) -> 
     for view in session.ledger.branches():
         ending = endings.get(view.number)
         ended = f"; ended: {safe_text(ending.title)}" if ending is not None else ""
-        print(f"storyloom: {branch_line(view, 'being played')}{ended}", file=printer.err)
+        printer.say(f"{branch_line(view, 'being played')}{ended}")
 
 
 async def _quit(play: PlaySession, argument: str, printer: EventPrinter) -> None:
@@ -442,6 +436,6 @@ async def _meta(play: PlaySession, command: str, printer: EventPrinter) -> None:
     handler = META_COMMANDS.get(name.casefold())
     if handler is None:
         known = ", ".join(META_COMMANDS)
-        print(f"storyloom: unknown meta-command {safe_text(command)!r} (known: {known}); skipped", file=printer.err)
+        printer.say(f"unknown meta-command {safe_text(command)!r} (known: {known})", skipped=True)
         return
     await handler(play, argument.strip(), printer)

@@ -159,6 +159,11 @@ class EventPrinter:
     def _note(self, text: str) -> None:
         print(f"storyloom: {text}", file=self.err)
 
+    def say(self, text: str, *, skipped: bool = False) -> None:
+        """A meta-command's answer (a listing, or why it did nothing): a note on `err`, ending in
+        "; skipped" when the command was not played (a commands file goes on with the next line)."""
+        self._note(f"{text}; skipped" if skipped else text)
+
     def _close(self) -> None:
         if self._open:
             self.out.write("\n\n")
@@ -168,8 +173,9 @@ class EventPrinter:
 def branched(event: BranchStarted | BranchSwitched) -> str:
     """What a branch or a switch says, in the transcript and the live view alike."""
     if isinstance(event, BranchStarted):
-        where = f"continued from after turn {event.turn}" if event.turn else "the story from its start again"
-        return f"branch {event.branch}: {where} of branch {event.parent}, which is kept"
+        if not event.turn:
+            return f"branch {event.branch}: the story from its start again; branch {event.parent} is kept"
+        return f"branch {event.branch}: continued from after turn {event.turn} of branch {event.parent}, which is kept"
     return f"branch {event.branch}: back where it stood, " + (
         f"after turn {event.turn}" if event.turn else "at the story's start"
     )

@@ -24,7 +24,7 @@ import signal
 import sys
 from collections.abc import Awaitable
 from dataclasses import replace
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from storyloom.engine.events import (
     AlternativeStarted,
@@ -55,8 +55,12 @@ from storyloom.tui.cli.headless import (
     play_turn,
 )
 from storyloom.tui.cli.printer import EventPrinter, print_ending, print_intro
+from storyloom.tui.failures import failure
 from storyloom.tui.session import PlaySession
 from storyloom.tui.settings import SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from storyloom.engine.lifecycle import Session
 
 PROMPT = "> "
 
@@ -91,16 +95,16 @@ class ReaderPrinter(EventPrinter):
                 self._busy_told = True
                 self._line(f"The narrator is busy; asking again for turn {event.turn}{self._try}…")
         elif isinstance(event, TurnFailed):
-            reasons = "; ".join(safe_text(issue.message) for issue in event.issues) or "no reason given"
+            reasons = "; ".join(safe_text(issue.message).rstrip(" .") for issue in event.issues) or "no reason given"
+            what = f"failed {failure(event).outcome}: {reasons}."  # the status row's and the transcript's words
             if self._version:
                 self._line(
-                    f"Another version of turn {event.turn} failed: {reasons}. The chosen version stands; "
+                    f"Another version of turn {event.turn} {what} The chosen version stands; "
                     "type /regenerate to try again."
                 )
             else:
                 self._line(
-                    f"Turn {event.turn} failed: {reasons}. Nothing changed. "
-                    "Type /retry to play it again, or type another command."
+                    f"Turn {event.turn} {what} Nothing changed. Type /retry to play it again, or type another command."
                 )
         elif isinstance(event, TurnCancelled):
             self._line(f"Turn {event.turn} cancelled; nothing changed. Type /retry to play it again.")
@@ -112,6 +116,12 @@ class ReaderPrinter(EventPrinter):
 
     def _line(self, text: str) -> None:
         print(text, file=self.out)
+
+    def say(self, text: str, *, skipped: bool = False) -> None:
+        """A command's answer as a sentence of its own (no `storyloom:` before it to be read aloud on
+        every line, and no "skipped": a player at the prompt just types again)."""
+        text = f"{text[:1].upper()}{text[1:]}"
+        self._line(text if text.endswith((".", "?", "!")) else f"{text}.")
 
 
 def describe_state(pack: StoryPack, state: dict[str, Any]) -> list[str]:
@@ -167,6 +177,31 @@ async def _help(play: PlaySession, argument: str, printer: EventPrinter) -> None
     print(HELP, file=printer.out)
 
 
+def _telling_where(handler: MetaCommand) -> MetaCommand:
+    """/branch and /switch, then where the story now stands: the app draws the other path, so a
+    listener hears its latest turn (an ended branch's ending is printed by the command itself)."""
+
+    async def run(play: PlaySession, argument: str, printer: EventPrinter) -> None:
+        session = play.story
+        before = (session.ledger.branch, session.ledger.branch_count)
+        await handler(play, argument, printer)
+        if (session.ledger.branch, session.ledger.branch_count) != before and session.ending is None:
+            print(file=printer.out)
+            _where(session, printer.out)
+
+    return run
+
+
+def _where(session: Session, out: TextIO, resumed: str = "") -> None:
+    """The turn the story stands at, whole (or the intro, when no turn stands)."""
+    if not session.history:
+        print_intro(session.pack, out)
+        return
+    latest = session.history[-1]
+    print(f"{resumed}The story so far ends, at turn {latest.number}:\n", file=out)
+    print(safe_text(latest.turn.narrative), file=out)
+
+
 HELP = """Type what you do, then Enter. Commands:
 /look-state: where you are, what you carry, and the story's stats.
 /undo: take back the last turn.
@@ -185,6 +220,8 @@ READER_COMMANDS: dict[str, MetaCommand] = {
     "/versions": _versions,
     "/look-state": _look_state,
     "/help": _help,
+    "/branch": _telling_where(META_COMMANDS["/branch"]),
+    "/switch": _telling_where(META_COMMANDS["/switch"]),
 }
 """Headless play's meta-commands and the ones a player at a prompt needs."""
 
@@ -246,12 +283,7 @@ def _opening(play: PlaySession, out: TextIO) -> None:
     """A new story's title and intro; a resumed one's title and the turn it stands at."""
     session = play.session
     assert session is not None and play.pack is not None
-    if not session.history:
-        print_intro(play.pack, out)
-    else:
-        latest = session.history[-1]
-        print(f"{safe_text(play.pack.title)}, resumed after turn {latest.number}. The story so far ends:\n", file=out)
-        print(safe_text(latest.turn.narrative), file=out)
+    _where(session, out, f"{safe_text(play.pack.title)}, resumed. " if session.history else "")
     if session.ending is not None:
         print_ending(session.ending.title, session.ending.text, out)
         print(f"\n{STORY_OVER[0].upper()}{STORY_OVER[1:]}.", file=out)

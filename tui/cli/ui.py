@@ -107,7 +107,7 @@ def _run_app(args: argparse.Namespace) -> int:
         tune_gc=True,
         list_saves=None if served else play.other_saves,  # a tab reaches only its own save
         open_save=play.switch_to,
-        remember_theme=save_theme,
+        remember_theme=None if served else save_theme,  # served: a visitor's theme is not the owner's setting
         quit_on=(signal.SIGTERM, signal.SIGHUP),
         past=lambda: play.past,
     )

@@ -60,6 +60,7 @@ class GameScreen(StoryScreen):
         Binding("ctrl+g", "regenerate", "Another version", priority=True),
         Binding("ctrl+b", "branch", "Branch from here", show=False, priority=True),
         Binding("ctrl+t", "story_tree", "Story tree", priority=True),
+        Binding("f2", "story_tree_in_browser", "Story tree", priority=True),  # ctrl+t opens a browser's tab
         Binding("pageup", "page_transcript(-1)", "Scroll up", show=False),
         Binding("pagedown", "page_transcript(1)", "Scroll down", show=False),
         Binding("end", "follow", "Follow", show=False, priority=True),
@@ -69,6 +70,11 @@ class GameScreen(StoryScreen):
         "The story is over. ctrl+z takes back the last turn and the story goes on from there; "
         "ctrl+p starts a new game, opens another save or exports the story; ctrl+q quits."
     )
+    SERVED_ENDING_NOTE = (
+        "The story is over. ctrl+z takes back the last turn and the story goes on from there; "
+        "ctrl+p exports the story; f10 quits, and a new tab starts a new story."
+    )
+    """In a browser tab (`storyloom serve`): no new game or other save in the tab, and f10 quits."""
 
     def __init__(
         self,
@@ -96,6 +102,8 @@ class GameScreen(StoryScreen):
         self.call_later(self._update_retry_offer)
         self._offer_next()
         self.command_input.focus()
+        if self.app.is_web:
+            self._story_view.ending_note = self.SERVED_ENDING_NOTE
         if self._tune_gc:
             self.call_after_refresh(_freeze_garbage_collector)
 
@@ -204,8 +212,8 @@ class GameScreen(StoryScreen):
             return not self.running and self.transcript.has_committed
         if action == "regenerate":
             return not self.running and (self.play.story.can_regenerate or self._fixed(self.focused) is not None)
-        if action == "story_tree":  # in the footer once the story has a second branch (always in the palette)
-            return self.play.story.ledger.branch_count > 1
+        if action in ("story_tree", "story_tree_in_browser"):  # once there is a second branch (always in the palette)
+            return self.play.story.ledger.branch_count > 1 and self.app.is_web == action.endswith("_in_browser")
         return super().check_action(action, parameters)
 
     def action_cancel(self) -> None:
@@ -315,6 +323,10 @@ class GameScreen(StoryScreen):
         """ctrl+t: every branch of the story; choosing one plays it where it was left."""
         branches = self.play.story.ledger.branches()
         self.app.push_screen(StoryTreeScreen(branches, self.play.story.branch_endings()), self._switch_branch)
+
+    def action_story_tree_in_browser(self) -> None:
+        """f2, served to a browser (which keeps ctrl+t): the story tree."""
+        self.action_story_tree()
 
     async def _switch_branch(self, branch: int | None) -> None:
         if branch is None or branch == self.play.story.ledger.branch:

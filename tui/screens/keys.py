@@ -11,14 +11,26 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+TAKEN_BY_BROWSERS = frozenset({"ctrl+q", "ctrl+t"})
+"""The game's keys a browser keeps for itself (ctrl+t opens a tab in every browser; Firefox quits on
+ctrl+q). Served to a browser, each has a twin whose action ends in `_in_browser` (f10, f2)."""
 
-def key_lines(groups: Iterable[tuple[str, Iterable[BindingType]]]) -> list[tuple[str, str]]:
+
+def for_here(bindings: Iterable[Binding], *, browser: bool) -> list[Binding]:
+    """The bindings whose keys reach the game: in a browser, the twins instead of the keys it keeps."""
+    if browser:
+        return [b for b in bindings if b.key not in TAKEN_BY_BROWSERS]
+    return [b for b in bindings if not b.action.endswith("_in_browser")]
+
+
+def key_lines(groups: Iterable[tuple[str, Iterable[BindingType]]], *, browser: bool = False) -> list[tuple[str, str]]:
     """(heading, "") then (keys, what they do) for each group of bindings that has a description.
 
-    Read from the bindings themselves, so the list cannot drift from what the keys do."""
+    Read from the bindings themselves, so the list cannot drift from what the keys do; `browser`:
+    served to a browser tab, which keys there are (`for_here`)."""
     lines: list[tuple[str, str]] = []
     for heading, declared in groups:
-        bindings = [b if isinstance(b, Binding) else Binding(*b) for b in declared]
+        bindings = for_here([b if isinstance(b, Binding) else Binding(*b) for b in declared], browser=browser)
         found = [
             (", ".join(_key(k) for k in b.key.split(",")), b.description) for b in bindings if b.description.strip()
         ]

@@ -68,7 +68,8 @@ class NewBranchScreen(ModalScreen[bool]):
             joined = "and" if len(later) == 2 else "to"
             after = f"Turns {later[0]} {joined} {later[-1]} were played after this version"
         wanted = f"show version {self._version}" if self._version else "write another one"
+        tree = "f2" if self.app.is_web else "ctrl+t"  # a browser keeps ctrl+t (a new tab)
         return (
             f"{after}. To {wanted}, the story goes on from turn {self._turn} on a new branch. "
-            f"Branch {self._branch} stays whole, as it is now: ctrl+t shows every branch."
+            f"Branch {self._branch} stays whole, as it is now: {tree} shows every branch."
         )

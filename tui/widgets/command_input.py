@@ -90,10 +90,12 @@ class CommandInput(Input):
             self.border_subtitle = ""
 
     STORY_OVER = "The story is over · ctrl+z undo · ctrl+p new game, save, export"
+    SERVED_STORY_OVER = "The story is over · ctrl+z undo · ctrl+p export · f10 quit"
+    """In a browser tab (`storyloom serve`): a new tab is a new story, and f10 quits."""
 
     def story_over(self) -> None:
         """The story reached an ending: the placeholder says what the player can do now, instead of suggestions."""
-        self.placeholder = self.STORY_OVER
+        self.placeholder = self.SERVED_STORY_OVER if self.app.is_web else self.STORY_OVER
 
     def say_over(self) -> None:
         """A command was sent after the ending: say on the line's border why it was not played (it stays typed)."""
