@@ -511,12 +511,21 @@ def _branch(save: _Where, built: Rebuilt, seq: int, line: int, event: BranchStar
 
 
 def _switch(save: _Where, built: Rebuilt, seq: int, line: int, event: BranchSwitched) -> None:
-    """Back to a branch where it was left: it must exist, and its world be the recorded one."""
+    """Back to a branch where it was left: it must exist, stand at the recorded turn (as
+    `Session.switch` records it), and its world be the recorded one."""
     flight = built.ledger.in_flight
     story = built.parked.pop(event.branch, None) if flight is None else None
     if story is None:
         why = "there is no such other branch" if flight is None else f"turn {flight.turn} was in flight"
         raise InvalidCommit(save.path, f"record {seq} switches to branch {event.branch}, but {why}", line=line, seq=seq)
+    latest = next(b.latest for b in built.ledger.branches() if b.number == event.branch)
+    if event.turn != latest:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq} switches to branch {event.branch} at turn {event.turn}, but its latest turn is {latest}",
+            line=line,
+            seq=seq,
+        )
     built.parked[built.ledger.branch] = built.here()
     built.state, built.history, built.versions, built.ending = story.state, story.history, story.versions, story.ending
     built.undo_stack = deque(story.undo_stack, maxlen=UNDO_TURNS)

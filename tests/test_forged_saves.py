@@ -1,6 +1,7 @@
-"""A forged save (a commit's prose, its patch or its state hash edited, every hash after it recomputed)
-is refused by every command that reads a save, with the same words: verify, replay, both exports, and
-resume, in the app and in headless play. None of them writes to it."""
+"""A forged save (a commit's prose, its patch or its state hash edited, or a branch record changed, every
+hash after it recomputed) is refused by every command that reads a save, with the same words: verify,
+replay (in the app and headless, of any branch), both exports (of any branch), diff, and resume, in the
+app, in headless play and for a screen reader. None of them writes to it, and none shows it as sound."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from storyloom.tui.cli import main
 from tests.test_saves_kit import played_save, rewrite_records
 
 COMMANDS = ["look", "take rope", "north", "look"]
+BRANCHED = [*COMMANDS, "/branch 2", "east", "look", "/switch 1", "up"]
+"""Turns 1-4 on branch 1, then branch 2 from turn 2 (turns 5, 6), then branch 1 again (turn 7)."""
 
 
 @pytest.fixture(autouse=True)
@@ -29,10 +32,16 @@ def _commit_of(records: list[dict[str, Any]], turn: int) -> dict[str, Any]:
     return next(r for r in records if r["kind"] == "turn_committed" and r["data"]["turn"] == turn)
 
 
-def _prose(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    data = _commit_of(records, 3)["data"]
-    data["narrative"] = "You win. " + data["narrative"]
-    return records
+def _prose_of(turn: int) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def edit(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        data = _commit_of(records, turn)["data"]
+        data["narrative"] = "You win. " + data["narrative"]
+        return records
+
+    return edit
+
+
+_prose = _prose_of(3)
 
 
 def _patch(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -64,17 +73,32 @@ def _unchanged_state_hash(records: list[dict[str, Any]]) -> list[dict[str, Any]]
     return records
 
 
+def _branch_record(kind: str, **changes: Any) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def edit(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        next(r for r in records if r["kind"] == kind)["data"].update(changes)
+        return records
+
+    return edit
+
+
 FORGERIES: dict[str, tuple[Callable[[list[dict[str, Any]]], list[dict[str, Any]]], str]] = {
     "prose": (_prose, "the commit of turn 3 is not what the model's answer recorded for it"),
     "patch": (_patch, "the commit of turn 2 is not what the model's answer recorded for it"),
     "state hash": (_state_hash, "the commit of turn 2 leads to state"),
     "state hash of a turn that changed nothing": (_unchanged_state_hash, "the commit of turn 4 leads to state"),
+    "prose on another branch": (_prose_of(5), "the commit of turn 5 is not what the model's answer recorded for it"),
+    "a branch's world": (_branch_record("branch_started", state_hash="ab" * 32), "branch 2 stands at state"),
+    "a branch's fork": (_branch_record("branch_started", turn=3), "branch 2 stands at state"),
+    "a branch's parent": (_branch_record("branch_started", parent=2), "record 13 starts branch 2"),
+    "a switch's world": (_branch_record("branch_switched", state_hash="ab" * 32), "branch 1 stands at state"),
+    "a switch's branch": (_branch_record("branch_switched", branch=2), "record 20 switches to branch 2"),
+    "a switch's turn": (_branch_record("branch_switched", turn=9), "record 20 switches to branch 1 at turn 9"),
 }
 
 
 @pytest.fixture(params=list(FORGERIES))
 def forged(request, tmp_path) -> tuple[Path, str]:
-    path, _, _ = played_save(tmp_path / "forged.jsonl", COMMANDS, faults=0.0)
+    path, _, _ = played_save(tmp_path / "forged.jsonl", BRANCHED, faults=0.0)
     edit, words = FORGERIES[request.param]
     rewrite_records(path, edit)
     return path, words
@@ -86,34 +110,56 @@ def _commands(tmp_path: Path) -> str:
     return str(commands)
 
 
-def test_every_command_refuses_a_forged_save_with_the_same_words(forged, tmp_path, capsys):
+def test_every_command_refuses_a_forged_save_with_the_same_words(forged, tmp_path, capsys, monkeypatch):
+    import io
+
+    import storyloom.tui.cli.ui as ui
+
     path, words = forged
+    sound, _, _ = played_save(tmp_path / "sound.jsonl", BRANCHED, faults=0.0)
+    monkeypatch.setattr(ui, "run_replay", lambda *args: 0)  # the replay in the app: only its reading is tried
+    monkeypatch.setattr("sys.stdin", io.StringIO("east\n"))  # the screen reader's commands
     before = path.read_bytes()
     runs = {
         "verify": ["verify", str(path)],
         "replay": ["replay", "--headless", str(path)],
+        "replay of branch 1": ["replay", "--headless", "--branch", "1", str(path)],
+        "replay of branch 2": ["replay", "--headless", "--branch", "2", str(path)],
+        "replay (app)": ["replay", str(path)],
+        "replay of branch 2 (app)": ["replay", "--branch", "2", str(path)],
         "export md": ["export", str(path), "--format", "md"],
         "export json": ["export", str(path), "--format", "json"],
+        "export md of branch 2": ["export", str(path), "--format", "md", "--branch", "2"],
+        "export json of branch 1": ["export", str(path), "--format", "json", "--branch", "1"],
+        "diff of its branches": ["diff", str(path), "--branch", "1", "--branch", "2"],
+        "diff against a sound save": ["diff", str(sound), str(path), "--format", "json"],
         "resume headless": ["play", "--headless", "--resume", str(path), "--commands", _commands(tmp_path)],
         "resume (app)": ["play", "--resume", str(path)],  # not a terminal: read and checked before the app
+        "resume (screen reader)": ["play", "--screen-reader", "--resume", str(path)],
     }
     for name, argv in runs.items():
         capsys.readouterr()
         code = main(argv)
         out, err = capsys.readouterr()
         assert code != 0, f"{name} accepted a forged save:\n{out}{err}"
+        if name.startswith("diff"):  # 1 is "the paths differ": a save it cannot trust is 2, as diff(1) says trouble
+            assert code == 2, f"{name} exited {code}:\n{out}{err}"
         assert words in out + err, f"{name} said:\n{out}{err}"
-        if name != "verify":  # verify's report may quote what differs; nothing else shows the forged prose
-            assert "You win." not in out, name
+        if name != "verify":  # verify's report and the refusal may quote what differs; nothing shows it as story
+            story = [line for line in out.splitlines() if not line.startswith("storyloom: ")]
+            assert not any("You win." in line for line in story), f"{name} showed the forged prose:\n{out}"
         assert path.read_bytes() == before, f"{name} wrote to the forged save"
 
 
 def test_a_sound_save_is_still_read_by_every_command(tmp_path, capsys):
-    path, _, _ = played_save(tmp_path / "sound.jsonl", COMMANDS, faults=0.0)
+    path, _, _ = played_save(tmp_path / "sound.jsonl", BRANCHED, faults=0.0)
     for argv in (
         ["verify", str(path)],
         ["replay", "--headless", str(path)],
+        ["replay", "--headless", "--branch", "2", str(path)],
         ["export", str(path), "--format", "json"],
+        ["export", str(path), "--format", "md", "--branch", "2"],
         ["play", "--headless", "--resume", str(path), "--commands", _commands(tmp_path)],
     ):
         assert main(argv) == 0, capsys.readouterr()
+    assert main(["diff", str(path), "--branch", "1", "--branch", "2"]) == 1, capsys.readouterr()  # they differ
