@@ -149,3 +149,21 @@ def test_the_app_quit_after_its_save_was_changed_in_place_names_the_rescue_not_t
     assert "changed in place" in err and f"saved to {rescued}" in err, err
     assert f"saved to {save}\n" not in err
     assert verify_save(rescued).sound and _commits(rescued) == 3
+
+
+def test_the_screen_reader_never_says_saved_when_records_could_not_be_saved_anywhere(tmp_path, monkeypatch, capsys):
+    import errno
+    import io
+
+    from storyloom.tui.cli import main
+    from tests.test_hardening_disk import fail_disk, no_usable_temp_folder
+
+    commands = ["look", "take rope", "north"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(commands) + "\n"))
+    fail_disk(monkeypatch, str(tmp_path / "nothing-matches"), errno.ENOSPC, after=8, everywhere=True)
+    no_usable_temp_folder(monkeypatch)
+    code = main(["play", "--screen-reader", "--save", str(tmp_path / "g.jsonl")])
+    out = capsys.readouterr().out  # the screen reader's one stream
+    assert code == 1, out
+    assert "could not be saved anywhere" in out, out
+    assert "Saved to" not in out, out

@@ -132,6 +132,8 @@ class PlaySession:
         self.pack: StoryPack | None = None
         self.kept = True
         """False once `close` removed a save the game made and no turn was played in."""
+        self.saved = True
+        """False once `close` found records that could not be saved anywhere: nothing may say "saved"."""
         self.past: tuple[PastTurn, ...] = ()
         """The turns of the save being continued, as they were played (none for a new game)."""
         self._closed = threading.Event()
@@ -234,6 +236,7 @@ class PlaySession:
         was_broken = journal.broken
         found = journal.check()  # deleted, replaced or overwritten since the last record: not saved
         saved = found is None or self.rescue(None if was_broken else found)
+        self.saved = saved
         if not saved:
             print(
                 f"storyloom: {journal.unsaved} record(s) of this session could not be saved anywhere "
