@@ -177,7 +177,7 @@ class PlaySession:
     def restart(self) -> Session:
         """A fresh session of the same story in a new save; the save being left is closed."""
         assert self.pack is not None and self.journal is not None
-        close_journal(self.journal)
+        self._leave(self.journal)
         self.session, self.journal = self._start(self.pack)
         self.past, self.save_path = (), None
         return self.session
@@ -188,7 +188,7 @@ class PlaySession:
         if path.resolve() == self.journal.path.resolve():
             raise ValueError(f"{path.name} is the story you are playing now")
         resumed = self._resume(path)
-        close_journal(self.journal)
+        self._leave(self.journal)
         return self._take(resumed)
 
     def other_saves(self) -> list[Path]:
@@ -233,21 +233,35 @@ class PlaySession:
         journal = self.journal
         if journal is None:  # never opened (or quit before it loaded)
             return True
-        was_broken = journal.broken
-        found = journal.check()  # deleted, replaced or overwritten since the last record: not saved
-        saved = found is None or self.rescue(None if was_broken else found)
-        self.saved = saved
+        saved = self.saved = self._secure(journal)
         if not saved:
-            print(
-                f"storyloom: {journal.unsaved} record(s) of this session could not be saved anywhere "
-                f"(the last save written is {safe_text(str(journal.path))})",
-                file=self.err,
-            )
+            print(f"storyloom: {safe_text(self._lost(journal))}", file=self.err)
         if self.save_path is None:  # not a file the player named: a new save is kept once a turn is played
             self.kept = close_journal(journal)
         else:
             journal.close()
         return saved
+
+    def _secure(self, journal: Journal) -> bool:
+        """Before a save is left (quit, a new game, another save): whether its file holds the session,
+        read back; when it does not, the session is written from memory to a rescue and the player told
+        where. False when some records could not be saved anywhere."""
+        was_broken = journal.broken
+        found = journal.check()  # deleted, replaced or overwritten since the last record: not saved
+        return found is None or self.rescue(None if was_broken else found)
+
+    @staticmethod
+    def _lost(journal: Journal) -> str:
+        return (
+            f"{journal.unsaved} record(s) of this session could not be saved anywhere "
+            f"(the last save written is {journal.path})"
+        )
+
+    def _leave(self, journal: Journal) -> None:
+        """Close the save being left for another story (a new game, another save), secured first."""
+        if not self._secure(journal):
+            self.notes.say(self._lost(journal))
+        close_journal(journal)
 
     def _start(self, pack: StoryPack, *, path: str | Path | None = None) -> tuple[Session, Journal]:
         from storyloom.saves.resume import start_new

@@ -37,6 +37,10 @@ class AppSaveNotes(SaveNotes):
         super().__init__(sys.stderr)  # never printed to: the screen is the app's
         self.app = app
 
+    def say(self, text: str) -> None:
+        """What the player must hear with the game on screen (a save left with records no place took)."""
+        self.app.notify(safe_text(text), title="Not saved", severity="error", timeout=15, markup=False)
+
     def failed(self, reason: SaveError) -> None:
         pass
 
