@@ -5,6 +5,7 @@ app, in headless play and for a screen reader. None of them writes to it, and no
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,3 +164,89 @@ def test_a_sound_save_is_still_read_by_every_command(tmp_path, capsys):
     ):
         assert main(argv) == 0, capsys.readouterr()
     assert main(["diff", str(path), "--branch", "1", "--branch", "2"]) == 1, capsys.readouterr()  # they differ
+
+
+def _lines(edit: Callable[[list[bytes]], list[bytes]]) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        path.write_bytes(b"".join(edit(path.read_bytes().splitlines(keepends=True))))
+
+    return damage
+
+
+def _byte_changed(lines: list[bytes]) -> list[bytes]:
+    lines[6] = lines[6].replace(b'"turn":', b'"turN":', 1)
+    return lines
+
+
+def _replaced(lines: list[bytes]) -> list[bytes]:
+    """Record 4 re-signed on its own after another `prev`: whole in itself, not in the chain."""
+    from storyloom.engine.state import canonical_json
+    from storyloom.saves.format import record_hash
+
+    record = json.loads(lines[4])
+    record["prev"] = "ef" * 32
+    record.pop("hash")
+    record["hash"] = record_hash(record)
+    lines[4] = canonical_json(record).encode() + b"\n"
+    return lines
+
+
+def _newer(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    records[0]["data"]["version"] = 99
+    return records
+
+
+def _switch_dropped(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without its switch back to branch 1, turn 7 ("up" from the yard) is judged on branch 2, at the shore."""
+    return [r for r in records if r["kind"] != "branch_switched"]
+
+
+DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
+    "a byte changed inside a record": (_lines(_byte_changed), "does not match its hash: bytes inside it were changed"),
+    "a line that is not JSON": (_lines(lambda ls: [*ls[:5], b"{not json\n", *ls[6:]]), "is not valid JSON"),
+    "a record deleted": (_lines(lambda ls: [*ls[:5], *ls[6:]]), "record 5 is missing"),
+    "records swapped": (_lines(lambda ls: [*ls[:5], ls[6], ls[5], *ls[7:]]), "records are out of order"),
+    "a record copied": (_lines(lambda ls: [*ls[:6], ls[3], *ls[6:]]), "is a second copy of an earlier record"),
+    "a record replaced by another": (_lines(_replaced), "record 4 does not follow the hash of record 3"),
+    "a newer format": (lambda path: rewrite_records(path, _newer), "newer than this storyloom"),
+    "a commit the rules refuse": (
+        lambda path: rewrite_records(path, _switch_dropped),
+        "the commit of turn 7 does not pass the rules against the state before it",
+    ),
+}
+"""The other rows of docs/saves.md's table of damage (a changed story pack: tests/test_journal_damage.py)."""
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_every_command_refuses_every_damage_in_the_table_with_the_same_words(damage, tmp_path, capsys, monkeypatch):
+    import io
+
+    import storyloom.tui.cli.ui as ui
+
+    path, _, _ = played_save(tmp_path / "damaged.jsonl", BRANCHED, faults=0.0)
+    sound, _, _ = played_save(tmp_path / "sound.jsonl", BRANCHED, faults=0.0)
+    edit, words = DAMAGE[damage]
+    edit(path)
+    monkeypatch.setattr(ui, "run_replay", lambda *args: 0)
+    monkeypatch.setattr("sys.stdin", io.StringIO("east\n"))
+    before = path.read_bytes()
+    for name, argv in {
+        "verify": ["verify", str(path)],
+        "replay": ["replay", "--headless", str(path)],
+        "replay of branch 2": ["replay", "--headless", "--branch", "2", str(path)],
+        "replay (app)": ["replay", str(path)],
+        "export md": ["export", str(path), "--format", "md"],
+        "export json of branch 2": ["export", str(path), "--format", "json", "--branch", "2"],
+        "diff of its branches": ["diff", str(path), "--branch", "1", "--branch", "2"],
+        "diff against a sound save": ["diff", str(sound), str(path)],
+        "resume headless": ["play", "--headless", "--resume", str(path), "--commands", _commands(tmp_path)],
+        "resume (app)": ["play", "--resume", str(path)],
+        "resume (screen reader)": ["play", "--screen-reader", "--resume", str(path)],
+    }.items():
+        capsys.readouterr()
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code != 0, f"{name} accepted a save with {damage}:\n{out}{err}"
+        assert code == 2 or not name.startswith("diff"), f"{name} exited {code} ('the paths differ')"
+        assert words in out + err, f"{name} said:\n{out}{err}"
+        assert path.read_bytes() == before, f"{name} wrote to the damaged save"
