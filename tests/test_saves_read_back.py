@@ -194,6 +194,7 @@ def test_a_save_left_for_another_story_in_the_app_is_read_back_first(tmp_path, l
     play.close()
     rescued = tmp_path / "game-rescued.jsonl"
     assert "changed in place" in err.getvalue() and f"saved to {rescued}" in err.getvalue(), err.getvalue()
+    assert "play goes on there" not in err.getvalue()  # the player has left it for another story
     assert verify_save(rescued).sound and _commits(rescued) == 2
 
 

@@ -79,9 +79,10 @@ class SaveNotes:
         """A place to rescue the save to did not take it either."""
         self.say(f"cannot save to {path} either ({reason.reason})")
 
-    def moved(self, reason: SaveError | None, path: Path) -> None:
-        """The story so far is saved at `path`, and play goes on writing there."""
-        self.say(f"the story so far is saved to {path} instead; play goes on there (resume it with --resume {path})")
+    def moved(self, reason: SaveError | None, path: Path, *, leaving: bool = False) -> None:
+        """The story so far is saved at `path`, and play goes on writing there (unless it is being left)."""
+        goes_on = "" if leaving else "; play goes on there"
+        self.say(f"the story so far is saved to {path} instead{goes_on} (resume it with --resume {path})")
 
     def lost(self) -> None:
         """No place took the save: play goes on in memory."""
@@ -213,8 +214,9 @@ class PlaySession:
             if not self.rescue(exc):
                 raise
 
-    def rescue(self, reason: SaveError | None = None) -> bool:
-        """Write the story so far to the first place that takes it; True when it is saved again."""
+    def rescue(self, reason: SaveError | None = None, *, leaving: bool = False) -> bool:
+        """Write the story so far to the first place that takes it; True when it is saved again.
+        `leaving`: the save is being closed (quit, a new game, another save), so play does not go on there."""
         from storyloom.saves.writer import rescue_save
 
         assert self.journal is not None
@@ -224,7 +226,7 @@ class PlaySession:
         if path is None:
             self.notes.lost()
             return False
-        self.notes.moved(reason, path)
+        self.notes.moved(reason, path, leaving=leaving)
         return True
 
     def close(self) -> bool:
@@ -248,7 +250,7 @@ class PlaySession:
         where. False when some records could not be saved anywhere."""
         was_broken = journal.broken
         found = journal.check()  # deleted, replaced or overwritten since the last record: not saved
-        return found is None or self.rescue(None if was_broken else found)
+        return found is None or self.rescue(None if was_broken else found, leaving=True)
 
     @staticmethod
     def _lost(journal: Journal) -> str:

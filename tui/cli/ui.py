@@ -50,10 +50,11 @@ class AppSaveNotes(SaveNotes):
     def lost(self) -> None:
         pass
 
-    def moved(self, reason: SaveError | None, path: Path) -> None:
+    def moved(self, reason: SaveError | None, path: Path, *, leaving: bool = False) -> None:
         if reason is not None:
+            goes_on = "" if leaving else "; play goes on there"
             self.app.notify(
-                safe_text(f"{reason}\nThe story so far is now saved to {path}; play goes on there."),
+                safe_text(f"{reason}\nThe story so far is now saved to {path}{goes_on}."),
                 title="Saved elsewhere",
                 severity="warning",
                 timeout=15,
