@@ -448,6 +448,15 @@ def _choose(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, 
             line=line,
             seq=seq,
         )
+    shown = chosen.exchange.turn
+    if event.narrative != shown.narrative or tuple(event.suggestions) != tuple(shown.suggestions):
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: version {event.alternative} of turn {event.turn} is not what was chosen: the "
+            f"choice records other prose or suggestions than the version's commit; the file was edited",
+            line=line,
+            seq=seq,
+        )
     before, history = built.undo_stack[-1]
     built.versions = Versions(versions.turn, versions.alternatives, event.alternative)
     built.state, built.digest = chosen.state, event.state_hash
@@ -463,6 +472,13 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
             else "there is no committed turn to undo"
         )
         raise InvalidCommit(save.path, f"record {seq} undoes a turn, but {why}", line=line, seq=seq)
+    if event.turn != built.ledger.last_turn:  # as `Session.undo` records it: the last turn played
+        raise InvalidCommit(
+            save.path,
+            f"record {seq} is an undo after turn {event.turn}, but the last turn played is {built.ledger.last_turn}",
+            line=line,
+            seq=seq,
+        )
     state, history = built.undo_stack.pop()
     if state_hash(state) != event.state_hash:
         raise InvalidCommit(

@@ -97,10 +97,35 @@ FORGERIES: dict[str, tuple[Callable[[list[dict[str, Any]]], list[dict[str, Any]]
 }
 
 
-@pytest.fixture(params=list(FORGERIES))
+VERSIONED = ["look", "take rope", "/regenerate", "/choose 1", "north", "drop rope", "/undo", "/branch 2", "east"]
+"""Turn 2 with two versions, version 1 chosen; turn 4 undone; branch 2 from turn 2."""
+
+
+def _choice(**changes: Any) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def edit(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        data = next(r for r in records if r["kind"] == "alternative_chosen")["data"]
+        data.update({key: change(data[key]) for key, change in changes.items()})
+        return records
+
+    return edit
+
+
+VERSIONED_FORGERIES: dict[str, tuple[Callable[[list[dict[str, Any]]], list[dict[str, Any]]], str]] = {
+    "a choice's prose": (_choice(narrative=lambda n: "You win. " + n), "version 1 of turn 2 is not what was chosen"),
+    "a choice's suggestions": (_choice(suggestions=lambda _: ["You win."]), "version 1 of turn 2 is not what was"),
+    "an undo's turn": (
+        _branch_record("turn_undone", turn=2),
+        "record 17 is an undo after turn 2, but the last turn played is 4",
+    ),
+}
+"""Forgeries of a save with versions, a choice and an undo (verify took them; replay called them divergences)."""
+
+
+@pytest.fixture(params=[*FORGERIES, *VERSIONED_FORGERIES])
 def forged(request, tmp_path) -> tuple[Path, str]:
-    path, _, _ = played_save(tmp_path / "forged.jsonl", BRANCHED, faults=0.0)
-    edit, words = FORGERIES[request.param]
+    versioned = request.param in VERSIONED_FORGERIES
+    path, _, _ = played_save(tmp_path / "forged.jsonl", VERSIONED if versioned else BRANCHED, faults=0.0)
+    edit, words = (VERSIONED_FORGERIES if versioned else FORGERIES)[request.param]
     rewrite_records(path, edit)
     return path, words
 
