@@ -216,6 +216,8 @@ class _Following:
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
     answers: dict[int, Record] = field(default_factory=dict)
     """The latest model answer recorded for each turn in flight, which its commit must be."""
+    rejected: dict[int, list[Record]] = field(default_factory=dict)
+    """The answers before it: a correction that leaves the narrative out keeps one of theirs."""
     tallied: Record | None = None
     """The latest record carrying a tally, checked against the story at the end."""
 
@@ -225,6 +227,8 @@ class _Following:
             self.tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
             if record.turn is not None:
+                if (previous := self.answers.get(record.turn)) is not None:
+                    self.rejected.setdefault(record.turn, []).append(previous)
                 self.answers[record.turn] = record
             return
         event = record.event
@@ -250,6 +254,7 @@ class _Following:
             _undo(save, built, seq, line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
             self.answers.pop(event.turn, None)
+            self.rejected.pop(event.turn, None)
         elif isinstance(event, BranchStarted):
             _branch(save, built, seq, line, event)
         elif isinstance(event, BranchSwitched):
@@ -264,10 +269,10 @@ class _Following:
         else:
             before = built.state
             _commit(self.save, self.pack, built, record.seq, record.line, event, self.started)
+        rejected = self.rejected.pop(event.turn, [])
         if event.turn in self.answers:
-            check_answer(
-                self.save.path, self.save.rules, self.pack, before, record, event, self.answers.pop(event.turn)
-            )
+            answer = self.answers.pop(event.turn)
+            check_answer(self.save.path, self.save.rules, self.pack, before, record, event, answer, rejected)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pytest
 
 from storyloom.engine.packs import load_pack
 from storyloom.engine.state import initial_state, state_hash
+from storyloom.saves.reader import load_save
 from storyloom.tui.cli import main
 from tests.test_saves_kit import played_save, rewrite_records
 
@@ -121,11 +122,24 @@ VERSIONED_FORGERIES: dict[str, tuple[Callable[[list[dict[str, Any]]], list[dict[
 """Forgeries of a save with versions, a choice and an undo (verify took them; replay called them divergences)."""
 
 
-@pytest.fixture(params=[*FORGERIES, *VERSIONED_FORGERIES])
+KEPT = [*COMMANDS, "/branch 2", "east"]
+"""With faults 0.5 and seed 2, turn 3 is committed by a correction that leaves its narrative out: it keeps
+the prose on screen, which the first answer wrote (the commit's prose was taken on trust there)."""
+KEPT_FORGERIES = {
+    "prose a correction kept": (_prose, "the commit of turn 3 is not what the model's answer recorded for it"),
+}
+
+
+@pytest.fixture(params=[*FORGERIES, *VERSIONED_FORGERIES, *KEPT_FORGERIES])
 def forged(request, tmp_path) -> tuple[Path, str]:
-    versioned = request.param in VERSIONED_FORGERIES
-    path, _, _ = played_save(tmp_path / "forged.jsonl", VERSIONED if versioned else BRANCHED, faults=0.0)
-    edit, words = (VERSIONED_FORGERIES if versioned else FORGERIES)[request.param]
+    name, path = request.param, tmp_path / "forged.jsonl"
+    if name in KEPT_FORGERIES:
+        played_save(path, KEPT, faults=0.5, seed=2)
+        kept = [r for r in load_save(path).records if r.kind == "attempt_finished" and r.turn == 3][-1]
+        assert '"narrative"' not in (kept.event.raw or ""), "the forgery needs a commit whose answer keeps the prose"
+    else:
+        played_save(path, VERSIONED if name in VERSIONED_FORGERIES else BRANCHED, faults=0.0)
+    edit, words = {**FORGERIES, **VERSIONED_FORGERIES, **KEPT_FORGERIES}[name]
     rewrite_records(path, edit)
     return path, words
 
