@@ -6,6 +6,7 @@ A commit whose prose was edited, the hash chain recomputed, passes every other c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pydantic_core
@@ -21,17 +22,25 @@ _COMMITTED_FIELDS = ("narrative", "state_patch", "suggestions")
 
 
 def check_answer(
-    path: Path, rules: int, pack: StoryPack, before: WorldState, record: Record, event: TurnCommitted, answer: Record
+    path: Path,
+    rules: int,
+    pack: StoryPack,
+    before: WorldState,
+    record: Record,
+    event: TurnCommitted,
+    answer: Record,
+    rejected: Sequence[Record] = (),
 ) -> None:
     """The commit must be what the last answer recorded for its turn gives when judged: the
     same narrative, patch and suggestions (a correction that leaves the narrative out keeps
-    the one on screen, which is the commit's)."""
+    a narrative an earlier answer of the turn, `rejected`, wrote: the one on screen)."""
     finished = answer.event
     raw = finished.raw if isinstance(finished, AttemptFinished) else None
     if raw is not None and _as_committed(raw, event):
         return
     data = parse_output(raw)[0]
-    verdict = judge_data(data, before, pack, kept_narrative=event.narrative, rules=rules) if data is not None else None
+    kept = _kept(rejected, event.narrative)
+    verdict = judge_data(data, before, pack, kept_narrative=kept, rules=rules) if data is not None else None
     turn = verdict.turn if verdict is not None else None
     if turn is None:
         differs = ["the answer does not give a turn"]
@@ -71,6 +80,24 @@ def from_where_they_part(first: str, second: str, width: int = 40) -> tuple[str,
     return cut(first), cut(second)
 
 
+def _kept(rejected: Sequence[Record], committed: str) -> str | None:
+    """The narrative a correction that leaves it out keeps: the commit's, when an earlier answer of
+    the turn wrote it (the prose on screen, or a rejected turn's own); else the latest one written."""
+    written: list[str] = []
+    for earlier in rejected:
+        finished = earlier.event
+        raw = finished.raw if isinstance(finished, AttemptFinished) else None
+        try:
+            data = pydantic_core.from_json(raw or "", allow_partial=True)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(narrative := data.get("narrative"), str):
+            written.append(narrative)
+    if committed in written:
+        return committed
+    return written[-1] if written else None
+
+
 def _as_committed(raw: str, event: TurnCommitted) -> bool:
     """Whether the answer holds the commit's narrative, patch and suggestions exactly as committed:
     almost always, and far cheaper to see than judging the answer again (which names what differs)."""
@@ -80,7 +107,7 @@ def _as_committed(raw: str, event: TurnCommitted) -> bool:
         return False
     return (
         isinstance(data, dict)
-        and data.get("narrative", event.narrative) == event.narrative
+        and data.get("narrative") == event.narrative  # one left out is kept from an earlier answer
         and data.get("state_patch") == list(event.state_patch)
         and data.get("suggestions", []) == list(event.suggestions)
     )

@@ -15,10 +15,11 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from storyloom.engine.events import AlternativeChosen, Event, TurnCommitted
 from storyloom.engine.ledger import STORY_KINDS, LedgerTurn, StoryLedger, Version
 from storyloom.engine.lifecycle import StoryEnding
 from storyloom.engine.packs import StoryPack
@@ -173,13 +174,23 @@ def path_turns(path: Path, records: Iterable[Record], branch: int | None) -> tup
     Raises:
         NoSuchBranch: the save has no branch `branch`.
     """
-    ledger = StoryLedger().fold(e for r in records if r.kind in STORY_KINDS and (e := r.event) is not None)
+    ledger = StoryLedger().fold(_bare(e) for r in records if r.kind in STORY_KINDS and (e := r.event) is not None)
     count = ledger.branch_count
     if branch is None:
         branch = ledger.branch
     elif not 1 <= branch <= count:
         raise NoSuchBranch(path, f"the save has no branch {branch} (it has {_branches(count)})")
     return branch, count, frozenset(t.turn for t in ledger.path(branch))
+
+
+def _bare(event: Event) -> Event:
+    """An event as the path's turn numbers need it: where its turn stands, not its prose or world
+    (a fold of a long story's every turn, `path_turns` holds no story text)."""
+    if isinstance(event, TurnCommitted):
+        return replace(event, narrative="", state_patch=(), suggestions=(), state={})
+    if isinstance(event, AlternativeChosen):
+        return replace(event, narrative="", suggestions=(), state={})
+    return event
 
 
 def _branches(count: int) -> str:

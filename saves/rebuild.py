@@ -217,6 +217,8 @@ class _Following:
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
     answers: dict[int, Record] = field(default_factory=dict)
     """The latest model answer recorded for each turn in flight, which its commit must be."""
+    rejected: dict[int, list[Record]] = field(default_factory=dict)
+    """The answers before it: a correction that leaves the narrative out keeps one of theirs."""
     tallied: Record | None = None
     """The latest record carrying a tally, checked against the story at the end."""
 
@@ -226,6 +228,8 @@ class _Following:
             self.tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
             if record.turn is not None:
+                if (previous := self.answers.get(record.turn)) is not None:
+                    self.rejected.setdefault(record.turn, []).append(previous)
                 self.answers[record.turn] = record
             return
         event = record.event
@@ -251,6 +255,7 @@ class _Following:
             _undo(save, built, seq, line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
             self.answers.pop(event.turn, None)
+            self.rejected.pop(event.turn, None)
         elif isinstance(event, BranchStarted):
             _branch(save, built, seq, line, event)
         elif isinstance(event, BranchSwitched):
@@ -265,10 +270,10 @@ class _Following:
         else:
             before = built.state
             _commit(self.save, self.pack, built, record.seq, record.line, event, self.started)
+        rejected = self.rejected.pop(event.turn, [])
         if event.turn in self.answers:
-            check_answer(
-                self.save.path, self.save.rules, self.pack, before, record, event, self.answers.pop(event.turn)
-            )
+            answer = self.answers.pop(event.turn)
+            check_answer(self.save.path, self.save.rules, self.pack, before, record, event, answer, rejected)
 
 
 @dataclass(frozen=True)
@@ -449,6 +454,15 @@ def _choose(save: _Where, pack: StoryPack, built: Rebuilt, seq: int, line: int, 
             line=line,
             seq=seq,
         )
+    shown = chosen.exchange.turn
+    if event.narrative != shown.narrative or tuple(event.suggestions) != tuple(shown.suggestions):
+        raise InvalidCommit(
+            save.path,
+            f"record {seq}: version {event.alternative} of turn {event.turn} is not what was chosen: the "
+            f"choice records other prose or suggestions than the version's commit; the file was edited",
+            line=line,
+            seq=seq,
+        )
     before, history = built.undo_stack[-1]
     built.versions = Versions(versions.turn, versions.alternatives, event.alternative)
     built.state, built.digest = chosen.state, event.state_hash
@@ -464,6 +478,13 @@ def _undo(save: _Where, built: Rebuilt, seq: int, line: int, event: TurnUndone) 
             else "there is no committed turn to undo"
         )
         raise InvalidCommit(save.path, f"record {seq} undoes a turn, but {why}", line=line, seq=seq)
+    if event.turn != built.ledger.last_turn:  # as `Session.undo` records it: the last turn played
+        raise InvalidCommit(
+            save.path,
+            f"record {seq} is an undo after turn {event.turn}, but the last turn played is {built.ledger.last_turn}",
+            line=line,
+            seq=seq,
+        )
     state, history = built.undo_stack.pop()
     if state_hash(state) != event.state_hash:
         raise InvalidCommit(
@@ -512,12 +533,21 @@ def _branch(save: _Where, built: Rebuilt, seq: int, line: int, event: BranchStar
 
 
 def _switch(save: _Where, built: Rebuilt, seq: int, line: int, event: BranchSwitched) -> None:
-    """Back to a branch where it was left: it must exist, and its world be the recorded one."""
+    """Back to a branch where it was left: it must exist, stand at the recorded turn (as
+    `Session.switch` records it), and its world be the recorded one."""
     flight = built.ledger.in_flight
     story = built.parked.pop(event.branch, None) if flight is None else None
     if story is None:
         why = "there is no such other branch" if flight is None else f"turn {flight.turn} was in flight"
         raise InvalidCommit(save.path, f"record {seq} switches to branch {event.branch}, but {why}", line=line, seq=seq)
+    latest = next(b.latest for b in built.ledger.branches() if b.number == event.branch)
+    if event.turn != latest:
+        raise InvalidCommit(
+            save.path,
+            f"record {seq} switches to branch {event.branch} at turn {event.turn}, but its latest turn is {latest}",
+            line=line,
+            seq=seq,
+        )
     built.parked[built.ledger.branch] = built.here()
     built.state, built.history, built.versions, built.ending = story.state, story.history, story.versions, story.ending
     built.undo_stack = deque(story.undo_stack, maxlen=UNDO_TURNS)

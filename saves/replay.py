@@ -202,6 +202,8 @@ class StreamedPlan:
     final_hash: str
     warnings: tuple[str, ...] = ()
     """What reading the save had to overlook (a torn last line), for the player to read."""
+    branches: int = 1
+    """How many branches the story has (its judged reading counted them): one needs no path read."""
 
 
 def stream_plan(path: Path, *, speed: float = math.inf, pack: StoryPack | None = None) -> StreamedPlan | ReplayPlan:
@@ -218,7 +220,7 @@ def stream_plan(path: Path, *, speed: float = math.inf, pack: StoryPack | None =
         pack = open_pack(stream.header, path, pack)
         records = stream.records()
         try:
-            final_hash = state_hash(rebuild_records(path, records, pack, rules=stream.header.rules).state)
+            built = rebuild_records(path, records, pack, rules=stream.header.rules)
         finally:
             records.close()
     except (NotStreamable, SaveError):
@@ -234,7 +236,16 @@ def stream_plan(path: Path, *, speed: float = math.inf, pack: StoryPack | None =
         finally:
             again.close()
 
-    return StreamedPlan(pack, steps(), narrator, stream.header, path, final_hash, tuple(stream.warnings))
+    return StreamedPlan(
+        pack,
+        steps(),
+        narrator,
+        stream.header,
+        path,
+        state_hash(built.state),
+        tuple(stream.warnings),
+        built.ledger.branch_count,
+    )
 
 
 def _read_steps(

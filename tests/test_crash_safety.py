@@ -29,7 +29,11 @@ from tests.test_saves_kit import LIGHTHOUSE_WALK
 
 KILLS = 50
 SEED = int(os.environ.get("STORYLOOM_CRASH_SEED", "20261129"))
-COMMANDS = [*LIGHTHOUSE_WALK, "drop rope", "/undo", "look", "take rope", "east", "west"] * 3
+ROOT = Path(__file__).parent.parent
+COMMANDS = [
+    *[*LIGHTHOUSE_WALK, "drop rope", "/undo", "look", "take rope", "east", "west"] * 2,
+    *["/branch 5", "/regenerate", "/choose 1", "east", "/switch 1", "look", "/branch 0", "north", "/switch 2"],
+]
 
 
 def _writer(tmp_path: Path, n: int) -> tuple[list[str], Path, Path]:
@@ -52,6 +56,8 @@ def _writer(tmp_path: Path, n: int) -> tuple[list[str], Path, Path]:
         str(n),
         "--pace",
         "0.0005",
+        "--on-fail",
+        "skip",  # a failed turn does not end the run: every kind of record is written, and killed
     ]
     return argv, save, events
 
@@ -72,9 +78,7 @@ def _reported_commits(events: Path) -> list[tuple[int, str]]:
 
 
 def _run(argv: list[str], env: dict[str, str], kill_after: float | None) -> int:
-    process = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=Path(__file__).parent.parent
-    )
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
     if kill_after is None:
         return process.wait(timeout=60)
     time.sleep(kill_after)
@@ -101,9 +105,15 @@ def test_a_writer_killed_at_random_moments_never_loses_a_committed_turn(tmp_path
 
     argv, save, _ = _writer(tmp_path, 0)
     started = time.monotonic()
-    assert _run(argv, env, None) in (0, 3)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    while not save.exists() and process.poll() is None:
+        time.sleep(0.002)
+    save_made = time.monotonic() - started  # before it, a kill proves nothing about the save
+    assert process.wait(timeout=60) in (0, 3)
     full_run = time.monotonic() - started
     assert verify_save(save).sound
+    kinds = {json.loads(line)["kind"] for line in save.read_text(encoding="utf-8").splitlines()}
+    assert {"turn_undone", "alternative_chosen", "branch_started", "branch_switched"} <= kinds
 
     figures = {
         "kills": 0,
@@ -118,7 +128,7 @@ def test_a_writer_killed_at_random_moments_never_loses_a_committed_turn(tmp_path
     while figures["kills"] < KILLS and n < 2 * KILLS:
         n += 1
         argv, save, events = _writer(tmp_path, n)
-        code = _run(argv, env, rng.uniform(0.05, 0.95 * full_run))
+        code = _run(argv, env, rng.uniform(0.9 * save_made, 0.98 * full_run))
         if code != -signal.SIGKILL:
             continue  # it finished before the kill landed; that run proves nothing about crashes
         figures["kills"] += 1
@@ -140,7 +150,7 @@ def test_a_writer_killed_at_random_moments_never_loses_a_committed_turn(tmp_path
         result = asyncio.run(Replayer(replay_plan(loaded)).run())
         assert result.faithful, f"run {n}: {result.divergence}\n{_last_records(save)}"
     print(
-        f"\ncrash test (seed {SEED}, a full run takes {full_run:.2f} s): "
+        f"\ncrash test (seed {SEED}, a full run takes {full_run:.2f} s, its save made at {save_made:.2f} s): "
         + ", ".join(f"{k} {v}" for k, v in figures.items())
     )
     assert not lost, f"committed turns lost after a kill: {lost}"
@@ -170,15 +180,27 @@ def test_a_save_cut_at_any_byte_loads_verifies_and_keeps_every_whole_commit(tmp_
 
 def test_a_save_cut_after_any_record_replays_to_the_state_it_holds(tmp_path: Path) -> None:
     """A kill lands between any two records: after each record of every kind (a correction's swapped prose
-    before its commit, an undo, another version, a choice), the save cut there replays faithfully, or the
-    replay names where it parts from the record; never another world with no divergence named."""
+    before its commit, an undo, another version, a choice, a branch, a switch), the save cut there replays
+    faithfully, or the replay names where it parts from the record; never another world with no divergence
+    named."""
     from tests.test_saves_kit import played_save
 
-    walk = [*LIGHTHOUSE_WALK[:8], "drop rope", "/undo", "look", "/regenerate", "/choose 1", "/cancel east", "west"]
+    walk = [
+        *[*LIGHTHOUSE_WALK[:8], "drop rope", "/undo", "look", "/regenerate", "/choose 1", "/cancel east", "west"],
+        *["/branch 3", "east", "/cancel /regenerate", "/switch 1", "look", "/branch 0", "wait", "/switch 2"],
+    ]
     source, _, _ = played_save(tmp_path / "whole.jsonl", walk, faults=0.5, seed=3)
     lines = source.read_bytes().splitlines(keepends=True)
     kinds = [json.loads(line)["kind"] for line in lines]
-    for kind in ("prose_replaced", "correction_started", "validation_failed", "turn_undone", "alternative_chosen"):
+    for kind in (
+        "prose_replaced",
+        "correction_started",
+        "validation_failed",
+        "turn_undone",
+        "alternative_chosen",
+        "branch_started",
+        "branch_switched",
+    ):
         assert kind in kinds, f"the session should hold a {kind} to cut after"
     cut = tmp_path / "cut.jsonl"
     for end in range(2, len(lines) + 1):

@@ -149,3 +149,56 @@ def test_the_app_quit_after_its_save_was_changed_in_place_names_the_rescue_not_t
     assert "changed in place" in err and f"saved to {rescued}" in err, err
     assert f"saved to {save}\n" not in err
     assert verify_save(rescued).sound and _commits(rescued) == 3
+
+
+def test_the_screen_reader_never_says_saved_when_records_could_not_be_saved_anywhere(tmp_path, monkeypatch, capsys):
+    import errno
+    import io
+
+    from storyloom.tui.cli import main
+    from tests.test_hardening_disk import fail_disk, no_usable_temp_folder
+
+    commands = ["look", "take rope", "north"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(commands) + "\n"))
+    fail_disk(monkeypatch, str(tmp_path / "nothing-matches"), errno.ENOSPC, after=8, everywhere=True)
+    no_usable_temp_folder(monkeypatch)
+    code = main(["play", "--screen-reader", "--save", str(tmp_path / "g.jsonl")])
+    out = capsys.readouterr().out  # the screen reader's one stream
+    assert code == 1, out
+    assert "could not be saved anywhere" in out, out
+    assert "Saved to" not in out, out
+
+
+@pytest.mark.parametrize("leave", ["new game", "open save"])
+def test_a_save_left_for_another_story_in_the_app_is_read_back_first(tmp_path, leave):
+    """The palette's "New game" and "Open save" leave the save being played: one changed in place under
+    the game is rescued from memory then, as quitting does, and the player is told where."""
+    import asyncio
+    import io
+
+    from storyloom.saves.resume import start_new
+    from storyloom.tui.session import PlaySession
+    from tests.test_saves_kit import played_save
+
+    other, _, _ = played_save(tmp_path / "other.jsonl", ["look"], faults=0.0)
+    pack = load_pack("lighthouse")
+    session, journal = start_new(pack, OfflineNarrator(pack, seed=7, faults=0.0), path=tmp_path / "game.jsonl")
+    err = io.StringIO()
+    play = PlaySession.around(session, journal, err=err)
+    asyncio.run(play_and_record(play, ["look", "take rope"]))
+    _edit_one_byte_in_place(tmp_path / "game.jsonl")
+    if leave == "new game":
+        play.restart()
+    else:
+        play.switch_to(other)
+    play.close()
+    rescued = tmp_path / "game-rescued.jsonl"
+    assert "changed in place" in err.getvalue() and f"saved to {rescued}" in err.getvalue(), err.getvalue()
+    assert "play goes on there" not in err.getvalue()  # the player has left it for another story
+    assert verify_save(rescued).sound and _commits(rescued) == 2
+
+
+async def play_and_record(play, commands: list[str]) -> None:
+    for command in commands:
+        async for event in play.session.play(command):
+            play.record(event)

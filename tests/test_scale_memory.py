@@ -230,3 +230,35 @@ def test_replay_headless_reads_a_sound_save_a_record_at_a_time_and_a_respelled_o
     path.write_bytes(b"".join(lines))
     assert save_commands.replay(headless) == 0
     assert read_whole == [path] and capsys.readouterr() == streamed
+
+
+def test_replay_headless_of_one_path_reads_no_path_and_a_path_holds_no_prose(tmp_path: Path, capsys, monkeypatch):
+    """A replay of a story with one path shows all of it: the story is read twice (judged, replayed) and
+    never folded whole to find a path's turns (that fold held every turn's prose: 64 MB at 20,000 turns
+    against verify's 47). A story with branches folds its path's turn numbers, without their prose."""
+    import argparse
+    import math
+
+    from storyloom.saves import export
+    from storyloom.tui.cli import save_commands
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", _commands(30))
+    folded: list[list[object]] = []
+    whole = export.StoryLedger.fold
+
+    def fold(ledger, events):
+        events = list(events)
+        folded.append(events)
+        return whole(ledger, events)
+
+    monkeypatch.setattr(export.StoryLedger, "fold", fold)
+    headless = argparse.Namespace(save=str(path), speed=math.inf, headless=True, branch=None)
+    assert save_commands.replay(headless) == 0
+    assert folded == []  # one path: nothing folded beside the judged reading and the replay
+    assert save_commands.replay(argparse.Namespace(**{**vars(headless), "branch": 1})) == 0
+    assert folded == []
+    branched, _, _ = played_save(tmp_path / "b.jsonl", [*_commands(12), "/branch 4", "look", "wait"])
+    capsys.readouterr()
+    assert save_commands.replay(argparse.Namespace(**{**vars(headless), "save": str(branched)})) == 0
+    assert "replaying branch 2 of 2" in capsys.readouterr().err
+    assert folded and all(getattr(event, "narrative", "") == "" for event in folded[-1])

@@ -324,6 +324,17 @@ def test_a_huge_config_value_is_named_not_echoed_whole(tmp_path, monkeypatch, ca
     assert "narrator must be one of" in err and len(err) < 400
 
 
+def test_storyloom_config_shows_a_huge_value_it_accepts_by_its_start_and_length(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text(f'narrator = "openai"\n[openai]\nmodel = "{"m" * 1_000_000}"\n', encoding="utf-8")
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    model = next(line for line in out.splitlines() if line.startswith("model = "))
+    assert "1,000,000 characters" in model and str(config_path()) in model, model[:300]
+    assert len(out) < 4000
+
+
 def test_a_config_file_starting_with_a_byte_order_mark_is_read(tmp_path):
     from storyloom.tui.settings import save_theme
 

@@ -70,10 +70,15 @@ class AppSaveNotes(SaveNotes):
     def lost(self) -> None:
         pass
 
-    def moved(self, reason: SaveError | None, path: Path) -> None:
+    def say(self, text: str) -> None:
+        """What the player must hear with the game on screen (a save left with records no place took)."""
+        self.app.notify(safe_text(text), title="Not saved", severity="error", timeout=15, markup=False)
+
+    def moved(self, reason: SaveError | None, path: Path, *, leaving: bool = False) -> None:
         if reason is not None:
+            goes_on = "" if leaving else "; play goes on there"
             self.app.notify(
-                safe_text(f"{reason}\nThe story so far is now saved to {path}; play goes on there."),
+                safe_text(f"{reason}\nThe story so far is now saved to {path}{goes_on}."),
                 title="Saved elsewhere",
                 severity="warning",
                 timeout=15,

@@ -82,9 +82,10 @@ class SaveNotes:
         """A place to rescue the save to did not take it either."""
         self.say(f"cannot save to {path} either ({reason.reason})")
 
-    def moved(self, reason: SaveError | None, path: Path) -> None:
-        """The story so far is saved at `path`, and play goes on writing there."""
-        self.say(f"the story so far is saved to {path} instead; play goes on there (resume it with --resume {path})")
+    def moved(self, reason: SaveError | None, path: Path, *, leaving: bool = False) -> None:
+        """The story so far is saved at `path`, and play goes on writing there (unless it is being left)."""
+        goes_on = "" if leaving else "; play goes on there"
+        self.say(f"the story so far is saved to {path} instead{goes_on} (resume it with --resume {path})")
 
     def not_saved(self, reason: Exception) -> None:
         """An event could not be written (a save no place takes: the rescue already said where it
@@ -152,6 +153,8 @@ class PlaySession:
         self.pack: StoryPack | None = None
         self.kept = True
         """False once `close` removed a save the game made and no turn was played in."""
+        self.saved = True
+        """False once `close` found records that could not be saved anywhere: nothing may say "saved"."""
         self.past: tuple[PastTurn, ...] = ()
         """The turns of the save being continued, as they were played (none for a new game)."""
         self.on_event = on_event
@@ -292,7 +295,7 @@ class PlaySession:
     def restart(self) -> Session:
         """A fresh session of the same story in a new save; the save being left is closed."""
         assert self.pack is not None and self.journal is not None
-        close_journal(self.journal)
+        self._leave(self.journal)
         self.session, self.journal = self._start(self.pack)
         self.past, self.save_path = (), None
         return self.session
@@ -303,7 +306,7 @@ class PlaySession:
         if path.resolve() == self.journal.path.resolve():
             raise ValueError(f"{path.name} is the story you are playing now")
         resumed = self._resume(path)
-        close_journal(self.journal)
+        self._leave(self.journal)
         return self._take(resumed)
 
     def other_saves(self) -> list[Path]:
@@ -328,8 +331,9 @@ class PlaySession:
             if not self.rescue(exc):
                 raise
 
-    def rescue(self, reason: SaveError | None = None) -> bool:
-        """Write the story so far to the first place that takes it; True when it is saved again."""
+    def rescue(self, reason: SaveError | None = None, *, leaving: bool = False) -> bool:
+        """Write the story so far to the first place that takes it; True when it is saved again.
+        `leaving`: the save is being closed (quit, a new game, another save), so play does not go on there."""
         from storyloom.saves.writer import rescue_save
 
         assert self.journal is not None
@@ -339,7 +343,7 @@ class PlaySession:
         if path is None:
             self.notes.lost()
             return False
-        self.notes.moved(reason, path)
+        self.notes.moved(reason, path, leaving=leaving)
         return True
 
     def close(self) -> bool:
@@ -348,20 +352,35 @@ class PlaySession:
         journal = self.journal
         if journal is None:  # never opened (or quit before it loaded)
             return True
-        was_broken = journal.broken
-        found = journal.check()  # deleted, replaced or overwritten since the last record: not saved
-        saved = found is None or self.rescue(None if was_broken else found)
+        saved = self.saved = self._secure(journal)
         if not saved:
-            print(
-                f"storyloom: {journal.unsaved} record(s) of this session could not be saved anywhere "
-                f"(the last save written is {safe_text(str(journal.path))})",
-                file=self.err,
-            )
+            print(f"storyloom: {safe_text(self._lost(journal))}", file=self.err)
         if self.save_path is None:  # not a file the player named: a new save is kept once a turn is played
             self.kept = close_journal(journal)
         else:
             journal.close()
         return saved
+
+    def _secure(self, journal: Journal) -> bool:
+        """Before a save is left (quit, a new game, another save): whether its file holds the session,
+        read back; when it does not, the session is written from memory to a rescue and the player told
+        where. False when some records could not be saved anywhere."""
+        was_broken = journal.broken
+        found = journal.check()  # deleted, replaced or overwritten since the last record: not saved
+        return found is None or self.rescue(None if was_broken else found, leaving=True)
+
+    @staticmethod
+    def _lost(journal: Journal) -> str:
+        return (
+            f"{journal.unsaved} record(s) of this session could not be saved anywhere "
+            f"(the last save written is {journal.path})"
+        )
+
+    def _leave(self, journal: Journal) -> None:
+        """Close the save being left for another story (a new game, another save), secured first."""
+        if not self._secure(journal):
+            self.notes.say(self._lost(journal))
+        close_journal(journal)
 
     def _start(self, pack: StoryPack, *, path: str | Path | None = None) -> tuple[Session, Journal]:
         from storyloom.saves.resume import start_new

@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare two paths of a story: two saves, or two branches of one save",
         description="Where two paths fork (the turn and the commands after it), their turns after the fork "
         "side by side at the terminal's width, and how the worlds differ at their ends (room, items, flags, "
-        "stats). Exit 0 when the paths are the same, 1 when they differ, 2 when a save cannot be read.",
+        "stats). Exit 0 when the paths are the same, 1 when they differ, 2 when a save cannot be read or is "
+        "refused as damaged.",
     )
     diff.add_argument("saves", nargs="+", metavar="SAVE", help="one save (with two --branch) or two saves, or 'latest'")
     diff.add_argument(

@@ -22,7 +22,7 @@ from storyloom.engine.packs import StoryPack
 from storyloom.engine.safety import safe_text
 from storyloom.engine.state import describe_place
 from storyloom.saves.diff import PathDiff, Side, WorldDifference, compare, read_side
-from storyloom.saves.errors import SaveError, SaveUnreadable
+from storyloom.saves.errors import SaveError
 from storyloom.saves.export import CommittedTurn
 from storyloom.saves.locations import resolve_save
 from storyloom.tui.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -50,9 +50,9 @@ def run_diff(args: argparse.Namespace) -> int:
             paths.append(paths[0])
         chosen: list[int | None] = branches or [None, None]
         diff = compare(read_side(paths[0], chosen[0]), read_side(paths[1], chosen[1]))
-    except SaveError as exc:
+    except SaveError as exc:  # 1 says the paths differ: a save that cannot be read or trusted is 2, as in diff(1)
         print(f"storyloom: {safe_text(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, SaveUnreadable) else EXIT_FAILURE
+        return EXIT_USAGE
     if getattr(args, "format", "text") == "json":
         sys.stdout.write(json.dumps(diff_json(diff), indent=2, ensure_ascii=False) + "\n")
     else:

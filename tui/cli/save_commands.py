@@ -208,12 +208,17 @@ def _path_of(path: Path, branch: int) -> frozenset[int]:
     return turns
 
 
-def _on_path(path: Path, branch: int | None, show: Callable[[Event], None]) -> Callable[[Event], None]:
+def _on_path(
+    path: Path, branch: int | None, show: Callable[[Event], None], branches: int | None = None
+) -> Callable[[Event], None]:
     """What a text replay shows: a story of one path, all of it; of several, only the events of the
-    turns on the path of `branch` (default: the one played last), which it names first."""
+    turns on the path of `branch` (default: the one played last), which it names first. `branches`:
+    how many the judged reading counted (a story of one path is shown whole, its path never read)."""
     from storyloom.saves.export import path_turns
     from storyloom.saves.reader import read_through
 
+    if branches == 1 and branch in (None, 1):
+        return show
     (shown, count, turns), _ = read_through(path, lambda _header, records, _time: path_turns(path, records, branch))
     if count == 1:
         return show
@@ -254,7 +259,7 @@ def replay(args: argparse.Namespace) -> int:
         printer = EventPrinter(sys.stdout, sys.stderr, live=True, streaming=math.isfinite(speed), drafts=drafts)
         print_intro(streamed.pack, sys.stdout)  # the story as headless play printed it: its opening first
         replayer = Replayer(streamed, keep_events=False)
-        result = asyncio.run(replayer.run(_on_path(path, branch, printer)))
+        result = asyncio.run(replayer.run(_on_path(path, branch, printer, getattr(streamed, "branches", None))))
     except SaveError as exc:
         return _fail(exc)
     printer.end()

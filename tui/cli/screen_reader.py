@@ -259,7 +259,7 @@ def run_screen_reader(args: argparse.Namespace) -> int:
         for signum, handler in hangup.items():
             signal.signal(signum, handler)
     code = finish(play, code)
-    if play.kept and code != EXIT_USAGE:
+    if play.kept and play.saved and code != EXIT_USAGE:
         with contextlib.suppress(OSError):
             print(f"Saved to {safe_text(str(play.journal.path))}.", file=out)
     return code

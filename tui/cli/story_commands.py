@@ -58,6 +58,10 @@ def check_story(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+SHOWN_VALUE_CHARS = 200
+"""The longest value `storyloom config` prints whole; a longer one is shown by its start and length."""
+
+
 def _listed(keys: list[str]) -> str:
     return safe_text(", ".join(keys)) if keys else "none"
 
@@ -80,6 +84,8 @@ def config(args: argparse.Namespace) -> int:
             origins.setdefault(key, f"the {settings.narrator} narrator's default")
     for key, value in shown.items():
         text = "none" if value is None else json.dumps(value, ensure_ascii=False)
+        if len(text) > SHOWN_VALUE_CHARS:  # a value pasted whole (a file, a log) is named, not printed back
+            text = f"{text[:SHOWN_VALUE_CHARS]}… ({len(str(value)):,} characters)"
         print(f"{key} = {text}".ljust(40) + f"# {origins.get(key, 'default')}")
     from storyloom.tui._textual_internals import untested_note
 
