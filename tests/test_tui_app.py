@@ -565,7 +565,7 @@ async def test_the_apps_export_is_storyloom_export_of_the_same_save(tmp_path, mo
     exported = (tmp_path / "data" / "storyloom" / "saves" / "storyloom-shore.md").read_text(encoding="utf-8")
     assert main(["export", str(tmp_path / "game.jsonl")]) == 0
     assert exported == capsys.readouterr().out
-    assert "1 turn(s) were undone" in exported and exported.count("> take lamp") == 1
+    assert "1 turn was undone" in exported and exported.count("> take lamp") == 1
 
 
 async def test_a_story_not_being_saved_offers_no_export_and_says_so(tmp_path, monkeypatch):

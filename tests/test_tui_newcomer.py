@@ -179,17 +179,18 @@ async def test_with_a_message_focused_every_key_the_footer_shows_fits_at_80_colu
             await finished(pilot, app)
         app.game.message(1).focus(scroll_visible=False)
         await pilot.press("ctrl+b")  # a second branch, from turn 1
-        await until(pilot, lambda: app.game.session.ledger.branch == 2)
+        await until(pilot, lambda: app.game.play.story.ledger.branch == 2)
         await send(pilot, "take lamp")  # corrected once
-        await until(pilot, lambda: app.game.session.state["items"]["lamp"] == "player" and not app.game.running)
+        await until(pilot, lambda: app.game.play.story.state["items"]["lamp"] == "player" and not app.game.running)
         await pilot.press("ctrl+g")  # another version, corrected once too
         await until(
-            pilot, lambda: app.game.session.versions is not None and len(app.game.session.versions.alternatives) == 2
+            pilot,
+            lambda: app.game.play.story.versions is not None and len(app.game.play.story.versions.alternatives) == 2,
         )
         await finished(pilot, app)
-        versions = app.game.session.versions
+        versions = app.game.play.story.versions
         await send(pilot, "north")  # fails: the retry key
-        await until(pilot, lambda: app.game.session.pending is not None and not app.game.running)
+        await until(pilot, lambda: app.game.play.story.pending is not None and not app.game.running)
         app.game.message(versions.turn).focus(scroll_visible=False)
         await pilot.pause(0.3)
         shown = [binding.description for _, binding, _, _ in app.screen.active_bindings.values() if binding.show]
