@@ -21,6 +21,7 @@ from storyloom.tui.screens.opening import OpeningScreen
 from storyloom.tui.session import PlaySession, SaveNotes
 
 if TYPE_CHECKING:  # the engine and the game screen load after the first frame (see `Opening`)
+    from textual.notifications import SeverityLevel
     from textual.theme import Theme
 
     from storyloom.engine.events import Event
@@ -72,30 +73,24 @@ class AppSaveNotes(SaveNotes):
 
     def say(self, text: str) -> None:
         """What the player must hear with the game on screen (a save left with records no place took)."""
-        self.app.notify(safe_text(text), title="Not saved", severity="error", timeout=15, markup=False)
+        self._tell(text, "Not saved", "error")
 
     def moved(self, reason: SaveError | None, path: Path, *, leaving: bool = False) -> None:
         if reason is not None:
             goes_on = "" if leaving else "; play goes on there"
-            self.app.notify(
-                safe_text(f"{reason}\nThe story so far is now saved to {path}{goes_on}."),
-                title="Saved elsewhere",
-                severity="warning",
-                timeout=15,
-                markup=False,
-            )
+            self._tell(f"{reason}\nThe story so far is now saved to {path}{goes_on}.", "Saved elsewhere", "warning")
 
     def not_saved(self, reason: Exception) -> None:
         message = str(reason) or type(reason).__name__
         if message != self._said:
             self._said = message
-            self.app.notify(
-                safe_text(f"{message}\nThe game goes on, but turns from now on may not be saved."),
-                title="Could not save",
-                severity="error",
-                timeout=15,
-                markup=False,
+            self._tell(
+                f"{message}\nThe game goes on, but turns from now on may not be saved.", "Could not save", "error"
             )
+
+    def _tell(self, text: str, title: str, severity: SeverityLevel) -> None:
+        """One notification, long enough to read; the save's and the system's words made inert."""
+        self.app.notify(safe_text(text), title=title, severity=severity, timeout=15, markup=False)
 
 
 class StoryloomApp(App[int]):
