@@ -89,6 +89,10 @@ class Figure:
         }
 
 
+FRAME = 1 / 60
+"""One frame of Textual's screen updates, in seconds."""
+
+
 def percentile(values: Iterable[float], q: float) -> float:
     """The q-th percentile (0..100), nearest-rank, of some samples."""
     data = sorted(values)
@@ -245,6 +249,9 @@ async def fill_transcript(
     Each turn is delivered as the engine would send it (started, its prose, committed),
     and old turns are folded away as the screen does after each turn (`archive_old_turns`,
     every `every` turns here to save time), so the transcript ends as playing them leaves it.
+    Every `every` turns the app gets one frame's time: Textual keeps each widget it must repaint
+    (folded turns too) until its next screen update, so turns fed back to back with no frame at
+    all held every one of them (363 MB at 5,000 turns), which no player can do.
     """
     from storyloom.engine.events import ProseDelta, TurnCommitted, TurnStarted
 
@@ -258,5 +265,7 @@ async def fill_transcript(
         )
         if archive is not None and count % every == 0:
             await archive()
+        if count % every == 0:
+            await asyncio.sleep(FRAME)  # a frame, as a player always leaves between turns (see below)
     if archive is not None:
         await archive()
