@@ -182,7 +182,7 @@ def run(quick: bool = False) -> Figure:
 
     pack = load_pack("lighthouse")
     sizer = AnthropicNarrator(api_key=NOT_A_KEY)
-    per_kind = 2 if quick else 10
+    per_kind = 2 if quick else 30
     figure = Figure(2, "correction cost", "a full regeneration of the turn; a correction resending the whole chain")
 
     out_ratio: dict[str, list[float]] = defaultdict(list)
@@ -193,8 +193,8 @@ def run(quick: bool = False) -> Figure:
     kept_out: list[int] = []
     kept_regen: list[int] = []
     narratives: list[int] = []
-    for kind in FAULT_KINDS:
-        for turn in asyncio.run(_play(pack, (kind,), per_kind, budget=2, stubborn=0.0, seed=11)):
+    for index, kind in enumerate(FAULT_KINDS):  # a seed each: the same seed would draw alike for every kind
+        for turn in asyncio.run(_play(pack, (kind,), per_kind, budget=2, stubborn=0.0, seed=11 + index)):
             if 2 not in turn.requests or turn.committed is None:
                 continue
             whole = json.dumps(turn.committed, ensure_ascii=False)
