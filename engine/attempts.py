@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 import pydantic_core
@@ -31,9 +32,9 @@ from storyloom.engine.narration import (
     TransientNarratorError,
 )
 from storyloom.engine.packs import StoryPack
-from storyloom.engine.rules import OUTPUT_MAX_CHARS, Verdict, judge
+from storyloom.engine.rules import KEEPS_EVERY_FIELD, OUTPUT_MAX_CHARS, Verdict, judge, parse_output
 from storyloom.engine.streaming import Expired, Reader
-from storyloom.engine.turns import Issue
+from storyloom.engine.turns import Issue, kept_fields
 
 OUTPUT_LIMIT = "output_limit"
 """The stop reason the engine records when it stops reading an answer over `OUTPUT_MAX_CHARS`."""
@@ -132,27 +133,35 @@ def _show_judged(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> tupl
     return replace(state, shown=shown), events
 
 
-def _next_correction(state: _TurnState, attempt: _Attempt, verdict: Verdict) -> _TurnState:
+def _next_correction(state: _TurnState, attempt: _Attempt, verdict: Verdict, rules: int) -> _TurnState:
     """The turn asking the narrator to correct its rejected attempt.
 
-    The request carries only this latest rejection, and the narrative a correction may keep:
-    the rejected turn's own, else the prose on screen if the first attempt finished writing
-    it, else what the previous correction could keep.
+    The request carries only this latest rejection, and the fields of it a correction keeps if it
+    leaves them out (`kept_fields`: every field valid on its own, laid over what was kept before),
+    so it is asked for only what was wrong. Under rule sets before 4 only the narrative is kept:
+    the rejected turn's own, else the prose on screen if the first attempt finished writing it,
+    else what the previous correction could keep.
     """
     request = state.request
-    kept: str | None
-    if verdict.turn is not None:
-        kept = verdict.turn.narrative
-    elif not request.is_correction:
-        kept = _complete_narrative(attempt.raw, state.shown)
+    kept: Mapping[str, Any]
+    if rules >= KEEPS_EVERY_FIELD:
+        data = parse_output(attempt.raw)[0]
+        kept = kept_fields(data, attempt.raw, request.kept, first=not request.is_correction)
     else:
-        kept = request.kept_narrative
+        narrative: str | None
+        if verdict.turn is not None:
+            narrative = verdict.turn.narrative
+        elif not request.is_correction:
+            narrative = _complete_narrative(attempt.raw, state.shown)
+        else:
+            narrative = request.kept_narrative
+        kept = {"narrative": narrative} if narrative is not None else {}
     raw, text = attempt.raw, attempt.text
     if attempt.finish.stop_reason == OUTPUT_LIMIT:  # show the model its loop, not 200,000 characters
         raw, text = _head(raw), _head(text) or ""
     rejection = Rejection(raw=raw, text=text, issues=verdict.issues)
     return replace(
-        state, request=replace(request, attempt=request.attempt + 1, correction=rejection, kept_narrative=kept)
+        state, request=replace(request, attempt=request.attempt + 1, correction=rejection, kept=MappingProxyType(kept))
     )
 
 
@@ -277,7 +286,7 @@ async def _read_attempt(
 def _judged(attempt: _Attempt, request: NarrationRequest, pack: StoryPack, rules: int) -> Verdict:
     """The judge's verdict on an attempt, against the committed state; an answer cut off (by the
     model's token limit or by the engine's own) is judged as that, whatever part of it parses."""
-    verdict = judge(attempt.raw, request.state, pack, kept_narrative=request.kept_narrative, rules=rules)
+    verdict = judge(attempt.raw, request.state, pack, kept=request.kept, rules=rules)
     if attempt.finish.stop_reason == "max_tokens" and verdict.turn is None:
         cut = Issue(
             "",

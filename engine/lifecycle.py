@@ -512,7 +512,7 @@ class Session:
                     self.pending = state.pending
                     yield TurnFailed(turn=turn, issues=verdict.issues)
                     return
-                state = _next_correction(state, attempt, verdict)
+                state = _next_correction(state, attempt, verdict, self.rules)
                 yield CorrectionStarted(
                     turn=turn, attempt=state.request.attempt, budget=self.budget, correction=state.request.attempt - 1
                 )

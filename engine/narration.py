@@ -11,9 +11,10 @@ narrator is held to the same rules.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
 
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.state import WorldState
@@ -64,9 +65,10 @@ class NarrationRequest:
     turn: int
     attempt: int = 1
     correction: Rejection | None = None
-    kept_narrative: str | None = None
-    """The narrative of the rejected attempt (the prose on screen when that was the first);
-    a correction may leave `narrative` out to keep it."""
+    kept: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """For a correction: the fields of the rejected turn it keeps if it leaves them out
+    (`storyloom.engine.turns.kept_fields`; under rule sets before 4, only the narrative), so it
+    is asked for only the rest. The narrative is the prose on screen when that was the first's."""
     alternative: int = 1
     """Which version of the turn this is: 1 for the turn as first played, 2 and on when the player
     asked for another version of it (then `state` and `history` are those from before the turn)."""
@@ -76,6 +78,12 @@ class NarrationRequest:
     @property
     def is_correction(self) -> bool:
         return self.correction is not None
+
+    @property
+    def kept_narrative(self) -> str | None:
+        """The narrative a correction keeps if it leaves it out (the prose the player has read)."""
+        narrative = self.kept.get("narrative")
+        return narrative if isinstance(narrative, str) else None
 
     @property
     def is_regeneration(self) -> bool:

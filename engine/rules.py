@@ -49,14 +49,25 @@ RULES: dict[str, str] = {
     "story actions that can be done now (or than the story leaves free)",
 }
 
-RULE_SET = 3
+RULE_SET = 4
 """The rules new turns are judged by. A save names the set it was played under (its header's
 `rules`), and is judged by that set ever after; see `RULE_SETS`."""
 RULE_SETS: dict[int, str] = {
     1: "the world's rules only, from before story.action",
     2: "the world's rules and the story's",
     3: "the world's rules and the story's, a take or a drop judged in the room walked into too",
+    4: "as set 3; a correction keeps every field of the rejected turn it leaves out, not only its narrative",
 }
+KEEPS_EVERY_FIELD = 4
+"""From this rule set on, a correction's answer is laid over the rejected turn (`kept_fields`): each field
+it sends replaces the rejected one, each it leaves out is kept. Before it, only a narrative left out was kept
+(a patch or suggestions left out were none), and a save played so is still read so."""
+
+
+def commit_rules(rules: int) -> int:
+    """The rule set a commit itself is judged by: set 4 judges a whole turn as set 3 does (it changed
+    only what a correction's answer gives), so verify need not judge a set-3 save's commits twice."""
+    return min(rules, 3)
 
 
 @dataclass(frozen=True)
@@ -171,7 +182,7 @@ def judge(
     before: WorldState,
     pack: StoryPack,
     *,
-    kept_narrative: str | None = None,
+    kept: Mapping[str, Any] | None = None,
     rules: int = RULE_SET,
 ) -> Verdict:
     """Judge a narrator's raw output against the committed state.
@@ -180,14 +191,15 @@ def judge(
         raw: the structured output as JSON text, or None when there was none.
         before: the committed state the turn starts from.
         pack: the story the turn is played in.
-        kept_narrative: for a correction, the prose on screen; used when the
-            correction leaves `narrative` out to keep it.
+        kept: for a correction, the fields of the rejected turn it keeps (`kept_fields`): the
+            answer is laid over them, so a field it leaves out is the rejected turn's, and the
+            merged whole is judged as any turn.
         rules: the rule set (`RULE_SETS`): a save is judged by the one it was played under.
     """
     data, issues = parse_output(raw)
     if data is None:
         return Verdict(None, None, issues)
-    return judge_data(data, before, pack, kept_narrative=kept_narrative, rules=rules)
+    return judge_data(data, before, pack, kept=kept, rules=rules)
 
 
 def judge_data(
@@ -195,15 +207,15 @@ def judge_data(
     before: WorldState,
     pack: StoryPack,
     *,
-    kept_narrative: str | None = None,
+    kept: Mapping[str, Any] | None = None,
     rules: int = RULE_SET,
 ) -> Verdict:
     """`judge` over output already parsed into a JSON object: a save's recorded commit is judged
     as read, without spelling it as JSON again to parse it back."""
     if rules not in RULE_SETS:
         raise ValueError(f"unknown rule set {rules!r}; this storyloom knows {', '.join(map(str, RULE_SETS))}")
-    if "narrative" not in data and kept_narrative is not None:
-        data = {**data, "narrative": kept_narrative}
+    if kept:
+        data = {**kept, **data}
     try:
         turn = Turn.model_validate(data)
     except ValidationError as exc:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, StringConstraints
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, StringConstraints, ValidationError
 
 NARRATIVE_MAX = 4000
 SUGGESTIONS_MAX = 4
@@ -63,18 +65,64 @@ class Turn(BaseModel):
         return {"narrative": self.narrative, "state_patch": self.patch_json(), "suggestions": list(self.suggestions)}
 
 
+TURN_FIELDS = ("narrative", "state_patch", "suggestions")
+_PLACEHOLDER = {"narrative": "-"}
+
+
+def kept_fields(
+    data: Mapping[str, Any] | None, raw: str | None, kept: Mapping[str, Any], *, first: bool
+) -> dict[str, Any]:
+    """The fields of a rejected answer the correction that follows keeps, when it leaves them out.
+
+    The answer is laid over what the turn kept before it (`kept`, nothing for a first attempt; a
+    field it leaves out is what a turn without it means: no patch, no suggestions), and each field
+    of the result that is valid on its own is kept, so the correction is asked for only the rest
+    and what was wrong. An answer that is no JSON object keeps what was kept before; a first one
+    keeps its narrative if that string was written whole (it is the prose on screen).
+    Shared by the engine (`attempts._next_correction`) and a save's reader (`saves/answers.py`).
+    """
+    if data is None:
+        if not first:
+            return dict(kept)
+        narrative = _closed_narrative(raw)
+        return {"narrative": narrative} if narrative is not None and _valid("narrative", narrative) else {}
+    merged = {"state_patch": [], "suggestions": [], **kept, **data}
+    return {name: merged[name] for name in TURN_FIELDS if name in merged and _valid(name, merged[name])}
+
+
+def _closed_narrative(raw: str | None) -> str | None:
+    """The narrative of a broken answer, if its string was closed (a cut-off one is left out)."""
+    if not raw:
+        return None
+    try:
+        partial = pydantic_core.from_json(raw, allow_partial=True)
+    except ValueError:
+        return None
+    narrative = partial.get("narrative") if isinstance(partial, dict) else None
+    return narrative if isinstance(narrative, str) else None
+
+
+def _valid(name: str, value: Any) -> bool:
+    try:
+        Turn.model_validate({**_PLACEHOLDER, name: value})
+    except ValidationError:
+        return False
+    return True
+
+
 def turn_json_schema() -> dict[str, Any]:
     """The JSON schema a narrator is asked to fill (tool input or response format)."""
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": ["narrative", "state_patch"],
+        "required": ["state_patch"],
         "properties": {
             "narrative": {
                 "type": "string",
                 "minLength": 1,
                 "maxLength": NARRATIVE_MAX,
-                "description": "Prose for the player, in the story's style.",
+                "description": "Prose for the player, in the story's style (every turn has it; a correction "
+                "leaves it out to keep the prose the player has read).",
             },
             "state_patch": {
                 "type": "array",

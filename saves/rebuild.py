@@ -44,7 +44,7 @@ from storyloom.engine.lifecycle import (
 from storyloom.engine.limits import UNDO_TURNS, command_too_long
 from storyloom.engine.narration import Exchange
 from storyloom.engine.packs import StoryPack
-from storyloom.engine.rules import RULE_SET, judge_data
+from storyloom.engine.rules import RULE_SET, commit_rules, judge_data
 from storyloom.engine.state import WorldState, initial_state, state_hash
 from storyloom.engine.words import plural
 from storyloom.saves.answers import check_answer
@@ -198,7 +198,9 @@ def rebuild_records(
     built = Rebuilt(state=initial_state(pack))
     if ledger is not None:
         built.ledger = ledger
-    following = _Following(_Where(path, rules, note_today and rules != RULE_SET), pack, built)
+    following = _Following(
+        _Where(path, rules, note_today and commit_rules(rules) != commit_rules(RULE_SET)), pack, built
+    )
     for record in records:
         following.read(record)
     if following.tallied is not None:

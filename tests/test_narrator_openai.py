@@ -83,7 +83,8 @@ async def test_json_mode_streams_the_narrative_from_the_content(pack, server):
     body = server.requests[0].body
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["name"] == "turn"
-    assert body["response_format"]["json_schema"]["schema"]["required"] == ["narrative", "state_patch"]
+    # the patch always; the narrative too in every turn, but a correction may leave it out to keep the prose
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["state_patch"]
     assert "tools" not in body
 
 

@@ -19,9 +19,9 @@ from storyloom.engine.lifecycle import Session
 from storyloom.engine.narration import NarrationRequest, Rejection, TextDelta
 from storyloom.engine.narrators.offline import FAULT_KINDS, OfflineNarrator
 from storyloom.engine.packs import load_pack
-from storyloom.engine.rules import judge, names
+from storyloom.engine.rules import judge, names, parse_output
 from storyloom.engine.state import initial_state
-from storyloom.engine.turns import Issue
+from storyloom.engine.turns import Issue, kept_fields
 
 PACKS = Path(__file__).parent / "packs"
 WALKS = Path(__file__).parent / "walkthroughs"
@@ -226,12 +226,10 @@ def test_in_any_state_a_non_stubborn_fault_is_fixed_by_the_first_correction():
         if verdict.ok:
             return  # the fault did not apply in this state (nothing to take from afar, say)
         rejection = Rejection(raw=first.structured, text=first.text, issues=verdict.issues)
-        kept = verdict.turn.narrative if verdict.turn is not None else None
+        kept = kept_fields(parse_output(first.structured)[0], first.structured, {}, first=True)
         fix = narrator.respond(
-            NarrationRequest(
-                cellar, state, (), " ".join(words), turn=1, attempt=2, correction=rejection, kept_narrative=kept
-            )
+            NarrationRequest(cellar, state, (), " ".join(words), turn=1, attempt=2, correction=rejection, kept=kept)
         )
-        assert judge(fix.structured, state, cellar, kept_narrative=kept).ok
+        assert judge(fix.structured, state, cellar, kept=kept).ok
 
     check()

@@ -362,7 +362,7 @@ def test_a_save_made_before_the_story_rules_verifies_by_its_own_rules_and_notes_
     assert "rule set 1 (the world's rules only, from before story.action)" in report.lines[1]
     assert "ending: The Light on Carrow Head (reached at turn 3)" in report.lines
     assert (
-        "note: played under rule set 1, and judged by it; today's rules (set 3) would refuse 2 of its commits: "
+        "note: played under rule set 1, and judged by it; today's rules (set 4) would refuse 2 of its commits: "
         "turn 1 (story.action), turn 3 (story.action)"
     ) in report.lines
     older = verify_save(V1_SAVE, load_pack(V1_PACK))
@@ -413,8 +413,8 @@ async def test_a_new_save_names_todays_rule_set_in_its_header(tmp_path):
     from tests.test_saves_kit import played_save_async
 
     path, _, _ = await played_save_async(tmp_path / "new.jsonl", ["look"], faults=0.0)
-    assert json.loads(path.read_text().splitlines()[0])["data"]["rules"] == 3
-    assert load_save(path).header.rules == 3
+    assert json.loads(path.read_text().splitlines()[0])["data"]["rules"] == 4
+    assert load_save(path).header.rules == 4
 
 
 async def test_a_save_played_under_rule_set_2_stays_sound_though_set_3_refuses_a_drop_on_the_way_in(tmp_path):
@@ -447,7 +447,7 @@ async def test_a_save_played_under_rule_set_2_stays_sound_though_set_3_refuses_a
     assert report.sound, report.lines
     assert "rule set 2 (the world's rules and the story's)" in report.lines[1]
     assert (
-        "note: played under rule set 2, and judged by it; today's rules (set 3) would refuse 1 of its commits: "
+        "note: played under rule set 2, and judged by it; today's rules (set 4) would refuse 1 of its commits: "
         "turn 1 (story.action)"
     ) in report.lines
     _, _, events = await played(pack, initial_state(pack), "go south and drop the cloak", drop_on_the_way, STAYS)

@@ -230,7 +230,7 @@ class AnthropicNarrator:
     def _append_correction(self, messages: list[dict[str, Any]], request: NarrationRequest) -> None:
         rejection = request.correction
         assert rejection is not None
-        message = correction_message(rejection, prose_stands=request.kept_narrative is not None)
+        message = correction_message(request)
         parsed = _json_object(rejection.raw)
         said = [_text(rejection.text)] if rejection.text.strip() else []
         if parsed is not None and not self.thinking:
@@ -249,7 +249,9 @@ class AnthropicNarrator:
                 }
             )
             return
-        if rejection.raw and rejection.raw.strip():
+        if parsed is not None:  # as plain JSON text (with extended thinking): what it keeps is referenced too
+            said.append(_text(json.dumps(rejected_turn(parsed, request), ensure_ascii=False)))
+        elif rejection.raw and rejection.raw.strip():
             said.append(_text(rejection.raw))
         if said:
             messages.append({"role": "assistant", "content": said})

@@ -278,15 +278,15 @@ class OpenAINarrator:
     def _append_correction(self, messages: list[dict[str, Any]], request: NarrationRequest, channel: str) -> None:
         rejection = request.correction
         assert rejection is not None
-        message = correction_message(
-            rejection, channel=channel, json_mode=self.output == "json", prose_stands=request.kept_narrative is not None
-        )
+        message = correction_message(request, channel=channel, json_mode=self.output == "json")
         raw = rejection.raw if rejection.raw and rejection.raw.strip() else None
         text = rejection.text if rejection.text.strip() else None
-        if self.output == "tools" and raw is not None and _is_json_object(raw):
-            shown = rejected_turn(json.loads(raw), request)
-            if "narrative" not in shown:  # referenced by the message, not repeated
+        whole = raw is not None and _is_json_object(raw)
+        if raw is not None and whole:
+            parsed = json.loads(raw)
+            if (shown := rejected_turn(parsed, request)) != parsed:  # what it keeps is referenced, not repeated
                 raw = json.dumps(shown, ensure_ascii=False)
+        if self.output == "tools" and raw is not None and whole:
             call_id = f"call_rejected{request.attempt - 1}"
             messages.append(
                 {

@@ -170,41 +170,53 @@ def issues_json(rejection: Rejection) -> str:
 
 
 def correction_message(
-    rejection: Rejection,
-    *,
-    channel: str = f"the `{TOOL_NAME}` tool",
-    json_mode: bool = False,
-    prose_stands: bool = False,
+    request: NarrationRequest, *, channel: str = f"the `{TOOL_NAME}` tool", json_mode: bool = False
 ) -> str:
-    """What the model is told after its latest attempt was rejected.
+    """What the model is told after its latest attempt (`request.correction`) was rejected.
 
-    Only this latest rejection is ever described, never the chain of earlier ones.
+    Only this latest rejection is ever described, never the chain of earlier ones. It asks for
+    only what was wrong: the corrected `state_patch` always (it is short, and what most issues
+    name), and each other field only if the correction does not keep it (`request.kept`): the
+    narrative the player has read is referenced, not repeated, and sent again only if the prose
+    itself must change; kept suggestions are not sent again.
 
     Args:
         json_mode: the turn was asked for as a `json_schema` response; if the answer was
             not JSON at all, say the server probably ignored the schema.
-        prose_stands: the player has read the rejected turn's narrative and may keep it
-            (`NarrationRequest.kept_narrative`): ask for only what was wrong.
     """
+    rejection = request.correction
+    assert rejection is not None
     if rejection.missing_output:
         return _template("missing_output").substitute()
     hint = ""
     if json_mode and not _looks_like_json(rejection.raw):
         hint = "\n" + _template("schema_ignored").substitute() + "\n"
-    prose = _template("prose_stands" if prose_stands else "prose_needed").substitute()
-    return _template("correction").substitute(issues=issues_json(rejection), hint=hint, channel=channel, prose=prose)
+    kept = [name for name in ("narrative", "suggestions") if name in request.kept]
+    also = "" if "suggestions" in kept else ", and `suggestions`"
+    stands = [_template("prose_stands" if "narrative" in kept else "prose_needed").substitute()]
+    if "suggestions" in kept:
+        stands.append(_template("suggestions_stand").substitute())
+    return _template("correction").substitute(
+        issues=issues_json(rejection), hint=hint, channel=channel, also=also, stands=" ".join(stands)
+    )
 
 
 def rejected_turn(turn: dict[str, Any], request: NarrationRequest) -> dict[str, Any]:
     """The rejected turn as the correction shows it back to the model.
 
-    Its narrative, when that is the prose the player has read and may keep, is referenced by the
-    correction message rather than repeated: a correction's uncached input stays the size of the
-    patch, however long the prose, and the model is not shown its prose to copy out again.
+    What the correction keeps of it (its narrative, the prose the player has read, and its
+    suggestions) is referenced by the correction message rather than repeated: a correction's
+    uncached input stays the size of the patch, however long the prose, and the model is not
+    shown its prose to copy out again. Its patch, what a correction sends, is always shown.
     """
-    if request.kept_narrative is not None and turn.get("narrative") == request.kept_narrative:
-        return {key: value for key, value in turn.items() if key != "narrative"}
-    return turn
+    return {
+        key: value
+        for key, value in turn.items()
+        if key not in _REFERENCED or key not in request.kept or request.kept[key] != value
+    }
+
+
+_REFERENCED = ("narrative", "suggestions")
 
 
 def _looks_like_json(raw: str | None) -> bool:

@@ -51,6 +51,8 @@ def attempts_of(events: list[Event]) -> list[AttemptView]:
                     prose = data["narrative"]
                 if "state_patch" in data:
                     patch = _patch_lines(data["state_patch"])
+                elif event.kind == "correction" and views:  # left out: the rejected turn's patch is kept
+                    patch = views[-1].patch
         if prose is None and event.kind == "turn" and streamed:
             prose = streamed
         views.append(AttemptView(event.attempt, event.kind, prose, patch, tuple(event.issues), dict(event.usage)))

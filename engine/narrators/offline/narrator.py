@@ -47,6 +47,9 @@ FAULT_KINDS: tuple[str, ...] = (
 
 STUBBORN_SHARE = 0.25
 """The default share of faults whose corrections fail too."""
+RESENDS_PROSE_SHARE = 0.25
+"""The share of corrections asked for only the patch that send the whole turn anyway, the prose
+the player has read too, as a model that disregards the request would."""
 OTHER_OUTCOME_SHARE = 0.5
 """The share of other versions of a world-changing turn in which the deed turns out otherwise."""
 WORDINGS_TRIED = 8
@@ -353,10 +356,15 @@ def _fix(clean: dict[str, Any], request: NarrationRequest, rng: Random) -> Outpu
 
     The issues point at either the patch or the prose. When the prose on screen is the
     prose it meant (the mistake was an extra or malformed patch operation), it usually
-    keeps it and leaves `narrative` out; when the prose was part of the mistake (it told
-    of a deed that broke a rule, or forgot to name what moved), or no turn could be read
-    at all, it sends the whole turn again, and the engine swaps the prose.
+    answers as the correction asks: the corrected `state_patch` alone, and its suggestions
+    only if the correction does not keep them (`request.kept`); in `RESENDS_PROSE_SHARE` of
+    them it sends the whole turn anyway, as a model that disregards the request would. When the prose was part
+    of the mistake (it told of a deed that broke a rule, or forgot to name what moved), or
+    no turn could be read at all, it sends the whole turn again, and the engine swaps the prose.
     """
-    if request.kept_narrative == clean["narrative"] and rng.random() < 0.75:
-        return Output(_dump({"state_patch": clean["state_patch"], "suggestions": clean["suggestions"]}))
+    if request.kept_narrative == clean["narrative"] and rng.random() < 1 - RESENDS_PROSE_SHARE:
+        answer: dict[str, Any] = {"state_patch": clean["state_patch"]}
+        if request.kept.get("suggestions") != clean["suggestions"]:
+            answer["suggestions"] = clean["suggestions"]
+        return Output(_dump(answer))
     return _whole(clean)
