@@ -174,10 +174,22 @@ def _chain_size(narrator: Any, requests: dict[int, Any], upto: int) -> int:
     return len(json.dumps({**params, "messages": messages}, ensure_ascii=False).encode())
 
 
+def _shape(answer: str) -> str:
+    """The fields a correction's answer sent, in words ("state_patch alone", "the whole turn")."""
+    try:
+        sent = set(json.loads(answer))
+    except (ValueError, TypeError):
+        return "unreadable"
+    if {"narrative", "state_patch", "suggestions"} <= sent:
+        return "the whole turn"
+    return " + ".join(sorted(sent)) + (" alone" if len(sent) == 1 else "")
+
+
 def run(quick: bool = False) -> Figure:
     """Play every fault kind; size corrections against regenerations and the chain baseline."""
     from storyloom.engine.narrators.anthropic import AnthropicNarrator
     from storyloom.engine.narrators.offline import FAULT_KINDS
+    from storyloom.engine.narrators.offline.narrator import RESENDS_PROSE_SHARE
     from storyloom.engine.packs import load_pack
 
     pack = load_pack("lighthouse")
@@ -192,6 +204,7 @@ def run(quick: bool = False) -> Figure:
     sent_regen: list[int] = []
     kept_out: list[int] = []
     kept_regen: list[int] = []
+    shapes: dict[str, int] = defaultdict(int)
     narratives: list[int] = []
     for index, kind in enumerate(FAULT_KINDS):  # a seed each: the same seed would draw alike for every kind
         for turn in asyncio.run(_play(pack, (kind,), per_kind, budget=2, stubborn=0.0, seed=11 + index)):
@@ -205,6 +218,8 @@ def run(quick: bool = False) -> Figure:
             if patch_only and '"narrative"' not in answer:
                 kept_out.append(tokens(answer))
                 kept_regen.append(tokens(whole))
+            if patch_only:
+                shapes[_shape(answer)] += 1
             narratives.append(len(turn.committed["narrative"].split()))
             out_ratio[kind].append(tokens(answer) / tokens(whole))
             sent_correction.append(_size(sizer, turn.requests[2]))
@@ -288,6 +303,10 @@ def run(quick: bool = False) -> Figure:
         chain_extra = median([t - b for t, b in zip(chain_third, base, strict=True)])
         figure.add(Row("uncached bytes of the 3rd correction", extra, chain_extra))
     figure.notes += [
+        "answers of the corrections that kept the prose: "
+        + ", ".join(f"{count} {shape}" for shape, count in sorted(shapes.items(), key=lambda kv: -kv[1]))
+        + f" (the offline narrator sends the whole turn anyway in {RESENDS_PROSE_SHARE:.0%} of them, "
+        "as a model that disregards the request would: a floor under the 'only the patch was wrong' row)",
         f"{sum(len(v) for v in out_ratio.values())} corrected turns over {len(out_ratio)} fault kinds; "
         f"{len(correction_out[True])} with only the patch wrong (the prose on screen was kept)",
         "output/regeneration by fault kind: " + ", ".join(f"{k} {median(v):.2f}" for k, v in out_ratio.items()),
