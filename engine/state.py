@@ -49,6 +49,46 @@ def state_model(pack: StoryPack) -> type[BaseModel]:
     return model
 
 
+_SHAPES: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = {}
+
+
+def plainly_valid(state: Any, pack: StoryPack) -> bool:
+    """A quick yes: True only when `state_model(pack)` accepts the state (its four sections, each
+    member declared and of its kind, a place a room or a reserved place); False leaves it to the
+    model, which names what is wrong. A judged turn's state is read with a few set lookups."""
+    shape = _SHAPES.get(pack.digest)
+    if shape is None:
+        shape = _SHAPES[pack.digest] = (
+            frozenset(pack.rooms),
+            frozenset(pack.rooms) | frozenset(RESERVED_PLACES),
+            frozenset(pack.items),
+            frozenset(pack.stats),
+            frozenset(pack.flags),
+        )
+    rooms, places, items, stats, flags = shape
+    if type(state) is not dict or len(state) != 4:
+        return False
+    location, placed, counted, flagged = (
+        state.get("location"),
+        state.get("items"),
+        state.get("stats"),
+        state.get("flags"),
+    )
+    return (
+        type(location) is str
+        and location in rooms
+        and type(placed) is dict
+        and placed.keys() == items
+        and all(type(p) is str and p in places for p in placed.values())
+        and type(counted) is dict
+        and counted.keys() == stats
+        and all(type(v) is int for v in counted.values())
+        and type(flagged) is dict
+        and flagged.keys() == flags
+        and all(type(v) is bool for v in flagged.values())
+    )
+
+
 def _build_state_model(pack: StoryPack) -> type[BaseModel]:
     strict = ConfigDict(extra="forbid", strict=True)
     places = Literal[tuple(pack.rooms) + RESERVED_PLACES]  # type: ignore[valid-type]
