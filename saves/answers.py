@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pydantic_core
 
-from storyloom.engine.events import AttemptFinished, TurnCommitted
+from storyloom.engine.events import TurnCommitted
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.rules import judge_data, parse_output
 from storyloom.engine.state import WorldState, canonical_json
@@ -34,8 +34,7 @@ def check_answer(
     """The commit must be what the last answer recorded for its turn gives when judged: the
     same narrative, patch and suggestions (a correction that leaves the narrative out keeps
     a narrative an earlier answer of the turn, `rejected`, wrote: the one on screen)."""
-    finished = answer.event
-    raw = finished.raw if isinstance(finished, AttemptFinished) else None
+    raw = answer.raw
     if raw is not None and _as_committed(raw, event):
         return
     data = parse_output(raw)[0]
@@ -85,10 +84,8 @@ def _kept(rejected: Sequence[Record], committed: str) -> str | None:
     the turn wrote it (the prose on screen, or a rejected turn's own); else the latest one written."""
     written: list[str] = []
     for earlier in rejected:
-        finished = earlier.event
-        raw = finished.raw if isinstance(finished, AttemptFinished) else None
         try:
-            data = pydantic_core.from_json(raw or "", allow_partial=True)
+            data = pydantic_core.from_json(earlier.raw or "", allow_partial=True)
         except ValueError:
             continue
         if isinstance(data, dict) and isinstance(narrative := data.get("narrative"), str):

@@ -216,7 +216,7 @@ class _AsWritten:
         if read is None:
             raise _NotAsWritten
         written, checked = read
-        record = Record(
+        record = Record.as_read(
             number - 1, written_at.decode(), kind_name, self.last_hash, digest_text, number, written, checked
         )
         self._previous, self.last_hash, self.number = digest, digest_text, number
