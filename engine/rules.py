@@ -246,10 +246,11 @@ def _patched(before: WorldState, turn: Turn) -> WorldState | None:
         if op.op == "remove" or "~" in path or type(value) not in _SCALARS:
             return None
         parts = path.split("/")
-        if len(parts) == 2 and path == "/location":
+        section = after.get(parts[1]) if len(parts) == 3 and not parts[0] else None
+        if path == "/location":
             target, key = after, "location"
-        elif len(parts) == 3 and not parts[0] and type(target := after.get(parts[1])) is dict:
-            key = parts[2]
+        elif type(section) is dict:
+            target, key = section, parts[2]
         else:
             return None
         if op.op == "add":

@@ -27,9 +27,14 @@ def initial_state(pack: StoryPack) -> WorldState:
     }
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""What `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`
+makes for each call, made once (it keeps nothing between calls)."""
+
+
 def canonical_json(value: Any) -> str:
     """The one JSON spelling of a value: sorted keys, no spaces, UTF-8 as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(value)
 
 
 def state_hash(state: WorldState) -> str:
@@ -50,12 +55,14 @@ def state_model(pack: StoryPack) -> type[BaseModel]:
 
 
 _SHAPES: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = {}
+_SECTIONS = frozenset({"location", "items", "stats", "flags"})
+_STR, _INT, _BOOL = frozenset({str}), frozenset({int}), frozenset({bool})
 
 
 def plainly_valid(state: Any, pack: StoryPack) -> bool:
     """A quick yes: True only when `state_model(pack)` accepts the state (its four sections, each
     member declared and of its kind, a place a room or a reserved place); False leaves it to the
-    model, which names what is wrong. A judged turn's state is read with a few set lookups."""
+    model, which names what is wrong. A judged turn's state is read with a few set operations."""
     shape = _SHAPES.get(pack.digest)
     if shape is None:
         shape = _SHAPES[pack.digest] = (
@@ -66,26 +73,20 @@ def plainly_valid(state: Any, pack: StoryPack) -> bool:
             frozenset(pack.flags),
         )
     rooms, places, items, stats, flags = shape
-    if type(state) is not dict or len(state) != 4:
+    if type(state) is not dict or state.keys() != _SECTIONS:
         return False
-    location, placed, counted, flagged = (
-        state.get("location"),
-        state.get("items"),
-        state.get("stats"),
-        state.get("flags"),
-    )
+    location, placed, counted, flagged = state["location"], state["items"], state["stats"], state["flags"]
+    if type(location) is not str or type(placed) is not dict or type(counted) is not dict or type(flagged) is not dict:
+        return False
     return (
-        type(location) is str
-        and location in rooms
-        and type(placed) is dict
+        location in rooms
         and placed.keys() == items
-        and all(type(p) is str and p in places for p in placed.values())
-        and type(counted) is dict
         and counted.keys() == stats
-        and all(type(v) is int for v in counted.values())
-        and type(flagged) is dict
         and flagged.keys() == flags
-        and all(type(v) is bool for v in flagged.values())
+        and _STR.issuperset(map(type, placed.values()))  # strings (hashable) before they are looked up
+        and places.issuperset(placed.values())
+        and _INT.issuperset(map(type, counted.values()))
+        and _BOOL.issuperset(map(type, flagged.values()))
     )
 
 

@@ -17,7 +17,6 @@ loads a save, `storyloom.saves.writer` appends to one, and neither knows the oth
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -414,9 +413,18 @@ def event_from_fields(kind: str, fields: dict[str, Any]) -> Event:
     return event
 
 
-@functools.cache
 def _defaults(cls: type[Event]) -> tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]:
     """An event class's default field values, and the fields whose default is made per event."""
+    found = _DEFAULTS.get(cls.event)
+    if found is None:
+        found = _DEFAULTS[cls.event] = _defaults_of(cls)
+    return found
+
+
+_DEFAULTS: dict[str, tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]] = {}
+
+
+def _defaults_of(cls: type[Event]) -> tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]:
     declared = dataclasses.fields(cls)
     plain = {f.name: f.default for f in declared if f.default is not dataclasses.MISSING}
     made = tuple((f.name, f.default_factory) for f in declared if f.default_factory is not dataclasses.MISSING)

@@ -31,7 +31,7 @@ from storyloom.engine.events import (
     TurnStarted,
     TurnUndone,
 )
-from storyloom.engine.ledger import StoryLedger
+from storyloom.engine.ledger import StoryLedger, apply
 from storyloom.engine.lifecycle import (
     Alternative,
     CommittedStory,
@@ -236,7 +236,7 @@ class _Following:
         if event is None:
             return
         self._judge(record, event)
-        self.built.ledger = self.built.ledger.apply(event)
+        self.built.ledger = apply(self.built.ledger, event)
 
     def _judge(self, record: Record, event: Event) -> None:
         save, built, seq, line = self.save, self.built, record.seq, record.line
