@@ -262,6 +262,23 @@ class StoryLedger(NamedTuple):
         return flight if flight is not None and not flight.alternative else self.pending
 
 
+_FIELD = {name: index for index, name in enumerate(StoryLedger._fields)}
+
+
+def _with(ledger: StoryLedger, **changes: Any) -> StoryLedger:
+    """`ledger._replace(**changes)`, which a save's reading asks twice a turn, for less (no field
+    names looked up by pop, no map)."""
+    values = list(ledger)
+    for name, value in changes.items():
+        values[_FIELD[name]] = value
+    return tuple.__new__(StoryLedger, values)  # `_make` without its length check
+
+
+def _fixed(turn: LedgerTurn) -> LedgerTurn:
+    """`turn._replace(fixed=True)`: the next command was played."""
+    return LedgerTurn._make((*turn[:4], True))
+
+
 def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
     """The one reducer of the event log: `ledger` once `event` has happened (see `StoryLedger`)."""
     if isinstance(event, TurnCommitted):
@@ -272,7 +289,7 @@ def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
         return _attempted(ledger, event)
     if isinstance(event, AlternativeStarted):
         flight = InFlight(event.turn, event.player_input, alternative=event.alternative)
-        return ledger._replace(in_flight=flight, last_turn=max(ledger.last_turn, event.turn))
+        return _with(ledger, in_flight=flight, last_turn=max(ledger.last_turn, event.turn))
     if isinstance(event, TurnFailed | TurnCancelled):
         return _ended(ledger, event)
     if isinstance(event, TurnUndone):
@@ -280,7 +297,7 @@ def apply(ledger: StoryLedger, event: Event, at: str = "") -> StoryLedger:
     if isinstance(event, AlternativeChosen):
         return _chosen(ledger, event)
     if isinstance(event, CorrectionStarted):
-        return ledger._replace(corrections=ledger.corrections + 1)
+        return _with(ledger, corrections=ledger.corrections + 1)
     if isinstance(event, BranchStarted):
         return _branched(ledger, event)
     if isinstance(event, BranchSwitched):
@@ -307,7 +324,8 @@ def _branched(ledger: StoryLedger, event: BranchStarted) -> StoryLedger:
         command = held.turn.player_input
         held = _Link(held.turn._replace(fixed=False), held.rest, held.length)
     tree = (*_parked(ledger), Branch(event.branch, ledger.branch, event.turn, command))
-    return ledger._replace(
+    return _with(
+        ledger,
         branch=event.branch,
         tree=tree,
         standing=max(standing, 0),
@@ -325,7 +343,8 @@ def _switched(ledger: StoryLedger, event: BranchSwitched) -> StoryLedger:
         return ledger
     place = target.parked
     tree = tuple(b._replace(parked=None) if b.number == event.branch else b for b in _parked(ledger))
-    return ledger._replace(
+    return _with(
+        ledger,
         branch=event.branch,
         tree=tree,
         standing=place.standing,
@@ -350,16 +369,17 @@ def world_after(initial: dict[str, Any], path: Iterable[LedgerTurn], turn: int |
 def _started(ledger: StoryLedger, event: TurnStarted) -> StoryLedger:
     latest = ledger.held
     if latest is not None and not latest.turn.fixed:
-        latest = _Link(latest.turn._replace(fixed=True), latest.rest, latest.length)
+        latest = _Link(_fixed(latest.turn), latest.rest, latest.length)
     flight = InFlight(event.turn, event.player_input, event.retry)
-    return ledger._replace(in_flight=flight, last_turn=max(ledger.last_turn, event.turn), held=latest)
+    return _with(ledger, in_flight=flight, last_turn=max(ledger.last_turn, event.turn), held=latest)
 
 
 def _attempted(ledger: StoryLedger, event: AttemptFinished) -> StoryLedger:
     usage = event.usage
     if not usage:
         return ledger
-    return ledger._replace(
+    return _with(
+        ledger,
         input_tokens=ledger.input_tokens + int(usage.get("input_tokens", 0)),
         output_tokens=ledger.output_tokens + int(usage.get("output_tokens", 0)),
     )
@@ -368,8 +388,9 @@ def _attempted(ledger: StoryLedger, event: AttemptFinished) -> StoryLedger:
 def _undone(ledger: StoryLedger) -> StoryLedger:
     top = ledger.held
     if top is None:
-        return ledger._replace(undone=ledger.undone + 1, in_flight=None, pending=None)
-    return ledger._replace(
+        return _with(ledger, undone=ledger.undone + 1, in_flight=None, pending=None)
+    return _with(
+        ledger,
         standing=ledger.standing - 1,
         undone=ledger.undone + 1,
         in_flight=None,
@@ -382,11 +403,11 @@ def _undone(ledger: StoryLedger) -> StoryLedger:
 def _chosen(ledger: StoryLedger, event: AlternativeChosen) -> StoryLedger:
     top = ledger.held
     if top is None and ledger.standing:  # a turn beyond `keep`: counted, not held
-        return ledger._replace(choices=ledger.choices + 1)
+        return _with(ledger, choices=ledger.choices + 1)
     if top is None or top.turn.turn != event.turn or not 1 <= event.alternative <= len(top.turn.versions):
         return ledger
     chosen = top.turn._replace(chosen=event.alternative)
-    return ledger._replace(choices=ledger.choices + 1, held=_Link(chosen, top.rest, top.length))
+    return _with(ledger, choices=ledger.choices + 1, held=_Link(chosen, top.rest, top.length))
 
 
 def _committed(ledger: StoryLedger, event: TurnCommitted, at: str) -> StoryLedger:
@@ -395,19 +416,21 @@ def _committed(ledger: StoryLedger, event: TurnCommitted, at: str) -> StoryLedge
     if flight is not None and flight.alternative and top is not None and top.turn.turn == event.turn:
         number = len(top.turn.versions) + 1
         turn = top.turn._replace(versions=(*top.turn.versions, _version(event, number, at)), chosen=number)
-        return ledger._replace(
+        return _with(
+            ledger,
             versions=ledger.versions + 1,
             in_flight=None,
             last_turn=last_turn,
             held=_Link(turn, top.rest, top.length),
         )
     if flight is not None and flight.alternative and top is None and ledger.standing:  # beyond `keep`
-        return ledger._replace(versions=ledger.versions + 1, in_flight=None, last_turn=last_turn)
+        return _with(ledger, versions=ledger.versions + 1, in_flight=None, last_turn=last_turn)
     player_input = flight.player_input if flight is not None and flight.turn == event.turn else ""
     if top is not None and not top.turn.fixed:
-        top = _Link(top.turn._replace(fixed=True), top.rest, top.length)
+        top = _Link(_fixed(top.turn), top.rest, top.length)
     turn = LedgerTurn(event.turn, player_input, (_version(event, 1, at),))
-    return ledger._replace(
+    return _with(
+        ledger,
         standing=ledger.standing + 1,
         committed=ledger.committed + 1,
         in_flight=None,
@@ -428,7 +451,8 @@ def _ended(ledger: StoryLedger, event: TurnFailed | TurnCancelled) -> StoryLedge
     if flight is not None and flight.turn == event.turn and not flight.alternative:
         pending = flight
     failed = isinstance(event, TurnFailed)
-    return ledger._replace(
+    return _with(
+        ledger,
         failures=ledger.failures + failed,
         cancels=ledger.cancels + (not failed),
         in_flight=None,

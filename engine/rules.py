@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from storyloom.engine.packs import NOWHERE, PLAYER, StoryPack
-from storyloom.engine.state import WorldState, describe_place, state_model
+from storyloom.engine.state import WorldState, describe_place, plainly_valid, state_model
 from storyloom.engine.story import in_sight, story_issues
 from storyloom.engine.turns import Issue, Turn
 
@@ -223,12 +223,12 @@ def judge_data(
     issues = tuple(_path_issues(turn, pack))
     if issues:
         return Verdict(turn, None, issues)
-    try:
-        after = _copy_state(before)
-        if turn.state_patch:  # a turn that changes nothing (look, examine) is a copy of the state
-            after = jsonpatch.JsonPatch(turn.patch_json()).apply(after, in_place=True)
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
-        return Verdict(turn, None, (Issue("/state_patch", "patch.apply", f"The patch cannot be applied: {exc}."),))
+    after = _patched(before, turn)
+    if after is None:
+        try:
+            after = jsonpatch.JsonPatch(turn.patch_json()).apply(_copy_state(before), in_place=True)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
+            return Verdict(turn, None, (Issue("/state_patch", "patch.apply", f"The patch cannot be applied: {exc}."),))
     issues = tuple(_state_issues(after, pack))
     if issues:
         return Verdict(turn, None, issues)
@@ -241,6 +241,39 @@ def judge_data(
 def _copy_state(state: WorldState) -> WorldState:
     """A copy deep enough for a patch: the sections are fresh dicts, their values are scalars."""
     return {key: dict(value) if isinstance(value, dict) else value for key, value in state.items()}
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _patched(before: WorldState, turn: Turn) -> WorldState | None:
+    """The state after the turn's patch, when each operation is one jsonpatch applies plainly: an add,
+    a replace of a member there or a test that holds, of a scalar at /location or /<section>/<id>
+    (all a turn's patch ever is). It is then the very state jsonpatch makes of it, without building
+    its objects; None when any operation is otherwise (a remove, an escape, a test that fails, ...),
+    and jsonpatch applies the patch and names what is wrong."""
+    after = _copy_state(before)  # a turn that changes nothing (look, examine) is a copy of the state
+    for op in turn.state_patch:
+        path, value = op.path, op.value
+        if op.op == "remove" or "~" in path or type(value) not in _SCALARS:
+            return None
+        parts = path.split("/")
+        section = after.get(parts[1]) if len(parts) == 3 and not parts[0] else None
+        if path == "/location":
+            target, key = after, "location"
+        elif type(section) is dict:
+            target, key = section, parts[2]
+        else:
+            return None
+        if op.op == "add":
+            target[key] = value
+        elif key not in target:
+            return None
+        elif op.op == "replace":
+            target[key] = value
+        elif type(target[key]) is not type(value) or target[key] != value:  # a test
+            return None
+    return after
 
 
 def _schema_issue(error: ErrorDetails) -> Issue:
@@ -269,6 +302,8 @@ _LEAF = re.compile(r"^/(location)$|^/(items|stats|flags)/([^/]+)$")
 
 
 def _path_issues(turn: Turn, pack: StoryPack) -> Iterable[Issue]:
+    if not turn.state_patch:
+        return
     sections: dict[str, Mapping[str, object]] = {"items": pack.items, "stats": pack.stats, "flags": pack.flags}
     singular = {"items": "item", "stats": "stat", "flags": "flag"}
     for index, op in enumerate(turn.state_patch):
@@ -301,6 +336,8 @@ def _path_issues(turn: Turn, pack: StoryPack) -> Iterable[Issue]:
 
 
 def _state_issues(after: Any, pack: StoryPack) -> Iterable[Issue]:
+    if plainly_valid(after, pack):
+        return
     try:
         state_model(pack).model_validate(after)
     except ValidationError as exc:
@@ -354,6 +391,8 @@ def _movement(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack
 
 
 def _item_moves(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
+    if before["items"] == after["items"]:  # nothing moved (most turns): no item to look at
+        return
     rooms_here = {before["location"], after["location"]}
     for item_id, was in before["items"].items():
         now = after["items"][item_id]
@@ -411,7 +450,8 @@ def _whole_word(word: str) -> re.Pattern[str]:
 
 
 def _prose_agrees(before: WorldState, after: WorldState, turn: Turn, pack: StoryPack) -> Iterable[Issue]:
-    for item_id, was in before["items"].items():
+    moved = before["items"] != after["items"]  # else no item to look at (most turns)
+    for item_id, was in before["items"].items() if moved else ():
         now = after["items"][item_id]
         if was == now:
             continue

@@ -27,9 +27,14 @@ def initial_state(pack: StoryPack) -> WorldState:
     }
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""What `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`
+makes for each call, made once (it keeps nothing between calls)."""
+
+
 def canonical_json(value: Any) -> str:
     """The one JSON spelling of a value: sorted keys, no spaces, UTF-8 as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(value)
 
 
 def state_hash(state: WorldState) -> str:
@@ -47,6 +52,42 @@ def state_model(pack: StoryPack) -> type[BaseModel]:
         model = _build_state_model(pack)
         _MODELS[pack.digest] = model
     return model
+
+
+_SHAPES: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = {}
+_SECTIONS = frozenset({"location", "items", "stats", "flags"})
+_STR, _INT, _BOOL = frozenset({str}), frozenset({int}), frozenset({bool})
+
+
+def plainly_valid(state: Any, pack: StoryPack) -> bool:
+    """A quick yes: True only when `state_model(pack)` accepts the state (its four sections, each
+    member declared and of its kind, a place a room or a reserved place); False leaves it to the
+    model, which names what is wrong. A judged turn's state is read with a few set operations."""
+    shape = _SHAPES.get(pack.digest)
+    if shape is None:
+        shape = _SHAPES[pack.digest] = (
+            frozenset(pack.rooms),
+            frozenset(pack.rooms) | frozenset(RESERVED_PLACES),
+            frozenset(pack.items),
+            frozenset(pack.stats),
+            frozenset(pack.flags),
+        )
+    rooms, places, items, stats, flags = shape
+    if type(state) is not dict or state.keys() != _SECTIONS:
+        return False
+    location, placed, counted, flagged = state["location"], state["items"], state["stats"], state["flags"]
+    if type(location) is not str or type(placed) is not dict or type(counted) is not dict or type(flagged) is not dict:
+        return False
+    return (
+        location in rooms
+        and placed.keys() == items
+        and counted.keys() == stats
+        and flagged.keys() == flags
+        and _STR.issuperset(map(type, placed.values()))  # strings (hashable) before they are looked up
+        and places.issuperset(placed.values())
+        and _INT.issuperset(map(type, counted.values()))
+        and _BOOL.issuperset(map(type, flagged.values()))
+    )
 
 
 def _build_state_model(pack: StoryPack) -> type[BaseModel]:

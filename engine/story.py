@@ -106,9 +106,12 @@ class Change:
 def bound_changes(before: WorldState, after: WorldState, pack: StoryPack) -> list[Change]:
     """The changes the story's actions govern: every flag and stat change, and every change of an
     item's place that is not a take or a drop, except what the pack leaves free."""
+    changes: list[Change] = []
+    sections = [section for section in ("flags", "stats", "items") if before[section] != after[section]]
+    if not sections:  # most turns change no bound value: nothing to look at
+        return changes
     free = {"flags": set(pack.free.flags), "stats": set(pack.free.stats), "items": set(pack.free.items)}
-    changes = []
-    for section in ("flags", "stats", "items"):
+    for section in sections:
         for key, was in before[section].items():
             now = after[section][key]
             if was == now or key in free[section]:
@@ -171,19 +174,25 @@ def declared_issues(
                 f'leave /location as it is ("{here}") and tell what that action tells.',
             )
         return
-    for action_id, action in pack.actions.items():  # the actions in `ready()` order, the cheap tests first
-        if (
-            action.catch_all
-            and action.room == here
-            and can_do(pack, action, before)
-            and not _shows(pack, action.effects, before, after)
-        ):
+    for action_id, action in _catch_alls(pack):  # the actions in `ready()` order, the cheap tests first
+        if action.room == here and can_do(pack, action, before) and not _shows(pack, action.effects, before, after):
             yield Issue(
                 _first_path(action.effects),
                 RULE,
                 f"in {room.name} every command but a move through an exit does {action_id}: the turn must "
                 f"patch its whole effects ({describe_effects(pack, action.effects, before)}) and tell what it tells.",
             )
+
+
+_CATCH_ALLS: dict[str, tuple[tuple[str, Action], ...]] = {}
+
+
+def _catch_alls(pack: StoryPack) -> tuple[tuple[str, Action], ...]:
+    """The pack's catch-all actions, in its order (found once per pack content: every turn asks)."""
+    found = _CATCH_ALLS.get(pack.digest)
+    if found is None:
+        found = _CATCH_ALLS[pack.digest] = tuple((i, a) for i, a in pack.actions.items() if a.catch_all)
+    return found
 
 
 def _ready(pack: StoryPack, state: WorldState) -> Callable[[], list[tuple[str, Action]]]:
@@ -205,6 +214,8 @@ def _handling_issues(
     """The takes from the dark and the refused drops of a turn in the player's room in `state`,
     judged in that state (`ready`: the actions that can be done in it)."""
     here = state["location"]
+    if state["items"] == after["items"] and here != PLAYER:  # nothing taken or dropped (most turns)
+        return
     room = pack.rooms[here]
     for item_id, was in state["items"].items():
         now = after["items"][item_id]

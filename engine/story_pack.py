@@ -116,15 +116,16 @@ class Condition(_Strict):
         """Whether the state satisfies every part of this condition."""
         if self.location is not None and state["location"] != self.location:
             return False
-        if any(other.holds(state) for other in self.unless):
+        # each part asked only when it has members: a pack's conditions are asked of every turn
+        if self.unless and any(other.holds(state) for other in self.unless):
             return False
-        if any(state["items"].get(i) != at for i, at in self.items.items()):
+        if self.items and any(state["items"].get(i) != at for i, at in self.items.items()):
             return False
-        if any(state["flags"].get(f) != v for f, v in self.flags.items()):
+        if self.flags and any(state["flags"].get(f) != v for f, v in self.flags.items()):
             return False
-        if any(state["stats"].get(s, 0) < v for s, v in self.stats_at_least.items()):
+        if self.stats_at_least and any(state["stats"].get(s, 0) < v for s, v in self.stats_at_least.items()):
             return False
-        return all(state["stats"].get(s, 0) <= v for s, v in self.stats_at_most.items())
+        return not self.stats_at_most or all(state["stats"].get(s, 0) <= v for s, v in self.stats_at_most.items())
 
 
 class Described(_Strict):

@@ -38,8 +38,7 @@ def check_answer(
     earlier answers of the turn (`rejected`): under rule set 4 on, every field it leaves out, as the
     engine derived them (`kept_fields`, answer by answer); before, only a narrative left out, which
     an earlier answer wrote (the one on screen)."""
-    finished = answer.event
-    raw = finished.raw if isinstance(finished, AttemptFinished) else None
+    raw = answer.raw
     keeps_every_field = rules >= KEEPS_EVERY_FIELD and bool(rejected)
     if raw is not None and _as_committed(raw, event, none_left_out=not keeps_every_field):
         return
@@ -104,10 +103,8 @@ def _kept(rejected: Sequence[Record], committed: str) -> str | None:
     the turn wrote it (the prose on screen, or a rejected turn's own); else the latest one written."""
     written: list[str] = []
     for earlier in rejected:
-        finished = earlier.event
-        raw = finished.raw if isinstance(finished, AttemptFinished) else None
         try:
-            data = pydantic_core.from_json(raw or "", allow_partial=True)
+            data = pydantic_core.from_json(earlier.raw or "", allow_partial=True)
         except ValueError:
             continue
         if isinstance(data, dict) and isinstance(narrative := data.get("narrative"), str):

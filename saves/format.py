@@ -16,8 +16,9 @@ loads a save, `storyloom.saves.writer` appends to one, and neither knows the oth
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -277,6 +278,37 @@ class Record:
             return int(self.checked["turn"])
         return None if self.checked is None else self.checked.turn
 
+    @property
+    def raw(self) -> str | None:
+        """An attempt's structured output (its event's `raw`), without making the event (a rebuild
+        asks it of the answer of every commit); None for any other record."""
+        checked = self.checked
+        if isinstance(checked, AttemptFinished):
+            return checked.raw
+        if self.kind != "attempt_finished" or not isinstance(checked, dict):
+            return None
+        return checked["raw"] if "raw" in checked else _joined_deltas(checked.get("deltas", ()), "s")
+
+    @classmethod
+    def as_read(
+        cls,
+        seq: int,
+        time: str,
+        kind: str,
+        prev: str,
+        hash: str,  # noqa: A002 (the field's name)
+        line: int,
+        written: dict[str, Any] | bytes,
+        checked: Event | dict[str, Any] | None,
+    ) -> Record:
+        """`Record(...)` for a reading that makes one per line: the same record, its fields set at once
+        rather than one `object.__setattr__` each (a frozen dataclass's `__init__` does no more)."""
+        record = object.__new__(cls)
+        record.__dict__.update(
+            seq=seq, time=time, kind=kind, prev=prev, hash=hash, line=line, written=written, checked=checked
+        )
+        return record
+
 
 @dataclass(frozen=True)
 class Save:
@@ -363,11 +395,40 @@ _STEPS: tuple[Callable[[dict[str, Any], list[dict[str, Any]]], tuple[dict[str, A
 
 
 def event_from_fields(kind: str, fields: dict[str, Any]) -> Event:
-    """The event of a record read as written, from its checked fields (see `storyloom.saves.reader`)."""
+    """The event of a record read as written, from its checked fields (see `storyloom.saves.reader`):
+    `cls(**fields)`, each field set at once rather than one `object.__setattr__` each (the events
+    are frozen dataclasses whose `__init__` does no more; the reading checked every field and that
+    the required ones are there)."""
     cls = EVENT_TYPES[kind]
     if cls is AttemptFinished and not ("raw" in fields and "text" in fields):
         fields = _with_joined(fields)
-    return cls(**fields)
+    plain, made = _defaults(cls)
+    event = object.__new__(cls)
+    values = event.__dict__
+    values.update(plain)
+    values.update(fields)
+    for name, factory in made:
+        if name not in fields:
+            values[name] = factory()
+    return event
+
+
+def _defaults(cls: type[Event]) -> tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]:
+    """An event class's default field values, and the fields whose default is made per event."""
+    found = _DEFAULTS.get(cls.event)
+    if found is None:
+        found = _DEFAULTS[cls.event] = _defaults_of(cls)
+    return found
+
+
+_DEFAULTS: dict[str, tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]] = {}
+
+
+def _defaults_of(cls: type[Event]) -> tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]:
+    declared = dataclasses.fields(cls)
+    plain = {f.name: f.default for f in declared if f.default is not dataclasses.MISSING}
+    made = tuple((f.name, f.default_factory) for f in declared if f.default_factory is not dataclasses.MISSING)
+    return plain, made
 
 
 def _with_joined(fields: dict[str, Any]) -> dict[str, Any]:
@@ -376,11 +437,16 @@ def _with_joined(fields: dict[str, Any]) -> dict[str, Any]:
     deltas = fields.get("deltas", ())
     joined = dict(fields)
     if "raw" not in joined:
-        structured = [chunk for _, kind, chunk in deltas if kind == "s"]
-        joined["raw"] = "".join(structured) if structured else None
+        joined["raw"] = _joined_deltas(deltas, "s")
     if "text" not in joined:
         joined["text"] = "".join([chunk for _, kind, chunk in deltas if kind == "t"])
     return joined
+
+
+def _joined_deltas(deltas: Iterable[tuple[int, str, str]], kind: str) -> str | None:
+    """The checked deltas' chunks of one kind joined, None when there are none."""
+    chunks = [chunk for _, of, chunk in deltas if of == kind]
+    return "".join(chunks) if chunks else None
 
 
 def _joined(deltas: Any, kind: str) -> str | None:

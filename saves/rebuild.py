@@ -31,7 +31,7 @@ from storyloom.engine.events import (
     TurnStarted,
     TurnUndone,
 )
-from storyloom.engine.ledger import StoryLedger
+from storyloom.engine.ledger import StoryLedger, apply
 from storyloom.engine.lifecycle import (
     Alternative,
     CommittedStory,
@@ -226,19 +226,21 @@ class _Following:
 
     def read(self, record: Record) -> None:
         """Judge one record against the story so far, then fold it into the ledger."""
-        if record.kind in TALLIED:
-            self.tallied = record
-        if record.kind == "attempt_finished":  # its output plays no part in the committed story
-            if record.turn is not None:
-                if (previous := self.answers.get(record.turn)) is not None:
-                    self.rejected.setdefault(record.turn, []).append(previous)
-                self.answers[record.turn] = record
+        kind = record.kind
+        if kind == "attempt_finished":  # its output plays no part in the committed story
+            turn = record.turn
+            if turn is not None:
+                if (previous := self.answers.get(turn)) is not None:
+                    self.rejected.setdefault(turn, []).append(previous)
+                self.answers[turn] = record
             return
+        if kind in TALLIED:
+            self.tallied = record
         event = record.event
         if event is None:
             return
         self._judge(record, event)
-        self.built.ledger = self.built.ledger.apply(event)
+        self.built.ledger = apply(self.built.ledger, event)
 
     def _judge(self, record: Record, event: Event) -> None:
         save, built, seq, line = self.save, self.built, record.seq, record.line
