@@ -195,23 +195,39 @@ def rebuild_records(
             resume's holds the newest turns whose versions it shows; `StoryLedger()` holds every
             branch's whole path, for a diff).
     """
-    built = Rebuilt(state=initial_state(pack))
-    if ledger is not None:
-        built.ledger = ledger
-    following = _Following(_Where(path, rules, note_today and rules != RULE_SET), pack, built)
+    return judge_records(path, records, pack, rules=rules, note_today=note_today, ledger=ledger).built
+
+
+def judge_records(
+    path: Path,
+    records: Iterable[Record],
+    pack: StoryPack,
+    *,
+    rules: int,
+    note_today: bool = False,
+    ledger: StoryLedger | None = None,
+    start: Progress | None = None,
+) -> Progress:
+    """`rebuild_records`, and where judging stands after the last record (`Progress`); from `start`
+    when given (the records before it were judged already: a resume record kept where they left
+    it), from the pack's initial state otherwise. `start` is carried on in place and returned."""
+    if start is None:
+        start = Progress(Rebuilt(state=initial_state(pack)))
+        if ledger is not None:
+            start.built.ledger = ledger
+    following = _Following(_Where(path, rules, note_today and rules != RULE_SET), pack, start)
     for record in records:
         following.read(record)
-    if following.tallied is not None:
-        _check_tally(following.save, built, following.tallied)
-    return built
+    if start.tallied is not None:
+        _check_tally(following.save, start.built, start.tallied)
+    return start
 
 
 @dataclass
-class _Following:
-    """A rebuild under way: what judging the next record needs beside the story rebuilt so far."""
+class Progress:
+    """Where a rebuild stands after some records: the story rebuilt so far, and what judging the next
+    record needs beside it (a resume record keeps one, `saves/resume_record.py`)."""
 
-    save: _Where
-    pack: StoryPack
     built: Rebuilt
     started: TurnStarted | None = None
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
@@ -222,27 +238,46 @@ class _Following:
     tallied: Record | None = None
     """The latest record carrying a tally, checked against the story at the end."""
 
+    @property
+    def settled(self) -> bool:
+        """No turn in flight and no answer waiting for its commit: a place to keep (a resume record)."""
+        return self.built.ledger.in_flight is None and not self.answers and not self.rejected
+
+
+@dataclass
+class _Following:
+    """A rebuild under way: the save, its pack, and where judging stands."""
+
+    save: _Where
+    pack: StoryPack
+    now: Progress
+
+    @property
+    def built(self) -> Rebuilt:
+        return self.now.built
+
     def read(self, record: Record) -> None:
         """Judge one record against the story so far, then fold it into the ledger."""
+        now = self.now
         if record.kind in TALLIED:
-            self.tallied = record
+            now.tallied = record
         if record.kind == "attempt_finished":  # its output plays no part in the committed story
             if record.turn is not None:
-                if (previous := self.answers.get(record.turn)) is not None:
-                    self.rejected.setdefault(record.turn, []).append(previous)
-                self.answers[record.turn] = record
+                if (previous := now.answers.get(record.turn)) is not None:
+                    now.rejected.setdefault(record.turn, []).append(previous)
+                now.answers[record.turn] = record
             return
         event = record.event
         if event is None:
             return
         self._judge(record, event)
-        self.built.ledger = self.built.ledger.apply(event)
+        now.built.ledger = now.built.ledger.apply(event)
 
     def _judge(self, record: Record, event: Event) -> None:
         save, built, seq, line = self.save, self.built, record.seq, record.line
         if isinstance(event, TurnStarted):
             _check_command(save, seq, line, event)
-            self.started = event
+            self.now.started = event
             if built.versions is not None:  # the next command fixes the latest turn
                 built.fixing, built.versions = built.versions, None
         elif isinstance(event, AlternativeStarted):
@@ -254,8 +289,8 @@ class _Following:
         elif isinstance(event, TurnUndone):
             _undo(save, built, seq, line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
-            self.answers.pop(event.turn, None)
-            self.rejected.pop(event.turn, None)
+            self.now.answers.pop(event.turn, None)
+            self.now.rejected.pop(event.turn, None)
         elif isinstance(event, BranchStarted):
             _branch(save, built, seq, line, event)
         elif isinstance(event, BranchSwitched):
@@ -263,16 +298,16 @@ class _Following:
 
     def _commit(self, record: Record, event: TurnCommitted) -> None:
         """A commit (of a turn, or of another version of the latest turn) judged, then its answer checked."""
-        built, in_flight = self.built, self.built.ledger.in_flight
+        built, in_flight, now = self.built, self.built.ledger.in_flight, self.now
         if in_flight is not None and in_flight.alternative:
             _commit_version(self.save, self.pack, built, record.seq, record.line, event)
             before = built.undo_stack[-1][0]  # a version is judged from the state before its turn
         else:
             before = built.state
-            _commit(self.save, self.pack, built, record.seq, record.line, event, self.started)
-        rejected = self.rejected.pop(event.turn, [])
-        if event.turn in self.answers:
-            answer = self.answers.pop(event.turn)
+            _commit(self.save, self.pack, built, record.seq, record.line, event, now.started)
+        rejected = now.rejected.pop(event.turn, [])
+        if event.turn in now.answers:
+            answer = now.answers.pop(event.turn)
             check_answer(self.save.path, self.save.rules, self.pack, before, record, event, answer, rejected)
 
 
