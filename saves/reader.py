@@ -190,7 +190,6 @@ class _AsWritten:
             self.header = header_of(path, header_data)
         except SaveError:
             raise _NotAsWritten from None
-        self._readers = _data_readers()
         self.last_hash: str = str(self.header_raw["hash"])
         self.previous = self.last_hash.encode()
         self.number = 1
@@ -213,7 +212,7 @@ class _AsWritten:
         if digest_text.encode() != digest:
             raise _NotAsWritten
         kind_name = kind.decode()
-        read = _record_as_written(line[8:at], kind_name, self._readers.get(kind_name))
+        read = _record_as_written(line[8:at], kind_name, _data_readers().get(kind_name))
         if read is None:
             raise _NotAsWritten
         written, checked = read

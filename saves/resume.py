@@ -33,7 +33,7 @@ from storyloom.saves.format import Record, SaveHeader
 from storyloom.saves.locations import new_save_path, rescue_of, resolve_save
 from storyloom.saves.reader import NotStreamable, ReadFrom, gc_paused, open_stream_at
 from storyloom.saves.rebuild import Rebuilt, judge_records
-from storyloom.saves.resume_record import ResumePoint
+from storyloom.saves.resume_record import KeptRecord, ResumePoint
 from storyloom.saves.verify import open_pack
 from storyloom.saves.writer import Journal
 
@@ -67,8 +67,8 @@ class _Tries:
     standing turns a resumed screen shows can have their details (`past`) without a second reading
     and without keeping every turn's records."""
 
-    def __init__(self, kept: dict[int, list[Record]] | None = None) -> None:
-        self._tries: dict[int, list[Record]] = {} if kept is None else kept
+    def __init__(self, kept: dict[int, list[Record | KeptRecord]] | None = None) -> None:
+        self._tries: dict[int, list[Record | KeptRecord]] = {} if kept is None else kept
 
     def watch(self, records: Iterable[Record]) -> Iterator[Record]:
         for record in records:
@@ -83,9 +83,9 @@ class _Tries:
             yield record
 
     @property
-    def kept(self) -> dict[int, list[Record]]:
-        """The tries kept, as a resume record holds them."""
-        return self._tries
+    def kept(self) -> dict[int, list[Record | KeptRecord]]:
+        """The tries kept, as a resume record holds them (each record's kind, turn and data as written)."""
+        return {turn: [KeptRecord.of(r) for r in records] for turn, records in self._tries.items()}
 
     def past(self, history: Iterable[Exchange], ledger: StoryLedger) -> tuple[PastTurn, ...]:
         """The turns of `history`, each with the events of the try that committed it if it had issues

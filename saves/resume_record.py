@@ -38,10 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+from pydantic_core import from_json
 
+from storyloom.engine.events import Event
 from storyloom.engine.files import read_regular_file
 from storyloom.engine.packs import StoryPack
-from storyloom.saves.format import VERSION, Record, storyloom_version
+from storyloom.saves.careful import event_of
+from storyloom.saves.format import VERSION, Record, expand_attempt, storyloom_version
 from storyloom.saves.reader import ReadFrom
 from storyloom.saves.rebuild import Progress
 
@@ -52,6 +55,31 @@ KEPT_RECORDS = 64
 """Resume records kept: the oldest (by when they were written) go when there are more."""
 _SUFFIX = ".resume"
 _PICKLE_DEPTH = 20_000
+
+
+@dataclass(frozen=True)
+class KeptRecord:
+    """A record of a kept try as a resume record holds it: its kind, turn and data as written. Its event
+    is made only if its turn's details are shown (an event's many small objects are slow to unpickle)."""
+
+    kind: str
+    turn: int | None
+    written: dict[str, Any] | bytes
+
+    @classmethod
+    def of(cls, record: Record | KeptRecord) -> KeptRecord:
+        return record if isinstance(record, KeptRecord) else cls(record.kind, record.turn, record.written)
+
+    @property
+    def event(self) -> Event | None:
+        """The record's event, as the careful reading makes it."""
+        written = self.written
+        data = (
+            expand_attempt(self.kind, from_json(written, allow_inf_nan=False))
+            if isinstance(written, bytes)
+            else written
+        )
+        return event_of(self.kind, data)
 
 
 @dataclass
@@ -66,7 +94,7 @@ class ResumePoint:
     at: ReadFrom
     sha256: str
     progress: Progress
-    tries: dict[int, list[Record]]
+    tries: dict[int, list[Record | KeptRecord]]
 
 
 def records_folder() -> Path:
