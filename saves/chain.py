@@ -10,6 +10,7 @@ copy (`blocks`) waits for that thread first, so a rescue written before it finis
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -28,6 +29,7 @@ class Chain:
         self._prefix: list[bytes] = []
         """The file's first bytes, when a thread copies them (`keep_file_prefix`): its own zlib stream."""
         self._copying: threading.Thread | None = None
+        self._prefix_at: tuple[int, str] = (0, "")
         self.prefix_changed = False
         """The bytes the thread copied do not hash as the resume record said: the file changed under us."""
         self._hashed: hashlib._Hash | None = hashlib.sha256()
@@ -54,9 +56,12 @@ class Chain:
         copied from `fd` by a thread; they must hash to `sha256`, as the caller just checked."""
         assert not self.size, "the prefix comes first"
         self.first, self.last, self.size, self._hashed = first, last, size, None
+        self._prefix_at = (size, sha256)
         own = os.dup(fd)  # the journal may close its descriptor first: this one is the thread's
 
         def copy() -> None:
+            with contextlib.suppress(OSError, AttributeError):  # Linux: this thread only gives way to the game's
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
             packer, hashed, offset = zlib.compressobj(1), hashlib.sha256(), 0
             try:
                 while offset < size:
@@ -81,16 +86,23 @@ class Chain:
         """The sha256 of the bytes kept so far, when this chain hashed them all itself."""
         return None if self._hashed is None else self._hashed.hexdigest()
 
+    @property
+    def copying(self) -> tuple[int, str] | None:
+        """(size, sha256) of the file's first bytes while the thread is still copying them, else None."""
+        return self._prefix_at if self._copying is not None and self._copying.is_alive() else None
+
     def wait(self) -> None:
         """Until the thread copying the file's first bytes (if any) is done."""
         if self._copying is not None:
             self._copying.join()
 
-    def blocks(self) -> Iterator[bytes]:
-        """The save's bytes, in blocks, as they were kept (more may be kept afterwards)."""
-        self.wait()
-        if self._prefix:
-            yield from _unpacked(self._prefix)
+    def blocks(self, *, prefix: bool = True) -> Iterator[bytes]:
+        """The save's bytes, in blocks, as they were kept (more may be kept afterwards); without
+        `prefix`, only those after the file's first bytes a thread copies (see `copying`)."""
+        if prefix:
+            self.wait()
+            if self._prefix:
+                yield from _unpacked(self._prefix)
         yield from _unpacked([*self._packed, self._packer.copy().flush()])
 
 

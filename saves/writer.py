@@ -488,14 +488,16 @@ class Journal:
         assert self._fd is not None
         if self._truncate_to is not None:
             return None  # a reopened save not written yet: it is the file that was read
-        offset = 0
-        for block in self._chain.blocks():
+        changed, offset, prefix = "the save file was changed in place while the game was running", 0, True
+        if (copying := self._chain.copying) is not None:  # not copied yet: its bytes must hash as they did
+            if prefix_digest(self._fd, copying[0]) != copying[1]:
+                return changed
+            offset, prefix = copying[0], False
+        for block in self._chain.blocks(prefix=prefix):
             if os.pread(self._fd, len(block), offset) != block:
-                return "the save file was changed in place while the game was running (it no longer reads back)"
+                return f"{changed} (it no longer reads back)"
             offset += len(block)
-        if self._chain.prefix_changed:
-            return "the save file was changed in place while the game was running (it no longer reads back)"
-        return None
+        return f"{changed} (it no longer reads back)" if self._chain.prefix_changed else None
 
     @property
     def broken(self) -> SaveWriteError | None:

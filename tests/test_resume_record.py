@@ -250,3 +250,27 @@ def test_a_rescue_written_before_the_copy_of_the_save_is_done_is_whole(tmp_path:
     elsewhere = again.journal.save_as(tmp_path / "rescue.jsonl")
     again.journal.close()
     assert elsewhere.read_bytes() == whole
+
+
+@pytest.mark.parametrize("copied", [False, True])
+def test_a_byte_changed_before_the_offset_while_the_game_runs_is_found_before_it_says_saved(
+    copied: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether or not the thread has copied the save's first bytes yet, the check before "saved" reads them back."""
+    from storyloom.saves.chain import Chain
+
+    if not copied:  # as if the thread were still copying them
+        monkeypatch.setattr(Chain, "copying", property(lambda chain: chain._prefix_at))
+    path, _, _ = played_save(tmp_path / "s.jsonl", WALK * 3)
+    _resumed(path)
+    again = resume(path, OfflineNarrator(load_pack("lighthouse")))
+    with again.journal as journal:
+        assert journal.read_to is None, "read on from the record"
+        if copied:
+            journal._chain.wait()
+        data = bytearray(path.read_bytes())
+        at = data.index(b'"narrative":"') + len(b'"narrative":"')
+        data[at] ^= 1
+        with path.open("r+b") as file:  # in place: the same file, the same size
+            file.write(data)
+        assert journal.check() is not None
