@@ -16,6 +16,7 @@ loads a save, `storyloom.saves.writer` appends to one, and neither knows the oth
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -99,6 +100,7 @@ class Tally:
         return cls(committed, undone, branches)
 
 
+@functools.cache
 def storyloom_version() -> str:
     try:
         return metadata.version("storyloom")

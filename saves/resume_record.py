@@ -72,14 +72,15 @@ class KeptRecord:
 
     @property
     def event(self) -> Event | None:
-        """The record's event, as the careful reading makes it."""
+        """The record's event, as the careful reading makes it (its fields were checked when it was first
+        read, and its bytes are proven unchanged since by the save's hash: they are not checked again)."""
         written = self.written
         data = (
             expand_attempt(self.kind, from_json(written, allow_inf_nan=False))
             if isinstance(written, bytes)
             else written
         )
-        return event_of(self.kind, data)
+        return event_of(self.kind, data, checked=True)
 
 
 @dataclass
