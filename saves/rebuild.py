@@ -185,16 +185,8 @@ def rebuild_records(
     ledger: StoryLedger | None = None,
 ) -> Rebuilt:
     """`rebuild` over records as they are read (verify, export and resume stream them): memory holds
-    what a session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length.
-
-    Args:
-        rules: the rule set the save was played under (its header's), which every commit is judged by.
-        note_today: (verify) a save played under older rules also notes the first commits today's
-            rules would refuse (`Rebuilt.refused_today`).
-        ledger: the ledger to fold the save into (default: holding what undo and branching reach;
-            resume's holds the newest turns whose versions it shows; `StoryLedger()` holds every
-            branch's whole path, for a diff).
-    """
+    what a session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length
+    (the arguments: see `judge_records`)."""
     return judge_records(path, records, pack, rules=rules, note_today=note_today, ledger=ledger).built
 
 
@@ -208,9 +200,18 @@ def judge_records(
     ledger: StoryLedger | None = None,
     start: Progress | None = None,
 ) -> Progress:
-    """`rebuild_records`, and where judging stands after the last record (`Progress`); from `start`
-    when given (the records before it were judged already: a resume record kept where they left
-    it), from the pack's initial state otherwise. `start` is carried on in place and returned."""
+    """`rebuild_records`, and where judging stands after the last record (`Progress`).
+
+    Args:
+        rules: the rule set the save was played under (its header's), which every commit is judged by.
+        note_today: (verify) a save played under older rules also notes the first commits today's
+            rules would refuse (`Rebuilt.refused_today`).
+        ledger: the ledger to fold the save into (default: holding what undo and branching reach;
+            resume's holds the newest turns whose versions it shows; `StoryLedger()` holds every
+            branch's whole path, for a diff).
+        start: where judging stood after the records before these (a resume record keeps it), carried
+            on in place; None: from the pack's initial state.
+    """
     if start is None:
         start = Progress(Rebuilt(state=initial_state(pack)))
         if ledger is not None:
@@ -225,8 +226,7 @@ def judge_records(
 
 @dataclass
 class Progress:
-    """Where a rebuild stands after some records: the story rebuilt so far, and what judging the next
-    record needs beside it (a resume record keeps one, `saves/resume_record.py`)."""
+    """Where a rebuild stands after some records: the story so far, what judging the next one needs."""
 
     built: Rebuilt
     started: TurnStarted | None = None
@@ -252,10 +252,6 @@ class _Following:
     pack: StoryPack
     now: Progress
 
-    @property
-    def built(self) -> Rebuilt:
-        return self.now.built
-
     def read(self, record: Record) -> None:
         """Judge one record against the story so far, then fold it into the ledger."""
         now = self.now
@@ -274,7 +270,7 @@ class _Following:
         now.built.ledger = now.built.ledger.apply(event)
 
     def _judge(self, record: Record, event: Event) -> None:
-        save, built, seq, line = self.save, self.built, record.seq, record.line
+        save, built, seq, line = self.save, self.now.built, record.seq, record.line
         if isinstance(event, TurnStarted):
             _check_command(save, seq, line, event)
             self.now.started = event
@@ -298,7 +294,8 @@ class _Following:
 
     def _commit(self, record: Record, event: TurnCommitted) -> None:
         """A commit (of a turn, or of another version of the latest turn) judged, then its answer checked."""
-        built, in_flight, now = self.built, self.built.ledger.in_flight, self.now
+        now = self.now
+        built, in_flight = now.built, now.built.ledger.in_flight
         if in_flight is not None and in_flight.alternative:
             _commit_version(self.save, self.pack, built, record.seq, record.line, event)
             before = built.undo_stack[-1][0]  # a version is judged from the state before its turn
