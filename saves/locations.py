@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -20,6 +21,13 @@ import platformdirs
 from storyloom.engine.files import open_regular
 from storyloom.saves.errors import SaveExists, SaveUnreadable, SaveWriteError
 from storyloom.saves.format import SUFFIX
+
+
+def resume_record_path(header_line: bytes) -> Path:
+    """Where the resume record of the save whose first line is `header_line` is kept (`saves/resume_record.py`):
+    under `platformdirs.user_cache_dir("storyloom")/resume`, read when called (it honours `XDG_CACHE_HOME`)."""
+    folder = Path(platformdirs.user_cache_dir("storyloom")) / "resume"
+    return folder / f"{hashlib.sha256(header_line).hexdigest()}.resume"
 
 
 def saves_dir() -> Path:

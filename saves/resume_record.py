@@ -27,6 +27,7 @@ machine or account, or altered, fails it and is ignored.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import os
@@ -37,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from pydantic_core import from_json
 
 from storyloom.engine.events import Event
@@ -45,6 +45,7 @@ from storyloom.engine.files import read_regular_file
 from storyloom.engine.packs import StoryPack
 from storyloom.saves.careful import event_of
 from storyloom.saves.format import VERSION, Record, expand_attempt, storyloom_version
+from storyloom.saves.locations import resume_record_path
 from storyloom.saves.reader import ReadFrom
 from storyloom.saves.rebuild import Progress
 
@@ -100,16 +101,29 @@ class ResumePoint:
 
 def records_folder() -> Path:
     """`platformdirs.user_cache_dir("storyloom")/resume` (read when called: it honours `XDG_CACHE_HOME`)."""
-    return Path(platformdirs.user_cache_dir("storyloom")) / "resume"
-
-
-def _place(folder: Path, header_line: bytes) -> Path:
-    return folder / f"{hashlib.sha256(header_line).hexdigest()}{_SUFFIX}"
+    return resume_record_path(b"").parent
 
 
 def _stamp(pack: StoryPack, rules: int) -> tuple[Any, ...]:
     """What must be the same for a record to be trusted: this storyloom's code, the format, the rules, the pack."""
-    return (RECORD_VERSION, storyloom_version(), _code_stamp(), VERSION, rules, pack.digest, sys.version_info[:2])
+    return (_made_by(), rules, pack.digest)
+
+
+@functools.cache
+def _made_by() -> str:
+    """This storyloom (its version and code, the format, Python), as the second line of a record says it."""
+    made = (RECORD_VERSION, storyloom_version(), _code_stamp(), VERSION, sys.version_info[:2])
+    return hashlib.sha256(repr(made).encode()).hexdigest()
+
+
+def usable(header_line: bytes) -> bool:
+    """Whether the save whose first line is `header_line` has a resume record this storyloom made (a hint
+    only, from the record's first two lines: `load` is the one that checks and trusts it)."""
+    try:
+        with open(resume_record_path(header_line), "rb") as record:
+            return record.read(len(_MAGIC) + 65) == _MAGIC + _made_by().encode() + b"\n"
+    except OSError:
+        return False
 
 
 def _code_stamp() -> str:
@@ -157,11 +171,13 @@ def load(header_line: bytes, pack: StoryPack, rules: int) -> ResumePoint | None:
         key = _key(folder, make=False)
         if key is None:
             return None
-        blob = read_regular_file(_place(folder, header_line), _RECORD_MAX_BYTES)
-        if not blob.startswith(_MAGIC):
+        blob = read_regular_file(resume_record_path(header_line), _RECORD_MAX_BYTES)
+        made_by = _made_by().encode() + b"\n"
+        if not blob.startswith(_MAGIC + made_by):
             return None
-        mac, body = blob[len(_MAGIC) : len(_MAGIC) + 32], blob[len(_MAGIC) + 32 :]
-        if not hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).digest()):
+        start = len(_MAGIC) + len(made_by)
+        mac, body = blob[start : start + 32], blob[start + 32 :]
+        if not hmac.compare_digest(mac, hmac.new(key, made_by + body, hashlib.sha256).digest()):
             return None
         stamp, line, point = pickle.loads(body)  # noqa: S301 - authenticated above: written by this account
         if stamp != _stamp(pack, rules) or line != header_line or not isinstance(point, ResumePoint):
@@ -185,12 +201,13 @@ def store(header_line: bytes, pack: StoryPack, rules: int, point: ResumePoint) -
             body = pickle.dumps((_stamp(pack, rules), header_line, point), protocol=pickle.HIGHEST_PROTOCOL)
         finally:
             sys.setrecursionlimit(limit)
-        blob = _MAGIC + hmac.new(key, body, hashlib.sha256).digest() + body
+        made_by = _made_by().encode() + b"\n"
+        blob = _MAGIC + made_by + hmac.new(key, made_by + body, hashlib.sha256).digest() + body
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(blob)
-            os.replace(temporary, _place(folder, header_line))
+            os.replace(temporary, resume_record_path(header_line))
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)

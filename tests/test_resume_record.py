@@ -222,7 +222,8 @@ def test_a_spoilt_record_falls_back_to_a_full_check_silently(spoil: str, tmp_pat
 
         body = b"not a pickle at all"
         magic = blob[: blob.index(b"\n") + 1]
-        record.write_bytes(magic + hmac.new(key.read_bytes(), body, hashlib.sha256).digest() + body)
+        made_by = blob[len(magic) : blob.index(b"\n", len(magic)) + 1]
+        record.write_bytes(magic + made_by + hmac.new(key.read_bytes(), made_by + body, hashlib.sha256).digest() + body)
     elif spoil == "another key":
         key.write_bytes(b"k" * 32)
     again, used = _resumed(_copy(path, "second.jsonl"))
@@ -234,7 +235,7 @@ def test_a_spoilt_record_falls_back_to_a_full_check_silently(spoil: str, tmp_pat
 def test_a_record_of_another_storyloom_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path, _, _ = played_save(tmp_path / "s.jsonl", WALK)
     _resumed(path)
-    monkeypatch.setattr(resume_record, "storyloom_version", lambda: "99.0")
+    monkeypatch.setattr(resume_record, "_made_by", lambda: "99" * 32)
     _, used = _resumed(path)
     assert not used
 
@@ -274,3 +275,17 @@ def test_a_byte_changed_before_the_offset_while_the_game_runs_is_found_before_it
         with path.open("r+b") as file:  # in place: the same file, the same size
             file.write(data)
         assert journal.check() is not None
+
+
+def test_a_save_with_a_record_this_storyloom_made_opens_in_the_game_screen_without_the_preview(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preview masks a full check; a save with a usable record is opened before the app instead."""
+    from storyloom.tui.cli import ui
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", WALK)
+    assert not ui._remembered(path)
+    _resumed(path)
+    assert ui._remembered(path)
+    monkeypatch.setattr(resume_record, "_made_by", lambda: "99" * 32)  # another storyloom's record
+    assert not ui._remembered(path)
