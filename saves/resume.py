@@ -264,12 +264,13 @@ def _rebuilt(
     return progress.built, tries, ended
 
 
-def remember(path: Path, pack: StoryPack, point: ResumePoint | None = None) -> None:
+def remember(path: Path, pack: StoryPack, point: ResumePoint | None = None, *, new: bool = False) -> None:
     """Write the resume record of a save whose session closed (the app, headless play): where judging
     stands at its last record, judged on from `point` (where its resume left it), else from its resume
-    record, else from the start (a save this session created). It costs judging the records written
-    since. Nothing is written when the save does not end settled, and nothing here is ever an error:
-    the record is only a shortcut (a save that no longer reads or judges keeps none; its resume says why)."""
+    record, else, for a save this session created (`new`), from its start: it costs judging the records
+    written since, never the whole of a long save at quit. Nothing is written when the save does not
+    end settled, and nothing here is ever an error: the record is only a shortcut (a save that no
+    longer reads or judges keeps none; its resume says why)."""
     try:
         fd = open_regular(path)
     except OSError:
@@ -281,8 +282,10 @@ def remember(path: Path, pack: StoryPack, point: ResumePoint | None = None) -> N
         hashed, start, tries, at = hashlib.sha256(), None, _Tries(), None
         if point is not None and prefix_digest(fd, point.at.offset, hashed) == point.sha256:
             start, tries, at = point.progress, _Tries(point.tries), point.at
-        else:
+        elif new:
             hashed = hashlib.sha256()
+        else:
+            return
         stream = open_stream_at(path, fd, keep=hashed.update, at=at)
         with gc_paused():
             progress = judge_records(

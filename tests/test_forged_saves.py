@@ -307,7 +307,7 @@ def test_a_resume_record_left_before_the_save_was_forged_changes_nothing(forgery
 
     path = tmp_path / "forged.jsonl"
     _played_for(forgery, path)
-    remember(path, load_pack("lighthouse"))
+    remember(path, load_pack("lighthouse"), new=True)
     assert list(resume_record.records_folder().glob("*.resume")), "the save has its resume record"
     if forgery in DAMAGE:
         damage, words = DAMAGE[forgery]

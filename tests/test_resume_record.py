@@ -98,7 +98,7 @@ async def _play_into(
             except (BranchRefused, StoryOver):
                 continue
     if closed:  # as a session's close leaves it
-        remember(path, pack)
+        remember(path, pack, new=not resumed)
 
 
 @settings(
@@ -289,3 +289,33 @@ def test_a_save_with_a_record_this_storyloom_made_opens_in_the_game_screen_witho
     assert ui._remembered(path)
     monkeypatch.setattr(resume_record, "_made_by", lambda: "99" * 32)  # another storyloom's record
     assert not ui._remembered(path)
+
+
+def test_closing_a_resumed_save_that_has_no_record_judges_nothing_again(tmp_path: Path) -> None:
+    """Only a save the session created is judged from its start at close (its own turns); a long save
+    resumed without a usable record is never judged whole a second time when the player quits."""
+    path, _, _ = played_save(tmp_path / "s.jsonl", WALK)
+    pack = load_pack("lighthouse")
+    remember(path, pack)
+    assert not _records()
+    remember(path, pack, new=True)
+    assert len(_records()) == 1
+
+
+def test_headless_play_leaves_the_record_its_next_resume_reads_on_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from storyloom.tui.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    commands = tmp_path / "commands.txt"
+    commands.write_text("look\ntake rope\n", encoding="utf-8")
+    save = tmp_path / "s.jsonl"
+    assert main(["play", "--headless", "--commands", str(commands), "--save", str(save)]) == 0
+    assert len(_records()) == 1, "closing the session left the save's record"
+    kept = _records()[0].read_bytes()
+    assert main(["play", "--headless", "--commands", str(commands), "--resume", str(save)]) == 0
+    assert _records()[0].read_bytes() != kept, "the record moved on to the end of the second session"
+    _, used = _resumed(save)
+    assert used
+    capsys.readouterr()

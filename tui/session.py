@@ -371,7 +371,7 @@ class PlaySession:
         from storyloom.saves.resume import remember
 
         if self.pack is not None and journal.broken is None and not journal.unsaved:
-            remember(journal.path, self.pack, self._point)
+            remember(journal.path, self.pack, self._point, new=not journal.reopened)
         self._point = None
 
     def _secure(self, journal: Journal) -> bool:
