@@ -30,6 +30,7 @@ class Chain:
         """The file's first bytes, when a thread copies them (`keep_file_prefix`): its own zlib stream."""
         self._copying: threading.Thread | None = None
         self._prefix_at: tuple[int, str] = (0, "")
+        self._stopping = False
         self.prefix_changed = False
         """The bytes the thread copied do not hash as the resume record said: the file changed under us."""
         self._hashed: hashlib._Hash | None = hashlib.sha256()
@@ -57,14 +58,14 @@ class Chain:
         assert not self.size, "the prefix comes first"
         self.first, self.last, self.size, self._hashed = first, last, size, None
         self._prefix_at = (size, sha256)
-        own = os.dup(fd)  # the journal may close its descriptor first: this one is the thread's
+        own = os.dup(fd)  # the thread's own (it shares the save's lock: `stop` ends it before the journal closes)
 
         def copy() -> None:
             with contextlib.suppress(OSError, AttributeError):  # Linux: this thread only gives way to the game's
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
             packer, hashed, offset = zlib.compressobj(1), hashlib.sha256(), 0
             try:
-                while offset < size:
+                while offset < size and not self._stopping:
                     block = os.pread(own, min(BLOCK, size - offset), offset)
                     if not block:
                         break
@@ -90,6 +91,11 @@ class Chain:
     def copying(self) -> tuple[int, str] | None:
         """(size, sha256) of the file's first bytes while the thread is still copying them, else None."""
         return self._prefix_at if self._copying is not None and self._copying.is_alive() else None
+
+    def stop(self) -> None:
+        """End the thread copying the file's first bytes (the save is closed: no rescue will need them)."""
+        self._stopping = True
+        self.wait()
 
     def wait(self) -> None:
         """Until the thread copying the file's first bytes (if any) is done."""

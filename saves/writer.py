@@ -534,6 +534,7 @@ class Journal:
 
     def close(self) -> None:
         """Release the lock; the file stays as written."""
+        self._chain.stop()
         if self._fd is not None:
             fd, self._fd = self._fd, None
             self._release(fd, self.path)

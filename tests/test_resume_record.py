@@ -319,3 +319,36 @@ def test_headless_play_leaves_the_record_its_next_resume_reads_on_from(
     _, used = _resumed(save)
     assert used
     capsys.readouterr()
+
+
+def test_a_save_closed_while_its_copy_is_being_made_can_be_resumed_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thread copying the save's first bytes holds a descriptor of the locked file: closing the save
+    ends it, so the lock goes with the close (a rescue continued, a save switched to, opened at once)."""
+    import time
+
+    from storyloom.saves import chain
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", WALK * 3)
+    _resumed(path)
+    real = chain.zlib.compressobj
+
+    class Slow:
+        def __init__(self, level: int) -> None:
+            self._packer = real(level)
+
+        def compress(self, data: bytes) -> bytes:
+            time.sleep(0.05)
+            return self._packer.compress(data)
+
+        def flush(self) -> bytes:
+            return self._packer.flush()
+
+    monkeypatch.setattr(chain, "BLOCK", 256)
+    monkeypatch.setattr(chain.zlib, "compressobj", Slow)
+    pack = load_pack("lighthouse")
+    again = resume(path, OfflineNarrator(pack))
+    assert again.journal._chain.copying is not None, "still copying"
+    again.journal.close()
+    resume(path, OfflineNarrator(pack)).journal.close()  # not refused as locked
