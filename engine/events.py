@@ -233,11 +233,15 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 
-def event_from_json(data: dict[str, Any]) -> Event:
+def event_from_json(data: dict[str, Any], *, checked: bool = False) -> Event:
     """Rebuild an event from `Event.to_json` output, every field checked against its declared type.
 
     A save is a file anyone can edit: a field of the wrong type must be refused here,
     not crash whatever reads the event later.
+
+    Args:
+        checked: the data was checked already, and is known unchanged since (a resume record's copy of
+            records proven by hash): the same event, without checking its fields' types again.
 
     Raises:
         ValueError: the name is unknown, a field is missing or of the wrong type.
@@ -260,19 +264,25 @@ def event_from_json(data: dict[str, Any]) -> Event:
             kwargs[name] = value
     except (TypeError, ValueError) as exc:
         raise ValueError(f"bad {cls.event} event: {exc}") from None
-    try:
-        _event_check(cls.event).validate_python(kwargs, strict=True)
-    except ValidationError:
-        checks = _field_checks(cls.event)
-        for name, value in kwargs.items():  # name the first field at fault
-            try:
-                checks[name].validate_python(value, strict=True)
-            except ValidationError:
-                raise ValueError(f"bad {cls.event} event: {name} is not a {checks[name]._type}") from None
+    if not checked:
+        _check_fields(cls.event, kwargs)
     try:
         return cls(**kwargs)
     except TypeError as exc:
         raise ValueError(f"bad {cls.event} event: {exc}") from None
+
+
+def _check_fields(event: str, kwargs: dict[str, Any]) -> None:
+    """Every field of an event of kind `event` is of its declared type (else ValueError, naming the first)."""
+    try:
+        _event_check(event).validate_python(kwargs, strict=True)
+    except ValidationError:
+        checks = _field_checks(event)
+        for name, value in kwargs.items():  # name the first field at fault
+            try:
+                checks[name].validate_python(value, strict=True)
+            except ValidationError:
+                raise ValueError(f"bad {event} event: {name} is not a {checks[name]._type}") from None
 
 
 def _issue(data: Any) -> Issue:

@@ -221,12 +221,13 @@ def _record(path: Path, raw: dict[str, Any], number: int) -> Record:
     )
 
 
-def event_of(kind: str, data: dict[str, Any]) -> Event | None:
-    """The engine event a record's data holds, or None (the journal's own records, or not a valid event)."""
+def event_of(kind: str, data: dict[str, Any], *, checked: bool = False) -> Event | None:
+    """The engine event a record's data holds, or None (the journal's own records, or not a valid event);
+    `checked`: see `event_from_json`."""
     if kind in (HEADER, RESUMED):
         return None
     try:
-        return event_from_json({**data, "event": kind})
+        return event_from_json({**data, "event": kind}, checked=checked)
     except ValueError:
         return None
 

@@ -17,6 +17,7 @@ loads a save, `storyloom.saves.writer` appends to one, and neither knows the oth
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -100,6 +101,7 @@ class Tally:
         return cls(committed, undone, branches)
 
 
+@functools.cache
 def storyloom_version() -> str:
     try:
         return metadata.version("storyloom")

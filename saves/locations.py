@@ -7,16 +7,27 @@ do); to tell a rescued save from the save it continues, only the first line of e
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import platformdirs
 
 from storyloom.engine.files import open_regular
-from storyloom.saves.errors import SaveUnreadable
+from storyloom.saves.errors import SaveExists, SaveUnreadable, SaveWriteError
 from storyloom.saves.format import SUFFIX
+
+
+def resume_record_path(header_line: bytes) -> Path:
+    """Where the resume record of the save whose first line is `header_line` is kept (`saves/resume_record.py`):
+    under `platformdirs.user_cache_dir("storyloom")/resume`, read when called (it honours `XDG_CACHE_HOME`)."""
+    folder = Path(platformdirs.user_cache_dir("storyloom")) / "resume"
+    return folder / f"{hashlib.sha256(header_line).hexdigest()}.resume"
 
 
 def saves_dir() -> Path:
@@ -234,3 +245,44 @@ def _fresh(path: Path) -> Path:
         candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
         n += 1
     return candidate
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def place_new_save(path: Path, write: Callable[[int], None], exists: str) -> int:
+    """Write a new save under a temporary name, locked, then link it into place; return its open fd.
+
+    A crash never leaves a half-written save at `path`, and an existing file is never overwritten.
+
+    Raises:
+        SaveExists: a file is already at `path` (`exists` says what to do).
+        SaveWriteError: the folder or the file cannot be written.
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+    except OSError as exc:
+        raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        write(fd)
+        os.link(temporary, path)
+    except FileExistsError:
+        os.close(fd)
+        raise SaveExists(path, exists) from None
+    except (OSError, SaveWriteError) as exc:
+        os.close(fd)
+        raise SaveWriteError(path, f"cannot write the save: {getattr(exc, 'strerror', None) or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    _fsync_dir(path.parent)
+    return fd

@@ -57,6 +57,7 @@ from storyloom.saves.summary import SaveSummary, summarize_save
 __all__ = [
     "SAVE_MAX_BYTES",
     "NotStreamable",
+    "ReadFrom",
     "SaveSummary",
     "StreamedSave",
     "gc_paused",
@@ -189,9 +190,8 @@ class _AsWritten:
             self.header = header_of(path, header_data)
         except SaveError:
             raise _NotAsWritten from None
-        self._readers = _data_readers()
         self.last_hash: str = str(self.header_raw["hash"])
-        self._previous = self.last_hash.encode()
+        self.previous = self.last_hash.encode()
         self.number = 1
         """The line number of the last line read."""
 
@@ -202,7 +202,7 @@ class _AsWritten:
             raise _NotAsWritten
         digest, kind, prev, seq, written_at = tail.groups()
         seq_number = self.number
-        if prev != self._previous or int(seq) != seq_number:
+        if prev != self.previous or int(seq) != seq_number:
             raise _NotAsWritten
         hashed = hashlib.sha256(line[:at])
         hashed.update(b",")
@@ -211,7 +211,7 @@ class _AsWritten:
         if digest_text.encode() != digest:
             raise _NotAsWritten
         kind_name = kind.decode()
-        reader = self._readers.get(kind_name)
+        reader = _data_readers().get(kind_name)
         data = line[8:at]
         written: dict[str, Any] | bytes = data
         checked: Event | dict[str, Any] | None
@@ -231,7 +231,7 @@ class _AsWritten:
         record = Record.as_read(
             seq_number, written_at.decode(), kind_name, self.last_hash, digest_text, seq_number + 1, written, checked
         )
-        self._previous, self.last_hash, self.number = digest, digest_text, seq_number + 1
+        self.previous, self.last_hash, self.number = digest, digest_text, seq_number + 1
         return record
 
 
@@ -260,6 +260,7 @@ class StreamedSave:
         *,
         close: Callable[[], None] = lambda: None,
         keep: Callable[[bytes], None] | None = None,
+        at: ReadFrom | None = None,
     ):
         self.path, self._read, self._close, self._keep = path, read, close, keep
         try:
@@ -271,7 +272,12 @@ class StreamedSave:
         self.count = 0
         """Records after the header read so far."""
         self.size = self.good_size = len(header_line)
-        if keep is not None:
+        if at is not None:  # the records before `at.offset` were read and judged before (a resume record)
+            self._reading.last_hash, self._reading.number = at.last_hash, at.last_seq + 1
+            self._reading.previous = at.last_hash.encode()
+            self.size = self.good_size = at.offset
+            self.count = at.last_seq
+        elif keep is not None:
             keep(header_line)
 
     @property
@@ -311,6 +317,16 @@ class StreamedSave:
             self._close()
         if pending:
             self.warnings.append(_torn(len(pending), self._reading.number + 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadFrom:
+    """Where a reading of a save may start past its header: a line's end, the record there and its hash
+    (what the reading found there before, for bytes up to `offset` known unchanged since)."""
+
+    offset: int
+    last_seq: int
+    last_hash: str
 
 
 class NotStreamable(Exception):
@@ -361,9 +377,11 @@ def read_through(path: str | Path, read: Callable[[SaveHeader, Iterable[Record],
         return read(save.header, save.records, save.header_time), save.warnings
 
 
-def open_stream_at(path: Path, fd: int, keep: Callable[[bytes], None] | None = None) -> StreamedSave:
+def open_stream_at(
+    path: Path, fd: int, keep: Callable[[bytes], None] | None = None, at: ReadFrom | None = None
+) -> StreamedSave:
     """`open_stream` over a descriptor already open (a save locked to continue it), read from its
-    start by position: the descriptor's own offset is left alone. The descriptor stays open."""
+    start (or from `at`) by position: the descriptor's own offset is left alone. The descriptor stays open."""
     offset = 0
 
     def read(size: int) -> bytes:
@@ -378,8 +396,8 @@ def open_stream_at(path: Path, fd: int, keep: Callable[[bytes], None] | None = N
         return first if end < 0 else first[: end + 1]
 
     header_line = _header_line(readline)
-    offset = len(header_line)
-    return StreamedSave(path, read, header_line, keep=keep)
+    offset = len(header_line) if at is None else at.offset
+    return StreamedSave(path, read, header_line, keep=keep, at=at)
 
 
 def _header_line(readline: Callable[[int], bytes]) -> bytes:

@@ -161,16 +161,13 @@ def story_turns(commits: int, undos: int) -> str:
 def rebuild(save: Save, pack: StoryPack) -> Rebuilt:
     """Replay a save's commits and undos over the pack's initial state, re-judging each commit.
 
-    Every reader of a save (verify, replay, export, resume) holds it to these same rules, here:
-    each commit passes the rules against the state before it, leads to its recorded state hash
-    (the state hash is what the patch gives), and is what the model's recorded answer for its turn
-    gives (the commit is what its answer gives: a commit whose prose was edited, the hash chain
-    recomputed, passes every other check).
+    Every reader of a save (verify, replay, export, resume) holds it to these rules, here: each commit
+    passes the rules against the state before it, leads to its recorded state hash, and is what the
+    model's recorded answer for its turn gives (a commit whose prose was edited passes every other check).
 
     Raises:
-        InvalidCommit: the first commit that fails the rules, leads to another state
-            hash, is not what its recorded answer gives, or an undo with nothing to undo
-            (the record is named).
+        InvalidCommit: the first commit that fails the rules, leads to another state hash, is not what
+            its recorded answer gives, or an undo with nothing to undo (the record is named).
     """
     return rebuild_records(save.path, save.records, pack, rules=save.header.rules)
 
@@ -185,7 +182,22 @@ def rebuild_records(
     ledger: StoryLedger | None = None,
 ) -> Rebuilt:
     """`rebuild` over records as they are read (verify, export and resume stream them): memory holds
-    what a session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length.
+    what a session holds (see `Rebuilt`) and what re-judging needs, whatever the save's length
+    (the arguments: see `judge_records`)."""
+    return judge_records(path, records, pack, rules=rules, note_today=note_today, ledger=ledger).built
+
+
+def judge_records(
+    path: Path,
+    records: Iterable[Record],
+    pack: StoryPack,
+    *,
+    rules: int,
+    note_today: bool = False,
+    ledger: StoryLedger | None = None,
+    start: Progress | None = None,
+) -> Progress:
+    """`rebuild_records`, and where judging stands after the last record (`Progress`).
 
     Args:
         rules: the rule set the save was played under (its header's), which every commit is judged by.
@@ -194,26 +206,26 @@ def rebuild_records(
         ledger: the ledger to fold the save into (default: holding what undo and branching reach;
             resume's holds the newest turns whose versions it shows; `StoryLedger()` holds every
             branch's whole path, for a diff).
+        start: where judging stood after the records before these (a resume record keeps it), carried
+            on in place; None: from the start.
     """
-    built = Rebuilt(state=initial_state(pack))
-    if ledger is not None:
-        built.ledger = ledger
-    following = _Following(
-        _Where(path, rules, note_today and commit_rules(rules) != commit_rules(RULE_SET)), pack, built
-    )
+    if start is None:
+        start = Progress(Rebuilt(state=initial_state(pack)))
+        if ledger is not None:
+            start.built.ledger = ledger
+    older = note_today and commit_rules(rules) != commit_rules(RULE_SET)
+    following = _Following(_Where(path, rules, older), pack, start)
     for record in records:
         following.read(record)
-    if following.tallied is not None:
-        _check_tally(following.save, built, following.tallied)
-    return built
+    if start.tallied is not None:
+        _check_tally(following.save, start.built, start.tallied)
+    return start
 
 
 @dataclass
-class _Following:
-    """A rebuild under way: what judging the next record needs beside the story rebuilt so far."""
+class Progress:
+    """Where a rebuild stands after some records: the story so far, what judging the next one needs."""
 
-    save: _Where
-    pack: StoryPack
     built: Rebuilt
     started: TurnStarted | None = None
     """The latest turn started: a commit, failure or cancel is of it (never of an older one)."""
@@ -224,29 +236,44 @@ class _Following:
     tallied: Record | None = None
     """The latest record carrying a tally, checked against the story at the end."""
 
+    @property
+    def settled(self) -> bool:
+        """No turn in flight and no answer waiting for its commit: a place to keep (a resume record)."""
+        return self.built.ledger.in_flight is None and not self.answers and not self.rejected
+
+
+@dataclass
+class _Following:
+    """A rebuild under way: the save, its pack, and where judging stands."""
+
+    save: _Where
+    pack: StoryPack
+    now: Progress
+
     def read(self, record: Record) -> None:
         """Judge one record against the story so far, then fold it into the ledger."""
+        now = self.now
         kind = record.kind
         if kind == "attempt_finished":  # its output plays no part in the committed story
             turn = record.turn
             if turn is not None:
-                if (previous := self.answers.get(turn)) is not None:
-                    self.rejected.setdefault(turn, []).append(previous)
-                self.answers[turn] = record
+                if (previous := now.answers.get(turn)) is not None:
+                    now.rejected.setdefault(turn, []).append(previous)
+                now.answers[turn] = record
             return
         if kind in TALLIED:
-            self.tallied = record
+            now.tallied = record
         event = record.event
         if event is None:
             return
         self._judge(record, event)
-        self.built.ledger = apply(self.built.ledger, event)
+        now.built.ledger = apply(now.built.ledger, event)
 
     def _judge(self, record: Record, event: Event) -> None:
-        save, built, seq, line = self.save, self.built, record.seq, record.line
+        save, built, seq, line = self.save, self.now.built, record.seq, record.line
         if isinstance(event, TurnStarted):
             _check_command(save, seq, line, event)
-            self.started = event
+            self.now.started = event
             if built.versions is not None:  # the next command fixes the latest turn
                 built.fixing, built.versions = built.versions, None
         elif isinstance(event, AlternativeStarted):
@@ -258,8 +285,8 @@ class _Following:
         elif isinstance(event, TurnUndone):
             _undo(save, built, seq, line, event)
         elif isinstance(event, TurnFailed | TurnCancelled):
-            self.answers.pop(event.turn, None)
-            self.rejected.pop(event.turn, None)
+            self.now.answers.pop(event.turn, None)
+            self.now.rejected.pop(event.turn, None)
         elif isinstance(event, BranchStarted):
             _branch(save, built, seq, line, event)
         elif isinstance(event, BranchSwitched):
@@ -267,16 +294,17 @@ class _Following:
 
     def _commit(self, record: Record, event: TurnCommitted) -> None:
         """A commit (of a turn, or of another version of the latest turn) judged, then its answer checked."""
-        built, in_flight = self.built, self.built.ledger.in_flight
+        now = self.now
+        built, in_flight = now.built, now.built.ledger.in_flight
         if in_flight is not None and in_flight.alternative:
             _commit_version(self.save, self.pack, built, record.seq, record.line, event)
             before = built.undo_stack[-1][0]  # a version is judged from the state before its turn
         else:
             before = built.state
-            _commit(self.save, self.pack, built, record.seq, record.line, event, self.started)
-        rejected = self.rejected.pop(event.turn, [])
-        if event.turn in self.answers:
-            answer = self.answers.pop(event.turn)
+            _commit(self.save, self.pack, built, record.seq, record.line, event, now.started)
+        rejected = now.rejected.pop(event.turn, [])
+        if event.turn in now.answers:
+            answer = now.answers.pop(event.turn)
             check_answer(self.save.path, self.save.rules, self.pack, before, record, event, answer, rejected)
 
 

@@ -9,6 +9,8 @@ than played.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,17 +18,22 @@ from typing import Any
 
 from storyloom.engine.builtin import builtin_pack_ids
 from storyloom.engine.events import Event
+from storyloom.engine.files import open_regular
 from storyloom.engine.ledger import StoryLedger
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
 from storyloom.engine.narration import Exchange, Narrator
 from storyloom.engine.packs import StoryPack
+from storyloom.saves import resume_record
+from storyloom.saves.careful import HEADER_MAX_BYTES
+from storyloom.saves.chain import last_line, prefix_digest
 from storyloom.saves.choices import SessionChoices
 from storyloom.saves.errors import SaveWriteError
 from storyloom.saves.format import Record, SaveHeader
 from storyloom.saves.locations import new_save_path, rescue_of, resolve_save
-from storyloom.saves.reader import NotStreamable, gc_paused
-from storyloom.saves.rebuild import Rebuilt, rebuild_records
+from storyloom.saves.reader import NotStreamable, ReadFrom, gc_paused, open_stream_at
+from storyloom.saves.rebuild import Rebuilt, judge_records
+from storyloom.saves.resume_record import KeptRecord, ResumePoint
 from storyloom.saves.verify import open_pack
 from storyloom.saves.writer import Journal
 
@@ -60,8 +67,8 @@ class _Tries:
     standing turns a resumed screen shows can have their details (`past`) without a second reading
     and without keeping every turn's records."""
 
-    def __init__(self) -> None:
-        self._tries: dict[int, list[Record]] = {}
+    def __init__(self, kept: dict[int, list[Record | KeptRecord]] | None = None) -> None:
+        self._tries: dict[int, list[Record | KeptRecord]] = {} if kept is None else kept
 
     def watch(self, records: Iterable[Record]) -> Iterator[Record]:
         for record in records:
@@ -74,6 +81,11 @@ class _Tries:
             elif turn is not None and turn in self._tries:
                 self._tries[turn].append(record)
             yield record
+
+    @property
+    def kept(self) -> dict[int, list[Record | KeptRecord]]:
+        """The tries kept, as a resume record holds them (each record's kind, turn and data as written)."""
+        return {turn: [KeptRecord.of(r) for r in records] for turn, records in self._tries.items()}
 
     def past(self, history: Iterable[Exchange], ledger: StoryLedger) -> tuple[PastTurn, ...]:
         """The turns of `history`, each with the events of the try that committed it if it had issues
@@ -114,6 +126,9 @@ class Resumed:
     notes: tuple[str, ...] = ()
     """What the player should know beyond the save's own warnings (it goes on in its rescue)."""
     past: tuple[PastTurn, ...] = ()
+    point: ResumePoint | None = None
+    """Where judging the save stood at its last record read, after a full check (for its resume
+    record at close; None when it was read on from its record, which is read again then)."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -204,10 +219,11 @@ def _reopen(
         assert header is not None
         pack = open_pack(header, path, pack)
         narrator = make_narrator(pack, header)
+        point = resume_record.load(journal.first_line, pack, header.rules)
         try:
-            built, tries = _rebuilt(journal, pack, header.rules)
+            built, tries, point = _rebuilt(journal, pack, header.rules, point)
         except NotStreamable:  # a record in an older shape: read whole, from the start
-            built, tries = _rebuilt(journal, pack, header.rules)
+            built, tries, point = _rebuilt(journal, pack, header.rules, None)
         budget = header.budget if budget is None else budget
         session = restored(pack, narrator, built, budget, rules=header.rules, **session_options)
         try:
@@ -219,16 +235,69 @@ def _reopen(
     except BaseException:
         journal.close()
         raise
-    return Resumed(session, journal, header, built, pack, notes, tries.past(session.history, built.ledger))
+    past = tries.past(session.history, built.ledger)
+    return Resumed(session, journal, header, built, pack, notes, past, point)
 
 
-def _rebuilt(journal: Journal, pack: StoryPack, rules: int) -> tuple[Rebuilt, _Tries]:
-    tries = _Tries()
+def _rebuilt(
+    journal: Journal, pack: StoryPack, rules: int, point: ResumePoint | None
+) -> tuple[Rebuilt, _Tries, ResumePoint | None]:
+    """Judge the save's records (only those after `point`, when its record still holds for the file),
+    and after a full check that ends settled, where judging ends (the save's resume record from now on)."""
+    start, tries = None, _Tries()
+    if point is not None and journal.read_from(point.at, point.sha256, point.progress.built.ledger):
+        start, tries = point.progress, _Tries(point.tries)
     with gc_paused():
-        built = rebuild_records(
-            journal.path, tries.watch(journal.records()), pack, rules=rules, ledger=StoryLedger(keep=KEPT_TRIES)
+        progress = judge_records(
+            journal.path,
+            tries.watch(journal.records()),
+            pack,
+            rules=rules,
+            ledger=StoryLedger(keep=KEPT_TRIES),
+            start=start,
         )
-    return built, tries
+    read = journal.read_to  # None when read on from a record: that record is read again at close
+    if read is None or not progress.settled:
+        return progress.built, tries, None
+    ended = ResumePoint(read[0], read[1], progress, tries.kept)
+    resume_record.store(journal.first_line, pack, rules, ended)  # now: a crash later still leaves it
+    return progress.built, tries, ended
+
+
+def remember(path: Path, pack: StoryPack, point: ResumePoint | None = None, *, new: bool = False) -> None:
+    """Write the resume record of a save whose session closed (the app, headless play): where judging
+    stands at its last record, judged on from `point` (where its resume left it), else from its resume
+    record, else, for a save this session created (`new`), from its start: it costs judging the records
+    written since, never the whole of a long save at quit. Nothing is written when the save does not
+    end settled, and nothing here is ever an error: the record is only a shortcut (a save that no
+    longer reads or judges keeps none; its resume says why)."""
+    try:
+        fd = open_regular(path)
+    except OSError:
+        return
+    try:
+        first = last_line(fd, os.pread(fd, HEADER_MAX_BYTES, 0).find(b"\n") + 1)
+        rules = open_stream_at(path, fd).header.rules
+        point = point or resume_record.load(first, pack, rules)
+        hashed, start, tries, at = hashlib.sha256(), None, _Tries(), None
+        if point is not None and prefix_digest(fd, point.at.offset, hashed) == point.sha256:
+            start, tries, at = point.progress, _Tries(point.tries), point.at
+        elif new:
+            hashed = hashlib.sha256()
+        else:
+            return
+        stream = open_stream_at(path, fd, keep=hashed.update, at=at)
+        with gc_paused():
+            progress = judge_records(
+                path, tries.watch(stream.records()), pack, rules=rules, ledger=StoryLedger(keep=KEPT_TRIES), start=start
+            )
+        if progress.settled:
+            ended = ReadFrom(stream.good_size, stream.last_seq, stream.last_hash)
+            resume_record.store(first, pack, rules, ResumePoint(ended, hashed.hexdigest(), progress, tries.kept))
+    except Exception:  # noqa: BLE001, S110 - see above
+        pass
+    finally:
+        os.close(fd)
 
 
 def header_for(

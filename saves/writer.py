@@ -12,7 +12,6 @@ import contextlib
 import fcntl
 import os
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +32,8 @@ from storyloom.engine.events import (
 from storyloom.engine.files import open_regular, read_open
 from storyloom.engine.ledger import STORY_KINDS, StoryLedger
 from storyloom.engine.state import canonical_json
-from storyloom.saves.errors import SaveError, SaveExists, SaveLocked, SaveUnreadable, SaveWriteError
+from storyloom.saves.chain import Chain, last_line, prefix_digest
+from storyloom.saves.errors import SaveError, SaveLocked, SaveUnreadable, SaveWriteError
 from storyloom.saves.format import (
     GENESIS,
     HEADER,
@@ -49,8 +49,15 @@ from storyloom.saves.format import (
     record_hash,
     storyloom_version,
 )
-from storyloom.saves.locations import rescue_paths
-from storyloom.saves.reader import SAVE_MAX_BYTES, NotStreamable, StreamedSave, open_stream_at, parse_save
+from storyloom.saves.locations import place_new_save, rescue_paths
+from storyloom.saves.reader import (
+    SAVE_MAX_BYTES,
+    NotStreamable,
+    ReadFrom,
+    StreamedSave,
+    open_stream_at,
+    parse_save,
+)
 
 _DURABLE = {
     HEADER,
@@ -95,48 +102,6 @@ def _lock_owner(path: Path) -> int | None:
         return None
 
 
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-class _Chain:
-    """Every line of the save as the journal wrote or read it, kept compressed, so a save whose file
-    is lost (deleted, cut short, a full disk) can be written whole elsewhere: a save's lines repeat
-    themselves, and compressed they take about a sixth of the file."""
-
-    def __init__(self) -> None:
-        self._packer = zlib.compressobj(1)
-        self._packed: list[bytes] = []
-        self.size = 0
-        self.first = self.last = b""
-        """The first line (the header) and the last, as written: read back to see the file is still the save."""
-
-    def keep(self, lines: bytes) -> None:
-        """Add whole lines (each ending in a newline), in the save's order."""
-        if not lines:
-            return
-        if not self.first:
-            self.first = lines[: lines.find(b"\n") + 1]
-        self.last = lines[lines.rfind(b"\n", 0, len(lines) - 1) + 1 :]
-        self.size += len(lines)
-        if packed := self._packer.compress(lines):
-            self._packed.append(packed)
-
-    def blocks(self) -> Iterator[bytes]:
-        """The save's bytes, in blocks, as they were kept (more may be kept afterwards)."""
-        unpacker = zlib.decompressobj()
-        for packed in (*self._packed, self._packer.copy().flush()):
-            if block := unpacker.decompress(packed):
-                yield block
-        if rest := unpacker.flush():
-            yield rest
-
-
 class Journal:
     """The writer of one save: holds its lock and appends chained records.
 
@@ -159,7 +124,7 @@ class Journal:
         self._reading: StreamedSave | Save | None = None
         """A reopened save until its records are read (`records`): nothing is written before."""
         self._broken: SaveWriteError | None = None
-        self._chain = _Chain()
+        self._chain = Chain()
         self.unsaved = 0
         """Records kept only in memory since the save stopped being writable (see `save_as`)."""
         self._placed = True
@@ -196,7 +161,7 @@ class Journal:
             made.append(journal)
             journal._append(HEADER, header.to_json())
 
-        _place_new_save(path, write_header, "a file is already there; resume it with --resume, or choose another path")
+        place_new_save(path, write_header, "a file is already there; resume it with --resume, or choose another path")
         journal = made[0]
         journal._placed = True
         with contextlib.suppress(OSError):
@@ -237,6 +202,40 @@ class Journal:
             journal.close()
             raise
         return journal
+
+    def read_from(self, at: ReadFrom, sha256: str, ledger: StoryLedger) -> bool:
+        """Read a reopened save on from `at` (its records before were judged and kept, in a resume
+        record) when its first `at.offset` bytes still hash to `sha256`; the journal's copy of those
+        bytes is made by a thread (`Chain.keep_file_prefix`). False, and nothing changed, otherwise.
+
+        Args:
+            ledger: the story as those records leave it (their tallies go on from it).
+        """
+        if not isinstance(self._reading, StreamedSave) or self._reading.count or self._fd is None:
+            return False
+        try:
+            if prefix_digest(self._fd, at.offset) != sha256:
+                return False
+            first, last, chain = self._chain.first, last_line(self._fd, at.offset), Chain()
+            reading = open_stream_at(self.path, self._fd, keep=chain.keep, at=at)
+        except (OSError, NotStreamable):
+            return False
+        chain.keep_file_prefix(self._fd, at.offset, first, last, sha256)
+        self._chain, self._reading, self._ledger = chain, reading, ledger
+        return True
+
+    @property
+    def first_line(self) -> bytes:
+        """The save's header line, as read or written (what its resume record is found by)."""
+        return self._chain.first
+
+    @property
+    def read_to(self) -> tuple[ReadFrom, str] | None:
+        """Once a reopened save's records are read and before anything is written: where they end,
+        and the sha256 of the file's bytes before that (None when not known: read whole, or from a
+        resume record)."""
+        digest = self._chain.digest()
+        return None if digest is None else (ReadFrom(self._chain.size, self._seq, self._last_hash), digest)
 
     def records(self) -> Iterator[Record]:
         """The records of a reopened save, read once, in order; then the journal can write.
@@ -281,7 +280,7 @@ class Journal:
             save = parse_save(self.path, blob)
         except OSError as exc:
             raise SaveUnreadable.from_os_error(self.path, exc, "cannot read the file") from None
-        self._chain = _Chain()
+        self._chain = Chain()
         self._chain.keep(blob[: save.good_size])
         self._ledger = StoryLedger(keep=1).fold(e for r in save.records if r.kind in STORY_KINDS and (e := r.event))
         self.header, self._reading = save.header, save
@@ -489,12 +488,16 @@ class Journal:
         assert self._fd is not None
         if self._truncate_to is not None:
             return None  # a reopened save not written yet: it is the file that was read
-        offset = 0
-        for block in self._chain.blocks():
+        changed, offset, prefix = "the save file was changed in place while the game was running", 0, True
+        if (copying := self._chain.copying) is not None:  # not copied yet: its bytes must hash as they did
+            if prefix_digest(self._fd, copying[0]) != copying[1]:
+                return changed
+            offset, prefix = copying[0], False
+        for block in self._chain.blocks(prefix=prefix):
             if os.pread(self._fd, len(block), offset) != block:
-                return "the save file was changed in place while the game was running (it no longer reads back)"
+                return f"{changed} (it no longer reads back)"
             offset += len(block)
-        return None
+        return f"{changed} (it no longer reads back)" if self._chain.prefix_changed else None
 
     @property
     def broken(self) -> SaveWriteError | None:
@@ -519,7 +522,7 @@ class Journal:
                     view = view[os.write(fd, view) :]
             os.fsync(fd)
 
-        fd = _place_new_save(path, write_chain, "a file is already there; choose another path")
+        fd = place_new_save(path, write_chain, "a file is already there; choose another path")
         old_fd, old_path = self._fd, self.path
         self._fd, self.path, self._broken, self.unsaved, self._truncate_to = fd, path, None, 0, None
         self._size = self._chain.size
@@ -531,6 +534,7 @@ class Journal:
 
     def close(self) -> None:
         """Release the lock; the file stays as written."""
+        self._chain.stop()
         if self._fd is not None:
             fd, self._fd = self._fd, None
             self._release(fd, self.path)
@@ -545,38 +549,6 @@ class Journal:
 
 class _Changed(Exception):
     """The save on disk is no longer what this journal wrote (see `Journal._changed_on_disk`)."""
-
-
-def _place_new_save(path: Path, write: Callable[[int], None], exists: str) -> int:
-    """Write a new save under a temporary name, locked, then link it into place; return its open fd.
-
-    A crash never leaves a half-written save at `path`, and an existing file is never overwritten.
-
-    Raises:
-        SaveExists: a file is already at `path` (`exists` says what to do).
-        SaveWriteError: the folder or the file cannot be written.
-    """
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-    except OSError as exc:
-        raise SaveWriteError(path, f"cannot create the save: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        write(fd)
-        os.link(temporary, path)
-    except FileExistsError:
-        os.close(fd)
-        raise SaveExists(path, exists) from None
-    except (OSError, SaveWriteError) as exc:
-        os.close(fd)
-        raise SaveWriteError(path, f"cannot write the save: {getattr(exc, 'strerror', None) or exc}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-    _fsync_dir(path.parent)
-    return fd
 
 
 def rescue_save(journal: Journal, on_refused: Callable[[Path, SaveError], None] | None = None) -> Path | None:

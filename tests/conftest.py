@@ -79,6 +79,7 @@ def _own_temp_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     folder = tmp_path_factory.mktemp("tmp")
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder / "cache"))  # resume records: each test its own
 
 
 @pytest.fixture

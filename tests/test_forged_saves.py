@@ -133,15 +133,20 @@ KEPT_FORGERIES = {
 @pytest.fixture(params=[*FORGERIES, *VERSIONED_FORGERIES, *KEPT_FORGERIES])
 def forged(request, tmp_path) -> tuple[Path, str]:
     name, path = request.param, tmp_path / "forged.jsonl"
+    _played_for(name, path)
+    edit, words = {**FORGERIES, **VERSIONED_FORGERIES, **KEPT_FORGERIES}[name]
+    rewrite_records(path, edit)
+    return path, words
+
+
+def _played_for(name: str, path: Path) -> None:
+    """The save a forgery (or damage) is made in, as it was played."""
     if name in KEPT_FORGERIES:
         played_save(path, KEPT, faults=0.5, seed=2)
         kept = [r for r in load_save(path).records if r.kind == "attempt_finished" and r.turn == 3][-1]
         assert '"narrative"' not in (kept.event.raw or ""), "the forgery needs a commit whose answer keeps the prose"
     else:
         played_save(path, VERSIONED if name in VERSIONED_FORGERIES else BRANCHED, faults=0.0)
-    edit, words = {**FORGERIES, **VERSIONED_FORGERIES, **KEPT_FORGERIES}[name]
-    rewrite_records(path, edit)
-    return path, words
 
 
 def _commands(tmp_path: Path) -> str:
@@ -289,3 +294,37 @@ def test_every_command_refuses_every_damage_in_the_table_with_the_same_words(dam
         assert code == 2 or not name.startswith("diff"), f"{name} exited {code} ('the paths differ')"
         assert words in out + err, f"{name} said:\n{out}{err}"
         assert path.read_bytes() == before, f"{name} wrote to the damaged save"
+
+
+@pytest.mark.parametrize("forgery", [*FORGERIES, *VERSIONED_FORGERIES, *KEPT_FORGERIES, *DAMAGE])
+def test_a_resume_record_left_before_the_save_was_forged_changes_nothing(forgery, tmp_path, capsys, monkeypatch):
+    """The save was played and closed on this machine (which leaves its resume record), then forged or
+    damaged: every resume still reads it whole and refuses it with the same words."""
+    import io
+
+    from storyloom.saves import resume_record
+    from storyloom.saves.resume import remember
+
+    path = tmp_path / "forged.jsonl"
+    _played_for(forgery, path)
+    remember(path, load_pack("lighthouse"), new=True)
+    assert list(resume_record.records_folder().glob("*.resume")), "the save has its resume record"
+    if forgery in DAMAGE:
+        damage, words = DAMAGE[forgery]
+        damage(path)
+    else:
+        edit, words = {**FORGERIES, **VERSIONED_FORGERIES, **KEPT_FORGERIES}[forgery]
+        rewrite_records(path, edit)
+    monkeypatch.setattr("sys.stdin", io.StringIO("east\n"))
+    before = path.read_bytes()
+    for name, argv in {
+        "resume headless": ["play", "--headless", "--resume", str(path), "--commands", _commands(tmp_path)],
+        "resume (app)": ["play", "--resume", str(path)],
+        "resume (screen reader)": ["play", "--screen-reader", "--resume", str(path)],
+    }.items():
+        capsys.readouterr()
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code != 0, f"{name} accepted a forged save that had a resume record:\n{out}{err}"
+        assert words in out + err, f"{name} said:\n{out}{err}"
+        assert path.read_bytes() == before, f"{name} wrote to the forged save"

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from storyloom.saves.choices import SessionChoices
     from storyloom.saves.errors import SaveError
     from storyloom.saves.resume import PastTurn, Resumed
+    from storyloom.saves.resume_record import ResumePoint
     from storyloom.saves.writer import Journal
 
 _E = TypeVar("_E", bound="Event")
@@ -159,6 +160,8 @@ class PlaySession:
         """The turns of the save being continued, as they were played (none for a new game)."""
         self.on_event = on_event
         self._closed = threading.Event()
+        self._point: ResumePoint | None = None
+        """Where the resume of the save being played left judging it (for its resume record at close)."""
 
     @classmethod
     def around(
@@ -359,7 +362,17 @@ class PlaySession:
             self.kept = close_journal(journal)
         else:
             journal.close()
+        if saved and self.kept:
+            self._remember(journal)
         return saved
+
+    def _remember(self, journal: Journal) -> None:
+        """Leave the save's resume record, so its next resume judges only what this session wrote."""
+        from storyloom.saves.resume import remember
+
+        if self.pack is not None and journal.broken is None and not journal.unsaved:
+            remember(journal.path, self.pack, self._point, new=not journal.reopened)
+        self._point = None
 
     def _secure(self, journal: Journal) -> bool:
         """Before a save is left (quit, a new game, another save): whether its file holds the session,
@@ -378,9 +391,11 @@ class PlaySession:
 
     def _leave(self, journal: Journal) -> None:
         """Close the save being left for another story (a new game, another save), secured first."""
-        if not self._secure(journal):
+        saved = self._secure(journal)
+        if not saved:
             self.notes.say(self._lost(journal))
-        close_journal(journal)
+        if close_journal(journal) and saved:
+            self._remember(journal)
 
     def _start(self, pack: StoryPack, *, path: str | Path | None = None) -> tuple[Session, Journal]:
         from storyloom.saves.resume import start_new
@@ -399,7 +414,7 @@ class PlaySession:
     def _take(self, resumed: Resumed) -> Session:
         """Play the resumed save from now on; a new game of it starts the story it was made from."""
         self.pack, self.journal, self.session = resumed.pack, resumed.journal, resumed.session
-        self.past = resumed.past
+        self.past, self._point = resumed.past, resumed.point
         self.source = resumed.header.story_source or resumed.pack.id
         return resumed.session
 

@@ -174,7 +174,26 @@ def _resumed_builtin(play: PlaySession) -> tuple[Path, str] | None:
         except (SaveError, OSError, ValueError):
             return None
     source = story_source(path) if path.is_file() else None
-    return (path, source) if source in builtin_pack_ids() else None
+    return (path, source) if source in builtin_pack_ids() and not _remembered(path) else None
+
+
+def _remembered(path: Path) -> bool:
+    """Whether this machine left the save a resume record this storyloom made (`saves/resume_record.py`):
+    then only the turns after it are judged, and the game opens about as fast as a preview of it would
+    (before the app, whose first screen is the game's); without one, the preview shows while it is checked."""
+    from storyloom.saves.locations import resume_record_path
+    from storyloom.saves.preview import HEADER_MAX
+
+    try:
+        with path.open("rb") as save:
+            header_line = save.readline(HEADER_MAX)
+    except OSError:
+        return False
+    if not resume_record_path(header_line).is_file():
+        return False
+    from storyloom.saves.resume_record import usable
+
+    return usable(header_line)
 
 
 def run_replay(args: argparse.Namespace, plan: ReplayPlan, only: frozenset[int] | None = None) -> int:

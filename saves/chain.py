@@ -1,0 +1,146 @@
+"""The journal's own copy of a save's lines, kept compressed in memory, to write the save whole
+elsewhere when its file is lost (deleted, cut short, a full disk): `Chain`.
+
+A save's lines repeat themselves; compressed they take about a sixth of the file. Compressing is the
+slow part of keeping them (some 30 MB/s here), so a save resumed from its resume record
+(`saves/resume_record.py`), whose records before the record's offset are not read again, has those
+bytes copied by a thread (`Chain.keep_file_prefix`) off the game's critical path; whatever reads the
+copy (`blocks`) waits for that thread first, so a rescue written before it finishes is still whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+import zlib
+from collections.abc import Iterator
+
+BLOCK = 1024 * 1024
+
+
+class Chain:
+    """Every line of the save as the journal wrote or read it, kept compressed, in the save's order."""
+
+    def __init__(self) -> None:
+        self._packer = zlib.compressobj(1)
+        self._packed: list[bytes] = []
+        self._prefix: list[bytes] = []
+        """The file's first bytes, when a thread copies them (`keep_file_prefix`): its own zlib stream."""
+        self._copying: threading.Thread | None = None
+        self._prefix_at: tuple[int, str] = (0, "")
+        self._stopping = False
+        self.prefix_changed = False
+        """The bytes the thread copied do not hash as the resume record said: the file changed under us."""
+        self._hashed: hashlib._Hash | None = hashlib.sha256()
+        """The sha256 of every byte kept (None once the first bytes are copied by the thread)."""
+        self.size = 0
+        self.first = self.last = b""
+        """The first line (the header) and the last, as written: read back to see the file is still the save."""
+
+    def keep(self, lines: bytes) -> None:
+        """Add whole lines (each ending in a newline), in the save's order."""
+        if not lines:
+            return
+        if not self.first:
+            self.first = lines[: lines.find(b"\n") + 1]
+        self.last = lines[lines.rfind(b"\n", 0, len(lines) - 1) + 1 :]
+        self.size += len(lines)
+        if self._hashed is not None:
+            self._hashed.update(lines)
+        if packed := self._packer.compress(lines):
+            self._packed.append(packed)
+
+    def keep_file_prefix(self, fd: int, size: int, first: bytes, last: bytes, sha256: str) -> None:
+        """Keep the file's first `size` bytes (whole lines: `first` is its first, `last` its last),
+        copied from `fd` by a thread; they must hash to `sha256`, as the caller just checked."""
+        assert not self.size, "the prefix comes first"
+        self.first, self.last, self.size, self._hashed = first, last, size, None
+        self._prefix_at = (size, sha256)
+        own = os.dup(fd)  # the thread's own (it shares the save's lock: `stop` ends it before the journal closes)
+
+        def copy() -> None:
+            with contextlib.suppress(OSError, AttributeError):  # Linux: this thread only gives way to the game's
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            packer, hashed, offset = zlib.compressobj(1), hashlib.sha256(), 0
+            try:
+                while offset < size and not self._stopping:
+                    block = os.pread(own, min(BLOCK, size - offset), offset)
+                    if not block:
+                        break
+                    hashed.update(block)
+                    offset += len(block)
+                    if packed := packer.compress(block):
+                        self._prefix.append(packed)
+                self._prefix.append(packer.flush())
+            except OSError:
+                pass
+            finally:
+                os.close(own)
+            self.prefix_changed = offset != size or hashed.hexdigest() != sha256
+
+        self._copying = threading.Thread(target=copy, name="storyloom-save-copy", daemon=True)
+        self._copying.start()
+
+    def digest(self) -> str | None:
+        """The sha256 of the bytes kept so far, when this chain hashed them all itself."""
+        return None if self._hashed is None else self._hashed.hexdigest()
+
+    @property
+    def copying(self) -> tuple[int, str] | None:
+        """(size, sha256) of the file's first bytes while the thread is still copying them, else None."""
+        return self._prefix_at if self._copying is not None and self._copying.is_alive() else None
+
+    def stop(self) -> None:
+        """End the thread copying the file's first bytes (the save is closed: no rescue will need them)."""
+        self._stopping = True
+        self.wait()
+
+    def wait(self) -> None:
+        """Until the thread copying the file's first bytes (if any) is done."""
+        if self._copying is not None:
+            self._copying.join()
+
+    def blocks(self, *, prefix: bool = True) -> Iterator[bytes]:
+        """The save's bytes, in blocks, as they were kept (more may be kept afterwards); without
+        `prefix`, only those after the file's first bytes a thread copies (see `copying`)."""
+        if prefix:
+            self.wait()
+            if self._prefix:
+                yield from _unpacked(self._prefix)
+        yield from _unpacked([*self._packed, self._packer.copy().flush()])
+
+
+def _unpacked(packed: list[bytes]) -> Iterator[bytes]:
+    unpacker = zlib.decompressobj()
+    for part in packed:
+        if block := unpacker.decompress(part):
+            yield block
+    if rest := unpacker.flush():
+        yield rest
+
+
+def prefix_digest(fd: int, size: int, hashed: hashlib._Hash | None = None) -> str | None:
+    """The sha256 of the file's first `size` bytes (None when it is shorter), read by position; they
+    are fed to `hashed` when given (which may then hash what follows them)."""
+    hashed, offset = hashed or hashlib.sha256(), 0
+    while offset < size:
+        block = os.pread(fd, min(BLOCK, size - offset), offset)
+        if not block:
+            return None
+        hashed.update(block)
+        offset += len(block)
+    return hashed.copy().hexdigest()
+
+
+def last_line(fd: int, end: int) -> bytes:
+    """The whole line that ends at byte `end` of the file (newline included)."""
+    window = 1 << 16
+    while True:
+        start = max(0, end - window)
+        tail = os.pread(fd, end - start, start)
+        cut = tail.rfind(b"\n", 0, len(tail) - 1)
+        if cut >= 0 or start == 0:
+            return tail[cut + 1 :]
+        window *= 4
