@@ -14,11 +14,12 @@ from typing import Any
 from textual._compositor import Compositor
 from textual.app import App, ComposeResult
 from textual.geometry import Region
+from textual.screen import Screen
 
 from storyloom.engine.events import ProseDelta, TurnCommitted, TurnStarted
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.packs import parse_pack
-from storyloom.tui._textual_internals import RowCroppedCompositor
+from storyloom.tui._textual_internals import RowCroppedCompositor, crop_repaints_to_rows
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator
 from storyloom.tui.widgets.prose import Prose
@@ -125,6 +126,52 @@ async def test_a_new_line_lays_out_once_and_the_prose_is_as_tall_as_its_text():
         assert lines >= 12
         assert layouts[0] <= lines + 1, (layouts[0], lines)
         assert heights <= {0, -1, 1}  # a frame may lag one line behind, never a reserve ahead
+
+
+class CroppedStreamApp(App[None]):
+    """`StreamApp` on a screen that paints as the game's screens do (`crop_repaints_to_rows`)."""
+
+    def get_default_screen(self) -> Screen[Any]:
+        screen: Screen[Any] = Screen()
+        crop_repaints_to_rows(screen)
+        return screen
+
+    def compose(self) -> ComposeResult:
+        with Transcript(id="transcript"):
+            yield TurnMessage(1, "look")
+
+
+async def test_a_new_line_in_a_full_view_repaints_the_view_once():
+    """A new line lifts every row of a full, anchored transcript: one repaint of the view, in the
+    layout's frame. The widgets the layout resized (the prose, its turn, the scroll bar) ask for a
+    repaint of their whole selves too; the frame after must not paint those same rows again."""
+    app = CroppedStreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+        for _ in range(240):  # more lines than the view holds
+            message.show(ProseDelta(turn=1, text="wet rocks "))
+        await pilot.pause()
+        await pilot.pause()
+        compositor = app.screen._compositor  # a measurement: reads what each partial update paints
+        painted: list[int] = []
+        original = compositor.render_partial_update
+
+        def counted() -> Any:
+            rows = {region.y + dy for region in compositor._dirty_regions for dy in range(region.height)}
+            painted.append(len(rows))
+            return original()
+
+        compositor.render_partial_update = counted  # type: ignore[method-assign]
+        layouts = count_layouts(app)
+        lines = message.prose.line_count
+        for _ in range(120):  # about 20 new lines, a few words at a time
+            message.show(ProseDelta(turn=1, text="wet rocks "))
+            await pilot.pause()
+        await pilot.pause()
+        new_lines = message.prose.line_count - lines
+        whole_view = [rows for rows in painted if rows > 10]
+        assert new_lines >= 12 and layouts[0] >= new_lines
+        assert len(whole_view) <= layouts[0], (len(whole_view), layouts[0], painted)
 
 
 async def test_rows_a_shorter_version_leaves_stay_until_the_next_turn_takes_them_once():

@@ -1,7 +1,8 @@
 """Every private Textual name storyloom leans on, in one place, with the releases it was checked against.
 
 Textual has no public hook for three things the game needs: a partial repaint that renders
-only the dirty rows (`RowCroppedCompositor`), a layout request that is always counted
+only the dirty rows and that paints the rows a layout moved once, not again the next frame
+(`RowCroppedCompositor`), a layout request that is always counted
 (`request_layout`), and, for the frame tests, reading what a layout placed (`arranged_height`).
 Each reaches into Textual's private API, which may change in any release, so they live here and
 nowhere else. The names are the same in every release from 7.0.0 to 8.2.8 (checked in each
@@ -108,6 +109,73 @@ class RowCroppedCompositor(Compositor):
                 yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
             if visible.contains_region(crop):
                 return  # front to back: this widget covers the whole repaint, nothing below it shows
+
+    _reflowed = False
+    """Set by a layout (`reflow`), until the repaint that follows it (`render_partial_update`)."""
+
+    def reflow(self, parent: Widget, size: Size) -> Any:
+        self._reflowed = True
+        return super().reflow(parent, size)
+
+    def reflow_visible(self, parent: Widget, size: Size) -> set[Widget]:
+        self._reflowed = True
+        return super().reflow_visible(parent, size)
+
+    def render_partial_update(self) -> Any:
+        """Textual's partial update; after a layout, also forget the repaints it made needless.
+
+        A layout that moves the transcript (a new line of prose lifts it by one row) repaints
+        every row it moved, with what each widget shows now. The widgets it resized (the streaming
+        prose, its turn, the scroll bar) asked for a repaint of their whole selves while it ran,
+        which Textual paints again the next frame: the same rows, the same cells, a second time.
+        Those requests are dropped where this paint covered them; the rest stay.
+        """
+        if not self._reflowed:
+            return super().render_partial_update()
+        self._reflowed = False
+        painted = list(self._dirty_regions)
+        update = super().render_partial_update()
+        if painted:
+            forget_painted_repaints(self.visible_widgets, self._regions_to_spans(painted))
+        return update
+
+    def render_full_update(self, simplify: bool = False) -> Any:
+        """Textual's full update; after a layout, also forget the repaints it made needless (all of them).
+
+        Not for a screenshot (`simplify`): that paints no terminal.
+        """
+        update = super().render_full_update(simplify=simplify)
+        if self._reflowed and not simplify:
+            self._reflowed = False
+            forget_painted_repaints(self.visible_widgets, self._regions_to_spans([self.size.region]))
+        return update
+
+
+def forget_painted_repaints(
+    visible: dict[Widget, tuple[Region, Region]], spans: Iterable[tuple[int, int, int]]
+) -> None:
+    """Drop each widget's pending repaint that lies wholly within the painted `spans` (y, x1, x2).
+
+    Textual merges a row's overlapping spans, so a region is painted when, on each of its rows,
+    one span holds it. A region clipped out of view is dropped too, as Textual would.
+    """
+    rows: dict[int, list[tuple[int, int]]] = {}
+    for y, x1, x2 in spans:
+        rows.setdefault(y, []).append((x1, x2))
+
+    def painted(area: Region) -> bool:
+        x, y, width, height = area
+        right = x + width
+        return all(any(x1 <= x and right <= x2 for x1, x2 in rows.get(row, ())) for row in range(y, y + height))
+
+    for widget, (region, clip) in visible.items():
+        pending = widget._repaint_regions
+        if pending:
+            offset = region.offset
+            kept = [area for area in pending if not painted(clip.intersection(area.translate(offset)))]
+            if len(kept) != len(pending):
+                pending.clear()
+                pending.update(kept)
 
 
 def crop_repaints_to_rows(screen: Screen[Any]) -> None:
