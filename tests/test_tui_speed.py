@@ -19,7 +19,7 @@ from textual.screen import Screen
 from storyloom.engine.events import ProseDelta, TurnCommitted, TurnStarted
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.packs import parse_pack
-from storyloom.tui._textual_internals import RowCroppedCompositor, crop_repaints_to_rows
+from storyloom.tui._textual_internals import RowCroppedCompositor, RowDiffScrollBar, crop_repaints_to_rows
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator
 from storyloom.tui.widgets.prose import Prose
@@ -172,6 +172,45 @@ async def test_a_new_line_in_a_full_view_repaints_the_view_once():
         whole_view = [rows for rows in painted if rows > 10]
         assert new_lines >= 12 and layouts[0] >= new_lines
         assert len(whole_view) <= layouts[0], (len(whole_view), layouts[0], painted)
+
+
+async def test_the_scroll_bar_restyles_only_rows_that_changed_and_paints_what_it_would_afresh():
+    """While lines stream in, the transcript's scroll bar paints on every frame what a bar drawn
+    afresh paints (its thumb moves), though each layout restyles only the rows whose cells changed."""
+    app = CroppedStreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+        bar = app.query_one(Transcript).vertical_scrollbar
+        assert isinstance(bar, RowDiffScrollBar)
+        styles_cache = bar._styles_cache  # a measurement: counts the rows styled anew
+        original = styles_cache.render_line
+        restyled = [0]
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            restyled[0] += 1
+            return original(*args, **kwargs)
+
+        styles_cache.render_line = counted  # type: ignore[method-assign]
+        layouts = count_layouts(app)
+        shown: set[tuple[Any, ...]] = set()
+        checked = 0
+        for _ in range(400):  # past the view: the bar appears, then its thumb shrinks and moves down
+            message.show(ProseDelta(turn=1, text="wet rocks "))
+            await pilot.pause()
+            if not bar.display or not bar.size:
+                continue
+            whole = Region(0, 0, *bar.size)
+            painted = bar.render_lines(whole)
+            counted_so_far = restyled[0]
+            bar._styles_cache.clear()  # the same bar drawn with nothing kept
+            bar._render_content()
+            assert bar.render_lines(whole) == painted
+            restyled[0] = counted_so_far
+            shown.add(tuple(tuple(strip) for strip in painted))
+            checked += 1
+        assert checked > 20 and len(shown) > 3  # the thumb moved
+        # at most two rows a layout (the thumb's ends), where a whole bar is 20 rows
+        assert restyled[0] <= 2 * layouts[0] + bar.size.height, (restyled[0], layouts[0])
 
 
 async def test_rows_a_shorter_version_leaves_stay_until_the_next_turn_takes_them_once():

@@ -1,13 +1,14 @@
 """Every private Textual name storyloom leans on, in one place, with the releases it was checked against.
 
-Textual has no public hook for three things the game needs: a partial repaint that renders
+Textual has no public hook for four things the game needs: a partial repaint that renders
 only the dirty rows and that paints the rows a layout moved once, not again the next frame
-(`RowCroppedCompositor`), a layout request that is always counted
-(`request_layout`), and, for the frame tests, reading what a layout placed (`arranged_height`).
-Each reaches into Textual's private API, which may change in any release, so they live here and
-nowhere else. The names are the same in every release from 7.0.0 to 8.2.8 (checked in each
-release's source; CI runs the lowest and the highest). On any other Textual the game still runs:
-it repaints with Textual's own compositor (slower, still correct), and `storyloom config` says so.
+(`RowCroppedCompositor`), a scroll bar that restyles only the rows its thumb changed
+(`RowDiffScrollBar`), a layout request that is always counted (`request_layout`), and, for the
+frame tests, reading what a layout placed (`arranged_height`). Each reaches into Textual's
+private API, which may change in any release, so they live here and nowhere else. The names
+are the same in every release from 7.0.0 to 8.2.8 (checked in each release's source; CI runs the
+lowest and the highest). On any other Textual the game still runs: it repaints with Textual's
+own compositor and scroll bar (slower, still correct), and `storyloom config` says so.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import textual
 from textual.geometry import Region, Size
 from textual.reactive import Reactive
 from textual.screen import Screen
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -176,6 +178,55 @@ def forget_painted_repaints(
             if len(kept) != len(pending):
                 pending.clear()
                 pending.update(kept)
+
+
+class RowDiffScrollBar(ScrollBar):
+    """A vertical scroll bar that, asked to repaint whole, restyles only the rows whose cells changed.
+
+    Each layout of the transcript (a new line of streamed prose) moves its thumb by a fraction of a
+    row and repaints the whole bar; Textual then styles every row of it again (the bar's height in
+    rows, each one new strips), though only the one or two rows at the thumb's ends change.
+    The whole bar is still painted (the rows come from the cache), and its text drawn once a frame.
+    """
+
+    _whole = False
+    _styled_for: object = None
+
+    def _set_dirty(self, *regions: Region) -> None:
+        if regions or not self._size:
+            super()._set_dirty(*regions)
+            return
+        self._whole = True  # `render_lines` finds the rows that changed
+        self._repaint_regions.add(self.outer_size.region)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._whole:
+            self._whole = False
+            old = self._render_cache
+            self._render_content()
+            new = self._render_cache
+            styled_for = (self.background_colors, self.opacity, self.rich_style, self.app.ansi_theme)
+            if old.size != new.size or styled_for != self._styled_for:
+                self._styles_cache.clear()
+            else:
+                width = new.size.width
+                for y, (was, now) in enumerate(zip(old.lines, new.lines, strict=False)):
+                    if was != now:
+                        self._styles_cache.set_dirty(Region(0, y, width, 1))
+            self._styled_for = styled_for
+        return super().render_lines(crop)
+
+
+def vertical_scrollbar(widget: Widget) -> ScrollBar:
+    """`widget`'s vertical scroll bar, a `RowDiffScrollBar` on a tested Textual (as `Widget.vertical_scrollbar`
+    makes one: hidden until a layout shows it)."""
+    if not TESTED or widget._vertical_scrollbar is not None:
+        return Widget.vertical_scrollbar.fget(widget)  # type: ignore[attr-defined,no-any-return]
+    bar = RowDiffScrollBar(vertical=True, name="vertical", thickness=widget.scrollbar_size_vertical)
+    bar.display = False
+    widget._vertical_scrollbar = bar
+    widget.app._start_widget(widget, bar)
+    return bar
 
 
 def crop_repaints_to_rows(screen: Screen[Any]) -> None:
