@@ -213,6 +213,40 @@ async def test_the_scroll_bar_restyles_only_rows_that_changed_and_paints_what_it
         assert restyled[0] <= 2 * layouts[0] + bar.size.height, (restyled[0], layouts[0])
 
 
+async def test_a_growing_turn_message_restyles_only_its_new_rows_and_paints_what_it_would_afresh():
+    """Each new line grows the streaming turn message by a row: its own rows (border and padding
+    beside the prose) are styled anew only at its foot, and read on every frame as drawn afresh."""
+    app = CroppedStreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+        message.add_class("-apart")  # a blank row above its command: its top row differs from the rest
+        styles_cache = message._styles_cache  # a measurement: counts the rows styled anew
+        original = styles_cache.render_line
+        restyled = [0]
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            restyled[0] += 1
+            return original(*args, **kwargs)
+
+        styles_cache.render_line = counted  # type: ignore[method-assign]
+        await pilot.pause()
+        layouts = count_layouts(app)
+        heights = set()
+        for _ in range(240):  # more lines than the view holds
+            message.show(ProseDelta(turn=1, text="wet rocks "))
+            await pilot.pause()
+            whole = Region(0, 0, *message.size)
+            painted = message.render_lines(whole)
+            counted_so_far = restyled[0]
+            message._styles_cache.clear()  # the same message drawn with nothing kept
+            assert message.render_lines(whole) == painted
+            restyled[0] = counted_so_far
+            heights.add(message.size.height)
+        assert len(heights) > 20
+        # styled anew: the last row and the new one per layout (and the whole, once, at the start)
+        assert restyled[0] <= 3 * layouts[0] + 2 * max(heights), (restyled[0], layouts[0])
+
+
 async def test_rows_a_shorter_version_leaves_stay_until_the_next_turn_takes_them_once():
     """A swap to shorter prose keeps the message's height (a shorter message would drop every line
     above it): the rows stay blank at its foot and are handed to what is shown next, once."""

@@ -217,6 +217,38 @@ class RowDiffScrollBar(ScrollBar):
         return super().render_lines(crop)
 
 
+class KeepsRowsWhenTaller(Widget):
+    """A container whose rows do not depend on its height keeps its styled rows when it grows.
+
+    Textual restyles every row of a widget whose size changed. A turn message grows by a row with
+    each line of its streaming prose, and its own rows (its left border and padding beside the prose,
+    blank elsewhere) read the same at any height when nothing is drawn at its foot (no bottom border,
+    outline or padding): only its last row and the new ones are styled anew. Any other change of size
+    (a new width, a shorter message) restyles all, as Textual does.
+    """
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        old = self._size
+        if not (TESTED and old and size.width == old.width and size.height > old.height and self._plain_foot()):
+            return super()._size_updated(size, virtual_size, container_size, layout)
+        grown = Region(0, old.height - 1, size.width, size.height - old.height + 1)
+        self._styles_cache.set_dirty(grown)
+        self._repaint_regions.add(grown)
+        self._dirty_regions.add(grown)  # its (blank) content is drawn again at the new height
+        self._size = size
+        super()._size_updated(size, virtual_size, container_size, layout)
+        return True
+
+    def _plain_foot(self) -> bool:
+        styles = self.styles
+        return (
+            styles.border_bottom[0] in ("", "none")
+            and styles.outline_bottom[0] in ("", "none")
+            and not styles.padding.bottom
+            and str(styles.keyline[0]) == "none"
+        )
+
+
 def vertical_scrollbar(widget: Widget) -> ScrollBar:
     """`widget`'s vertical scroll bar, a `RowDiffScrollBar` on a tested Textual (as `Widget.vertical_scrollbar`
     makes one: hidden until a layout shows it)."""
