@@ -14,11 +14,12 @@ from typing import Any
 from textual._compositor import Compositor
 from textual.app import App, ComposeResult
 from textual.geometry import Region
+from textual.screen import Screen
 
 from storyloom.engine.events import ProseDelta, TurnCommitted, TurnStarted
 from storyloom.engine.lifecycle import Session
 from storyloom.engine.packs import parse_pack
-from storyloom.tui._textual_internals import RowCroppedCompositor
+from storyloom.tui._textual_internals import RowCroppedCompositor, RowDiffScrollBar, crop_repaints_to_rows
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator
 from storyloom.tui.widgets.prose import Prose
@@ -125,6 +126,125 @@ async def test_a_new_line_lays_out_once_and_the_prose_is_as_tall_as_its_text():
         assert lines >= 12
         assert layouts[0] <= lines + 1, (layouts[0], lines)
         assert heights <= {0, -1, 1}  # a frame may lag one line behind, never a reserve ahead
+
+
+class CroppedStreamApp(App[None]):
+    """`StreamApp` on a screen that paints as the game's screens do (`crop_repaints_to_rows`)."""
+
+    def get_default_screen(self) -> Screen[Any]:
+        screen: Screen[Any] = Screen()
+        crop_repaints_to_rows(screen)
+        return screen
+
+    def compose(self) -> ComposeResult:
+        with Transcript(id="transcript"):
+            yield TurnMessage(1, "look")
+
+
+async def test_a_new_line_in_a_full_view_repaints_the_view_once():
+    """A new line lifts every row of a full, anchored transcript: one repaint of the view, in the
+    layout's frame. The widgets the layout resized (the prose, its turn, the scroll bar) ask for a
+    repaint of their whole selves too; the frame after must not paint those same rows again."""
+    app = CroppedStreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+        for _ in range(240):  # more lines than the view holds
+            message.show(ProseDelta(turn=1, text="wet rocks "))
+        await pilot.pause()
+        await pilot.pause()
+        compositor = app.screen._compositor  # a measurement: reads what each partial update paints
+        painted: list[int] = []
+        original = compositor.render_partial_update
+
+        def counted() -> Any:
+            rows = {region.y + dy for region in compositor._dirty_regions for dy in range(region.height)}
+            painted.append(len(rows))
+            return original()
+
+        compositor.render_partial_update = counted  # type: ignore[method-assign]
+        layouts = count_layouts(app)
+        lines = message.prose.line_count
+        for _ in range(120):  # about 20 new lines, a few words at a time
+            message.show(ProseDelta(turn=1, text="wet rocks "))
+            await pilot.pause()
+        await pilot.pause()
+        new_lines = message.prose.line_count - lines
+        whole_view = [rows for rows in painted if rows > 10]
+        assert new_lines >= 12 and layouts[0] >= new_lines
+        assert len(whole_view) <= layouts[0], (len(whole_view), layouts[0], painted)
+
+
+async def test_the_scroll_bar_restyles_only_rows_that_changed_and_paints_what_it_would_afresh():
+    """While lines stream in, the transcript's scroll bar paints on every frame what a bar drawn
+    afresh paints (its thumb moves), though each layout restyles only the rows whose cells changed."""
+    app = CroppedStreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+        bar = app.query_one(Transcript).vertical_scrollbar
+        assert isinstance(bar, RowDiffScrollBar)
+        styles_cache = bar._styles_cache  # a measurement: counts the rows styled anew
+        original = styles_cache.render_line
+        restyled = [0]
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            restyled[0] += 1
+            return original(*args, **kwargs)
+
+        styles_cache.render_line = counted  # type: ignore[method-assign]
+        layouts = count_layouts(app)
+        shown: set[tuple[Any, ...]] = set()
+        checked = 0
+        for _ in range(400):  # past the view: the bar appears, then its thumb shrinks and moves down
+            message.show(ProseDelta(turn=1, text="wet rocks "))
+            await pilot.pause()
+            if not bar.display or not bar.size:
+                continue
+            whole = Region(0, 0, *bar.size)
+            painted = bar.render_lines(whole)
+            counted_so_far = restyled[0]
+            bar._styles_cache.clear()  # the same bar drawn with nothing kept
+            bar._render_content()
+            assert bar.render_lines(whole) == painted
+            restyled[0] = counted_so_far
+            shown.add(tuple(tuple(strip) for strip in painted))
+            checked += 1
+        assert checked > 20 and len(shown) > 3  # the thumb moved
+        # at most two rows a layout (the thumb's ends), where a whole bar is 20 rows
+        assert restyled[0] <= 2 * layouts[0] + bar.size.height, (restyled[0], layouts[0])
+
+
+async def test_a_growing_turn_message_restyles_only_its_new_rows_and_paints_what_it_would_afresh():
+    """Each new line grows the streaming turn message by a row: its own rows (border and padding
+    beside the prose) are styled anew only at its foot, and read on every frame as drawn afresh."""
+    app = CroppedStreamApp()
+    async with app.run_test(size=(WIDTH, 20)) as pilot:
+        message = await started(pilot)
+        message.add_class("-apart")  # a blank row above its command: its top row differs from the rest
+        styles_cache = message._styles_cache  # a measurement: counts the rows styled anew
+        original = styles_cache.render_line
+        restyled = [0]
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            restyled[0] += 1
+            return original(*args, **kwargs)
+
+        styles_cache.render_line = counted  # type: ignore[method-assign]
+        await pilot.pause()
+        layouts = count_layouts(app)
+        heights = set()
+        for _ in range(240):  # more lines than the view holds
+            message.show(ProseDelta(turn=1, text="wet rocks "))
+            await pilot.pause()
+            whole = Region(0, 0, *message.size)
+            painted = message.render_lines(whole)
+            counted_so_far = restyled[0]
+            message._styles_cache.clear()  # the same message drawn with nothing kept
+            assert message.render_lines(whole) == painted
+            restyled[0] = counted_so_far
+            heights.add(message.size.height)
+        assert len(heights) > 20
+        # styled anew: the last row and the new one per layout (and the whole, once, at the start)
+        assert restyled[0] <= 3 * layouts[0] + 2 * max(heights), (restyled[0], layouts[0])
 
 
 async def test_rows_a_shorter_version_leaves_stay_until_the_next_turn_takes_them_once():

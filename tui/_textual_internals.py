@@ -1,12 +1,14 @@
 """Every private Textual name storyloom leans on, in one place, with the releases it was checked against.
 
-Textual has no public hook for three things the game needs: a partial repaint that renders
-only the dirty rows (`RowCroppedCompositor`), a layout request that is always counted
-(`request_layout`), and, for the frame tests, reading what a layout placed (`arranged_height`).
-Each reaches into Textual's private API, which may change in any release, so they live here and
-nowhere else. The names are the same in every release from 7.0.0 to 8.2.8 (checked in each
-release's source; CI runs the lowest and the highest). On any other Textual the game still runs:
-it repaints with Textual's own compositor (slower, still correct), and `storyloom config` says so.
+Textual has no public hook for four things the game needs: a partial repaint that renders
+only the dirty rows and that paints the rows a layout moved once, not again the next frame
+(`RowCroppedCompositor`), a scroll bar that restyles only the rows its thumb changed
+(`RowDiffScrollBar`), a layout request that is always counted (`request_layout`), and, for the
+frame tests, reading what a layout placed (`arranged_height`). Each reaches into Textual's
+private API, which may change in any release, so they live here and nowhere else. The names
+are the same in every release from 7.0.0 to 8.2.8 (checked in each release's source; CI runs the
+lowest and the highest). On any other Textual the game still runs: it repaints with Textual's
+own compositor and scroll bar (slower, still correct), and `storyloom config` says so.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import textual
 from textual.geometry import Region, Size
 from textual.reactive import Reactive
 from textual.screen import Screen
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -108,6 +111,154 @@ class RowCroppedCompositor(Compositor):
                 yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
             if visible.contains_region(crop):
                 return  # front to back: this widget covers the whole repaint, nothing below it shows
+
+    _reflowed = False
+    """Set by a layout (`reflow`), until the repaint that follows it (`render_partial_update`)."""
+
+    def reflow(self, parent: Widget, size: Size) -> Any:
+        self._reflowed = True
+        return super().reflow(parent, size)
+
+    def reflow_visible(self, parent: Widget, size: Size) -> set[Widget]:
+        self._reflowed = True
+        return super().reflow_visible(parent, size)
+
+    def render_partial_update(self) -> Any:
+        """Textual's partial update; after a layout, also forget the repaints it made needless.
+
+        A layout that moves the transcript (a new line of prose lifts it by one row) repaints
+        every row it moved, with what each widget shows now. The widgets it resized (the streaming
+        prose, its turn, the scroll bar) asked for a repaint of their whole selves while it ran,
+        which Textual paints again the next frame: the same rows, the same cells, a second time.
+        Those requests are dropped where this paint covered them; the rest stay.
+        """
+        if not self._reflowed:
+            return super().render_partial_update()
+        self._reflowed = False
+        painted = list(self._dirty_regions)
+        update = super().render_partial_update()
+        if painted:
+            forget_painted_repaints(self.visible_widgets, self._regions_to_spans(painted))
+        return update
+
+    def render_full_update(self, simplify: bool = False) -> Any:
+        """Textual's full update; after a layout, also forget the repaints it made needless (all of them).
+
+        Not for a screenshot (`simplify`): that paints no terminal.
+        """
+        update = super().render_full_update(simplify=simplify)
+        if self._reflowed and not simplify:
+            self._reflowed = False
+            forget_painted_repaints(self.visible_widgets, self._regions_to_spans([self.size.region]))
+        return update
+
+
+def forget_painted_repaints(
+    visible: dict[Widget, tuple[Region, Region]], spans: Iterable[tuple[int, int, int]]
+) -> None:
+    """Drop each widget's pending repaint that lies wholly within the painted `spans` (y, x1, x2).
+
+    Textual merges a row's overlapping spans, so a region is painted when, on each of its rows,
+    one span holds it. A region clipped out of view is dropped too, as Textual would.
+    """
+    rows: dict[int, list[tuple[int, int]]] = {}
+    for y, x1, x2 in spans:
+        rows.setdefault(y, []).append((x1, x2))
+
+    def painted(area: Region) -> bool:
+        x, y, width, height = area
+        right = x + width
+        return all(any(x1 <= x and right <= x2 for x1, x2 in rows.get(row, ())) for row in range(y, y + height))
+
+    for widget, (region, clip) in visible.items():
+        pending = widget._repaint_regions
+        if pending:
+            offset = region.offset
+            kept = [area for area in pending if not painted(clip.intersection(area.translate(offset)))]
+            if len(kept) != len(pending):
+                pending.clear()
+                pending.update(kept)
+
+
+class RowDiffScrollBar(ScrollBar):
+    """A vertical scroll bar that, asked to repaint whole, restyles only the rows whose cells changed.
+
+    Each layout of the transcript (a new line of streamed prose) moves its thumb by a fraction of a
+    row and repaints the whole bar; Textual then styles every row of it again (the bar's height in
+    rows, each one new strips), though only the one or two rows at the thumb's ends change.
+    The whole bar is still painted (the rows come from the cache), and its text drawn once a frame.
+    """
+
+    _whole = False
+    _styled_for: object = None
+
+    def _set_dirty(self, *regions: Region) -> None:
+        if regions or not self._size:
+            super()._set_dirty(*regions)
+            return
+        self._whole = True  # `render_lines` finds the rows that changed
+        self._repaint_regions.add(self.outer_size.region)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._whole:
+            self._whole = False
+            old = self._render_cache
+            self._render_content()
+            new = self._render_cache
+            styled_for = (self.background_colors, self.opacity, self.rich_style, self.app.ansi_theme)
+            if old.size != new.size or styled_for != self._styled_for:
+                self._styles_cache.clear()
+            else:
+                width = new.size.width
+                for y, (was, now) in enumerate(zip(old.lines, new.lines, strict=False)):
+                    if was != now:
+                        self._styles_cache.set_dirty(Region(0, y, width, 1))
+            self._styled_for = styled_for
+        return super().render_lines(crop)
+
+
+class KeepsRowsWhenTaller(Widget):
+    """A container whose rows do not depend on its height keeps its styled rows when it grows.
+
+    Textual restyles every row of a widget whose size changed. A turn message grows by a row with
+    each line of its streaming prose, and its own rows (its left border and padding beside the prose,
+    blank elsewhere) read the same at any height when nothing is drawn at its foot (no bottom border,
+    outline or padding): only its last row and the new ones are styled anew. Any other change of size
+    (a new width, a shorter message) restyles all, as Textual does.
+    """
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        old = self._size
+        if not (TESTED and old and size.width == old.width and size.height > old.height and self._plain_foot()):
+            return super()._size_updated(size, virtual_size, container_size, layout)
+        grown = Region(0, old.height - 1, size.width, size.height - old.height + 1)
+        self._styles_cache.set_dirty(grown)
+        self._repaint_regions.add(grown)
+        self._dirty_regions.add(grown)  # its (blank) content is drawn again at the new height
+        self._size = size
+        super()._size_updated(size, virtual_size, container_size, layout)
+        return True
+
+    def _plain_foot(self) -> bool:
+        styles = self.styles
+        return (
+            styles.border_bottom[0] in ("", "none")
+            and styles.outline_bottom[0] in ("", "none")
+            and not styles.padding.bottom
+            and str(styles.keyline[0]) == "none"
+        )
+
+
+def vertical_scrollbar(widget: Widget) -> ScrollBar:
+    """`widget`'s vertical scroll bar, a `RowDiffScrollBar` on a tested Textual (as `Widget.vertical_scrollbar`
+    makes one: hidden until a layout shows it)."""
+    if not TESTED or widget._vertical_scrollbar is not None:
+        return Widget.vertical_scrollbar.fget(widget)  # type: ignore[attr-defined,no-any-return]
+    bar = RowDiffScrollBar(vertical=True, name="vertical", thickness=widget.scrollbar_size_vertical)
+    bar.display = False
+    widget._vertical_scrollbar = bar
+    widget.app._start_widget(widget, bar)
+    return bar
 
 
 def crop_repaints_to_rows(screen: Screen[Any]) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.scrollbar import ScrollBar
 from textual.widgets import Static
 
-from storyloom.tui._textual_internals import no_layout_virtual_size
+from storyloom.tui._textual_internals import no_layout_virtual_size, vertical_scrollbar
 
 
 class FollowHint(Static):
@@ -53,6 +54,11 @@ class Transcript(VerticalScroll, can_focus=False):
         scrollbar-gutter: stable;
     }
     """
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Textual's scroll bar, restyling only the rows that changed (`RowDiffScrollBar`)."""
+        return vertical_scrollbar(self)
 
     def compose(self) -> ComposeResult:
         yield FollowHint()

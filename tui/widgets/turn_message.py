@@ -24,7 +24,7 @@ from storyloom.engine.events import (
     TurnFailed,
     TurnStarted,
 )
-from storyloom.tui._textual_internals import no_layout_virtual_size
+from storyloom.tui._textual_internals import KeepsRowsWhenTaller, no_layout_virtual_size
 from storyloom.tui.failures import BUDGET_SPENT, failure
 from storyloom.tui.widgets.archived_turns import TurnRecord
 from storyloom.tui.widgets.prose import Paragraph, Prose, plain
@@ -43,7 +43,7 @@ class _Asked(Message):
         return self.message
 
 
-class TurnMessage(Vertical, can_focus=True):
+class TurnMessage(KeepsRowsWhenTaller, Vertical, can_focus=True):
     """The single widget a turn lives in for its whole life.
 
     The same object (and id, `turn-N`) shows the streaming prose, the quiet
