@@ -143,6 +143,8 @@ class GameScreen(StoryScreen):
     def _start(self, events: AsyncIterator[Event]) -> None:
         self.running = True
         self.hold_keys()  # the keys of a turn in flight show a frame after the command's echo
+        if self._tune_gc:  # nor does a collection run before that frame (mounting makes objects by the thousand)
+            gc.disable()
         self.transcript.follow()
         self._run_turn(events)
 
@@ -159,7 +161,7 @@ class GameScreen(StoryScreen):
                 await self.render_event(event)
                 if self._keys_held:
                     await self._painted()
-                    self.release_keys()
+                    self._echo_painted()
                 elif not isinstance(event, ProseDelta):
                     self.refresh_bindings()  # e.g. ctrl+d details, once the turn has an issue to show
             await self.archive_old_turns()
@@ -177,11 +179,17 @@ class GameScreen(StoryScreen):
             )
         finally:
             self.running = False
-            self._keys_held = False
+            self._echo_painted()
             self.command_input.say_busy(False)
             self._update_retry_offer()
             self.refresh_bindings()
             self.call_later(self._play_pasted)
+
+    def _echo_painted(self) -> None:
+        """What waited for the command's echo to be painted goes on: the footer's keys, the collector."""
+        self.release_keys()
+        if self._tune_gc:
+            gc.enable()
 
     async def _painted(self) -> None:
         """Return once the screen has painted what is on it now."""
@@ -404,6 +412,7 @@ class GameScreen(StoryScreen):
     async def restart(self, past: Sequence[PastTurn] = ()) -> None:
         """Play a fresh session (or an opened save) in this screen: the transcript starts again from the intro."""
         self.workers.cancel_group(self, "turn")
+        self._echo_painted()  # a turn cancelled before its echo was painted
         self._pasted.clear()
         await super().restart(past)
         self._offer_next()

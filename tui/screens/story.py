@@ -260,7 +260,6 @@ class StoryScreen(Screen[None]):
         from its intro."""
         session = self.play.story
         self.running = False
-        self._keys_held = False  # a turn cancelled before its echo was painted leaves them held
         self._details.clear()
         self._remember_past(past)
         await self.transcript.start_again(
