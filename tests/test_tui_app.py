@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from textual import events
 
 from storyloom.engine.events import Event
 from storyloom.engine.lifecycle import CommittedStory, Session
-from storyloom.engine.narration import TransientNarratorError
+from storyloom.engine.narration import Chunk, NarrationRequest, TransientNarratorError
 from storyloom.engine.packs import parse_pack
 from storyloom.saves.format import SaveHeader
 from storyloom.saves.writer import Journal
@@ -22,6 +23,7 @@ from storyloom.tui.cli.ui import run_app
 from storyloom.tui.screens.issue_details import IssueDetailsScreen
 from storyloom.tui.screens.open_save import OpenSaveScreen
 from storyloom.tui.session import PlaySession
+from storyloom.tui.testing.frames import FrameRecorder
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
 from storyloom.tui.testing.pilot import until
 from storyloom.tui.widgets.archived_turns import ArchivedTurns
@@ -63,6 +65,35 @@ async def finished(pilot: Any, app: StoryloomApp) -> None:
 def painted(app: StoryloomApp) -> str:
     """The screen's text as painted now."""
     return "\n".join(strip.text for strip in screen_compositor(app.screen).render_strips())
+
+
+class _AskedAfterEcho(GatedNarrator):
+    """A narrator that notes, when it is asked for a turn, whether the screen already shows the command."""
+
+    def __init__(self, replies: list[GatedReply]) -> None:
+        super().__init__(replies)
+        self.recorder: FrameRecorder | None = None
+        self.echo_painted: list[bool] = []
+
+    async def narrate(self, request: NarrationRequest) -> AsyncIterator[Chunk]:
+        assert self.recorder is not None
+        self.echo_painted.append(any(frame.row_of("› take lamp") is not None for frame in self.recorder.frames))
+        async for chunk in super().narrate(request):
+            yield chunk
+
+
+async def test_the_command_shows_before_the_narrator_is_asked():
+    """Enter shows the command in the story at once: its frame is painted before the narrator is asked
+    for anything, so a slow request or connection never holds back the echo of what was typed."""
+    narrator = _AskedAfterEcho([GatedReply(turn_text(PROSE, TAKE_LAMP))])
+    app = StoryloomApp(Session(parse_pack(SHORE_PACK, "shore.toml"), narrator), blink=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        with FrameRecorder(app, screen=True) as recorder:
+            narrator.recorder = recorder
+            await send(pilot, "take lamp")
+            await finished(pilot, app)
+    assert narrator.echo_painted == [True]
 
 
 async def test_the_intro_is_shown_first():

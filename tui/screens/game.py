@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
@@ -17,6 +18,7 @@ from storyloom.engine.events import (
     BranchStarted,
     BranchSwitched,
     Event,
+    ProseDelta,
     StoryEnded,
     TurnCommitted,
     TurnUndone,
@@ -140,16 +142,28 @@ class GameScreen(StoryScreen):
 
     def _start(self, events: AsyncIterator[Event]) -> None:
         self.running = True
-        self.refresh_bindings()
+        self.hold_keys()  # the keys of a turn in flight show a frame after the command's echo
+        if self._tune_gc:  # nor does a collection run before that frame (mounting makes objects by the thousand)
+            gc.disable()
         self.transcript.follow()
         self._run_turn(events)
 
     @work(exclusive=True, group="turn")
     async def _run_turn(self, events: AsyncIterator[Event]) -> None:
-        """Render one turn's events (each is in the save before it arrives here)."""
+        """Render one turn's events (each is in the save before it arrives here).
+
+        The first event (the command's echo) is painted before the narrator is asked for anything:
+        the engine's first steps (the request, the connection) would otherwise run before the frame
+        that shows it. Then the footer shows the keys of a turn in flight.
+        """
         try:
             async for event in events:
                 await self.render_event(event)
+                if self._keys_held:
+                    await self._painted()
+                    self._echo_painted()
+                elif not isinstance(event, ProseDelta):
+                    self.refresh_bindings()  # e.g. ctrl+d details, once the turn has an issue to show
             await self.archive_old_turns()
         except Exception as exc:  # an engine bug must not take the player's story with it
             self.log.error("turn failed with an exception", exc)
@@ -165,10 +179,23 @@ class GameScreen(StoryScreen):
             )
         finally:
             self.running = False
+            self._echo_painted()
             self.command_input.say_busy(False)
             self._update_retry_offer()
             self.refresh_bindings()
             self.call_later(self._play_pasted)
+
+    def _echo_painted(self) -> None:
+        """What waited for the command's echo to be painted goes on: the footer's keys, the collector."""
+        self.release_keys()
+        if self._tune_gc:
+            gc.enable()
+
+    async def _painted(self) -> None:
+        """Return once the screen has painted what is on it now."""
+        painted = asyncio.Event()
+        self.call_after_refresh(painted.set)
+        await painted.wait()
 
     async def archive_old_turns(self) -> None:
         """Fold the oldest finished turns into blocks, and tell the collector the full ones are here to stay."""
@@ -385,6 +412,7 @@ class GameScreen(StoryScreen):
     async def restart(self, past: Sequence[PastTurn] = ()) -> None:
         """Play a fresh session (or an opened save) in this screen: the transcript starts again from the intro."""
         self.workers.cancel_group(self, "turn")
+        self._echo_painted()  # a turn cancelled before its echo was painted
         self._pasted.clear()
         await super().restart(past)
         self._offer_next()

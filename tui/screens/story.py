@@ -72,6 +72,8 @@ class StoryScreen(Screen[None]):
         self._story_view = StoryView(id="transcript")
         self._story_view.ending_note = self.ENDING_NOTE
         self._keys_shown: tuple[tuple[str, str, bool], ...] | None = None
+        self._keys_held = False
+        """True while the footer keeps the keys it shows (see `hold_keys`)."""
         self._details: dict[tuple[int, str], tuple[Event, ...]] = {}
         """The details of committed versions that had issues, by (turn, prose): a branch or a switch
         draws a path anew from the session's history, which keeps no events (see `_remember`)."""
@@ -91,8 +93,10 @@ class StoryScreen(Screen[None]):
         Textual's footer rebuilds every key widget on each refresh, styles and all, and this screen
         asks after most events (a key may have come or gone). In a replay that was most of the time
         spent: 29 turns at ×20 took 19 s in the UI against 6 s headless. Keys that did not change
-        are not rebuilt.
+        are not rebuilt. While the keys are held (`hold_keys`) nothing is told until they are released.
         """
+        if self._keys_held:
+            return
         shown = tuple(
             (key, binding.description, enabled)
             for key, (_, binding, enabled, _tooltip) in self.active_bindings.items()
@@ -101,6 +105,17 @@ class StoryScreen(Screen[None]):
         if shown != self._keys_shown:
             self._keys_shown = shown
             super().refresh_bindings()
+
+    def hold_keys(self) -> None:
+        """Keep the footer's keys as they are until `release_keys`: rebuilding them costs as much as the
+        frame that shows a command's echo, so the keys a turn in flight offers come a frame after it."""
+        self._keys_held = True
+
+    def release_keys(self) -> None:
+        """Tell the footer the keys in force now, if they changed while they were held."""
+        if self._keys_held:
+            self._keys_held = False
+            self.refresh_bindings()
 
     def _show_keys(self) -> None:
         """Once the footer is surely listening (after the first refresh), tell it the keys whatever was sent before."""
