@@ -132,6 +132,6 @@ def test_the_whole_path_profiles_the_real_process_over_the_stream(tmp_path, monk
 
     monkeypatch.setenv(terminal.CPROFILE_ENV, str(tmp_path))
     terminal.measure([0], kinds=("openai",), count=40)
-    stats = pstats.Stats(str(tmp_path / "whole-openai-0.prof"))
-    profiled = {(path.replace("\\", "/"), name) for path, _, name in stats.stats}  # type: ignore[attr-defined]
-    assert any(path.endswith("engine/narrators/openai.py") and name == "narrate" for path, name in profiled)
+    profile = pstats.Stats(str(tmp_path / "whole-openai-0.prof")).get_stats_profile()
+    narrate = profile.func_profiles.get("narrate")
+    assert narrate is not None and narrate.file_name.replace("\\", "/").endswith("engine/narrators/openai.py")
