@@ -351,6 +351,46 @@ def _profiler(pid: int, which: str, prior: int, count: int) -> Any:
     )
 
 
+CPROFILE_ENV = "STORYLOOM_BENCH_CPROFILE"
+"""Set to a folder to profile the storyloom process's event-loop thread (where the app, the narrator and
+the engine all run) with cProfile over each case's streaming window, `<folder>/whole-<case>-<prior>.prof`,
+where py-spy cannot attach. The CPU figures then include the profiler's overhead: read the shares."""
+
+_CPROFILE_HOOK = """
+import os, signal, sys
+
+_state = {}
+
+
+def _toggle(*_):
+    if "profile" not in _state:
+        import cProfile
+
+        _state["profile"] = cProfile.Profile()
+        _state["profile"].enable()
+    else:
+        _state["profile"].disable()
+        _state["profile"].dump_stats(os.environ["STORYLOOM_BENCH_CPROFILE_OUT"])
+
+
+if os.environ.get("STORYLOOM_BENCH_CPROFILE_OUT"):
+    signal.signal(signal.SIGUSR1, _toggle)
+"""
+
+
+def _cprofile_env(env: dict[str, str], home: Path, which: str, prior: int) -> bool:
+    """With `CPROFILE_ENV` set, a `sitecustomize` in `home` that starts and stops cProfile on SIGUSR1."""
+    folder = os.environ.get(CPROFILE_ENV)
+    if not folder or which == "bare":
+        return False
+    hook = home / "cprofile-hook"
+    hook.mkdir(exist_ok=True)
+    (hook / "sitecustomize.py").write_text(_CPROFILE_HOOK, encoding="utf-8")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook), env.get("PYTHONPATH", "")) if p)
+    env["STORYLOOM_BENCH_CPROFILE_OUT"] = os.path.abspath(os.path.join(folder, f"whole-{which}-{prior}.prof"))
+    return True
+
+
 def _screen_text(raw: bytes | bytearray) -> str:
     return raw[-2000:].decode("utf-8", "replace").replace("\x1b", "^[")
 
@@ -416,6 +456,7 @@ def one_case(which: str, prior: int, saves: dict[int, Path], home: Path, count: 
     pieces = prose_tokens(count)
     wire = "anthropic" if which == "anthropic" else "openai"
     env = _env(home)
+    profiled = _cprofile_env(env, home, which, prior)
     with ModelServer(wire, pieces) as server:
         if which == "bare":
             argv = [sys.executable, "-c", BARE, server.url, str(prior), _old_prose()]
@@ -439,6 +480,8 @@ def one_case(which: str, prior: int, saves: dict[int, Path], home: Path, count: 
             server.on_token = lambda index: (
                 samples.__setitem__(index, cpu_seconds(terminal.pid)) if index in edges else None
             )
+            if profiled:
+                os.kill(terminal.pid, signal.SIGUSR1)  # the profile starts before the first token is sent
             spy = _profiler(terminal.pid, which, prior, count)
             terminal.type("look\r")
             deadline = time.perf_counter() + count / RATE + 60
@@ -449,6 +492,8 @@ def one_case(which: str, prior: int, saves: dict[int, Path], home: Path, count: 
                     f"{which} {prior}: the last token never reached the screen:\n{_screen_text(terminal.text)}"
                 )
             end_cpu = cpu_seconds(terminal.pid)
+            if profiled:
+                os.kill(terminal.pid, signal.SIGUSR1)
             if spy is not None:
                 spy.wait()
             time.sleep(0.3)

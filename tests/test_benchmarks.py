@@ -112,3 +112,26 @@ def test_the_correction_figure_plays_turns_of_model_length():
     figure = figure_module(2).run(quick=True)
     words = next(n for n in figure.notes if n.startswith("median committed narrative"))
     assert int(words.split()[3]) >= MODEL_WORDS[0]
+
+
+@pytest.mark.slow
+def test_the_whole_path_split_measures_each_part_without_the_screen():
+    from benchmarks import whole_path_split
+
+    found = whole_path_split.measure(runs=1, count=40)
+    assert set(found) == {"openai", "anthropic", "read", "bare"}
+    for case, cpus in found.items():
+        assert len(cpus) == 1 and math.isfinite(cpus[0]) and cpus[0] > 0, case
+
+
+@pytest.mark.slow
+def test_the_whole_path_profiles_the_real_process_over_the_stream(tmp_path, monkeypatch):
+    import pstats
+
+    from benchmarks import terminal
+
+    monkeypatch.setenv(terminal.CPROFILE_ENV, str(tmp_path))
+    terminal.measure([0], kinds=("openai",), count=40)
+    profile = pstats.Stats(str(tmp_path / "whole-openai-0.prof")).get_stats_profile()
+    narrate = profile.func_profiles.get("narrate")
+    assert narrate is not None and narrate.file_name.replace("\\", "/").endswith("engine/narrators/openai.py")
