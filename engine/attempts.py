@@ -34,7 +34,7 @@ from storyloom.engine.narration import (
 from storyloom.engine.packs import StoryPack
 from storyloom.engine.rules import KEEPS_EVERY_FIELD, OUTPUT_MAX_CHARS, Verdict, judge, parse_output
 from storyloom.engine.streaming import Expired, Reader
-from storyloom.engine.turns import Issue, kept_fields
+from storyloom.engine.turns import Issue, closed_narrative, kept_fields
 
 OUTPUT_LIMIT = "output_limit"
 """The stop reason the engine records when it stops reading an answer over `OUTPUT_MAX_CHARS`."""
@@ -177,13 +177,9 @@ def _complete_narrative(raw: str | None, shown: str) -> str | None:
     A truncated or otherwise broken output may still have delivered its whole
     narrative; a correction may then keep it rather than write it again.
     """
-    if not raw or not shown:
+    if not shown:
         return None
-    try:
-        partial = pydantic_core.from_json(raw, allow_partial=True)
-    except ValueError:
-        return None
-    narrative = partial.get("narrative") if isinstance(partial, dict) else None
+    narrative = closed_narrative(raw)
     return shown if narrative == shown else None
 
 

@@ -84,14 +84,15 @@ def kept_fields(
     if data is None:
         if not first:
             return dict(kept)
-        narrative = _closed_narrative(raw)
+        narrative = closed_narrative(raw)
         return {"narrative": narrative} if narrative is not None and _valid("narrative", narrative) else {}
     merged = {"state_patch": [], "suggestions": [], **kept, **data}
     return {name: merged[name] for name in TURN_FIELDS if name in merged and _valid(name, merged[name])}
 
 
-def _closed_narrative(raw: str | None) -> str | None:
-    """The narrative of a broken answer, if its string was closed (a cut-off one is left out)."""
+def closed_narrative(raw: str | None) -> str | None:
+    """The narrative of a broken answer, if its string was closed (a cut-off one is left out): a
+    correction may keep it rather than write it again."""
     if not raw:
         return None
     try:
