@@ -470,6 +470,8 @@ async def test_old_turns_fold_into_a_block_that_looks_exactly_the_same(monkeypat
         await pilot.pause()
         blocks = app.game.transcript.query(ArchivedTurns)
         assert [block.turns for block in blocks] == [[1, 2], [3]]
+        # every block in one child of the transcript: a streamed line lays out one widget for all of them
+        assert len({block.parent for block in blocks}) == 1 and blocks[0].parent is not app.game.transcript
         assert [m.turn for m in app.game.transcript.query(TurnMessage)] == [4, 5]
         after = painted(app)
         assert "couldn't make this turn consistent" in after and "› wait 1" in after

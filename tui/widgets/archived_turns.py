@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from textual import events
+from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
@@ -112,3 +113,19 @@ class ArchivedTurns(Static):
             drawn = (command, prose, status) if prose else (command, status)
             line += sum(text.count("\n") + 1 for text in drawn)
         return Content("\n").join(parts)
+
+
+class Archive(Vertical):
+    """Every block of folded turns, in one container above the live messages.
+
+    Each new line of a streaming turn lays the transcript out again, visiting each of its
+    children; Textual keeps a container's arrangement until one of its own children changes,
+    so with the blocks in here a streamed line visits one widget for all of them, however long
+    the story is.
+    """
+
+    DEFAULT_CSS = """
+    Archive {
+        height: auto;
+    }
+    """

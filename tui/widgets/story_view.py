@@ -15,7 +15,7 @@ from storyloom.engine.events import (
     TurnStarted,
     TurnUndone,
 )
-from storyloom.tui.widgets.archived_turns import ArchivedTurns, TurnRecord
+from storyloom.tui.widgets.archived_turns import Archive, ArchivedTurns, TurnRecord
 from storyloom.tui.widgets.status_row import fixed_versions
 from storyloom.tui.widgets.story_text import EarlierTurns, EndingText, StoryText
 from storyloom.tui.widgets.transcript import FollowHint, Transcript
@@ -62,6 +62,8 @@ class StoryView(Transcript):
         """A resumed story's older turns not folded in yet, oldest first (see `show_history`)."""
         self._first_block: ArchivedTurns | None = None
         """The block of a resumed story's oldest turns shown so far (the next older block goes above it)."""
+        self._blocks: Archive | None = None
+        """The container of every block, above the live messages (made when the first turn is folded)."""
 
     # -- what is shown
 
@@ -149,7 +151,7 @@ class StoryView(Transcript):
         ]
         if records:
             block = self._last_block = ArchivedTurns(records[-BLOCK_TURNS:])
-            self.mount(block)
+            self._archive().mount(block)
             self._first_block = block
             for record in block.records:
                 self._archived[record.turn] = block
@@ -179,12 +181,20 @@ class StoryView(Transcript):
             return
         records, self._earlier = self._earlier[-BLOCK_TURNS:], self._earlier[:-BLOCK_TURNS]
         block = ArchivedTurns(records)
-        await self.mount(block, before=self._first_block)
+        await self._archive().mount(block, before=self._first_block)
         self._first_block = block
         for record in records:
             self._archived[record.turn] = block
         if self._earlier:
             self.call_after_refresh(self._show_earlier)
+
+    def _archive(self) -> Archive:
+        """The container of the folded blocks, mounted above the live messages the first time a turn is folded."""
+        if self._blocks is None:
+            live = self.live_messages()
+            self._blocks = Archive()
+            self.mount(self._blocks, before=live[0] if live else None)
+        return self._blocks
 
     async def show(self, event: Event) -> None:
         """Render one engine event."""
@@ -324,7 +334,7 @@ class StoryView(Transcript):
                     block.extend(records)
                 else:
                     block = self._last_block = ArchivedTurns(records)
-                    await self.mount(block, before=chunk[0])
+                    await self._archive().mount(block)
                 for message in chunk:
                     del self._messages[message.turn]
                     self._archived[message.turn] = block
@@ -345,7 +355,7 @@ class StoryView(Transcript):
         """Show another story (or the same one anew) from its intro, with its committed history."""
         self._messages.clear()
         self._archived.clear()
-        self._last_block = self._first_block = None
+        self._last_block = self._first_block = self._blocks = None
         self._earlier = []
         self._committed.clear()
         self._ending = None
