@@ -12,7 +12,17 @@ import pytest
 from pytest_frame_geometry.calm import RULES, Sheet, assert_calm, calm_violations, count_by_rule
 
 RECORDINGS = Path(__file__).parent / "calm_recordings"
-STATUSES = ("writing", "correcting (", "narrator busy", "‹ ", "version ", "couldn't", "cancelled", "undone")
+STATUSES = (
+    "writing",
+    "correcting (",
+    "corrected",
+    "narrator busy",
+    "‹ ",
+    "version ",
+    "couldn't",
+    "cancelled",
+    "undone",
+)
 """How the status rows of storyloom's turns start."""
 SCROLLBAR = " ▁▂▃▄▅▆▇█"
 

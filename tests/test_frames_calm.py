@@ -37,6 +37,7 @@ STATUSES = (
     "‹ ",
     "version ",
     "another version",
+    "corrected",
     "couldn't",
     "cancelled",
     "undone",
@@ -378,6 +379,41 @@ async def test_idle_no_gap_stays_under_a_turn_whose_prose_got_shorter(
     ]
     check(game)
     assert sum(m.prose.closed for m in messages) == 3, "a shorter prose kept its taller height"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_correction_one_row_shorter_moves_nothing_and_says_corrected(
+    frame_recorder: Any, size: tuple[int, int]
+) -> None:
+    """The common correction: the narrator claimed one deed too many ("And you take the matches too."),
+    and the corrected prose drops that sentence, a row shorter. Nothing already read moves down: the
+    status row says "corrected" where "correcting" stood and the freed row stays blank under it,
+    until the next command's blank row above its echo takes it."""
+    replies = [GatedReply(turn_text(story(8, "a"), []))]
+    async with playing(frame_recorder, replies, size) as game:
+        app = game.app
+        await game.send("look")
+        width = app.game.latest_message().prose.size.width
+        row = " ".join(["rock"] * 40)[: width - 1].rsplit(" ", 1)[0]  # fills its row: what follows wraps
+        meant = f"{story(1, 'b')}\n\n{row}"
+        game.narrator.replies += [
+            GatedReply(turn_text(f"{meant} And you take the matches too.", TAKE_BOTH)),
+            GatedReply(turn_text(meant, TAKE_LAMP)),
+            GatedReply(turn_text(story(1, "c"), [])),
+        ]
+        await game.send("take lamp")
+        corrected = app.game.latest_message()
+        await game.send("listen")
+        game.recorder.stop()
+    assert corrected.prose.text == meant and corrected.status.plain_text == "corrected"
+    frames = game.recorder.since("key")
+    echoes = [row for f in frames if (row := f.row_of("› take lamp")) is not None]
+    assert echoes and all(b <= a for a, b in zip(echoes, echoes[1:], strict=False)), "a line moved down"
+    assert sum(f.row_of("matches too") is not None for f in frames) > 0, "the false sentence was never shown"
+    final = frames[-1]
+    status, listen = final.row_of("corrected"), final.row_of("› listen")
+    assert status is not None and listen == status + 2, "one blank row parts the corrected turn and the next"
+    check(game)
 
 
 BLANK_LINES_PACK = SHORE_PACK.replace(

@@ -142,7 +142,7 @@ async def test_a_replayed_correction_shows_the_correcting_status_then_swaps_the_
         await until(pilot, lambda: app.replay.finished, limit=2000)
         commits = _commits(save)
         assert _prose(app, 2) == first_try == commits[2]  # turn 2's correction keeps the prose
-        assert _prose(app, 3) == commits[3] and _status(app, 3) == ""  # turn 3's is swapped in
+        assert _prose(app, 3) == commits[3] and _status(app, 3) == "corrected"  # turn 3's is swapped in
 
 
 async def test_space_pauses_mid_turn_and_n_steps_one_turn(save: Path) -> None:

@@ -22,7 +22,17 @@ from pathlib import Path
 
 from pytest_frame_geometry.calm import RULES, Sheet, calm_violations, count_by_rule
 
-STATUSES = ("writing", "correcting (", "narrator busy", "‹ ", "version ", "another version", "couldn't", "cancelled")
+STATUSES = (
+    "writing",
+    "correcting (",
+    "narrator busy",
+    "‹ ",
+    "version ",
+    "another version",
+    "corrected",
+    "couldn't",
+    "cancelled",
+)
 STATUSES += ("undone", "The story is over", "↓ newer text below")
 SCROLLBAR = " ▁▂▃▄▅▆▇█▔▕▎▏▐│┃"
 TOAST = "▌"

@@ -132,12 +132,13 @@ class StatusRow(Static):
             parts += [" · " if parts else "", (note, "italic")]
         self._set("versions", Content.assemble(*parts))
 
-    def fixed(self, chosen: int, count: int) -> None:
+    def fixed(self, chosen: int, count: int, note: str = "") -> None:
         """The next command was played: the version that shows is the one that counts, for good."""
-        if count <= 1:
+        if count <= 1 and not note:
             self.clear()
             return
-        self._set("fixed", Content.styled(fixed_versions(chosen, count), "dim"))
+        words = " · ".join(part for part in (fixed_versions(chosen, count) if count > 1 else "", note) if part)
+        self._set("fixed", Content.styled(words, "dim"))
 
     def correcting(self, correction: int, budget: int) -> None:
         """The engine is asking the narrator to correct this turn."""

@@ -122,8 +122,10 @@ class TurnMessage(KeepsRowsWhenTaller, Vertical, can_focus=True):
         """The version being written now (0 when none: the turn itself, or nothing in flight)."""
         self.fixed = False
         """True once the next command was played: the version that shows counts for good."""
-        self.prose = Prose(reserve=reserve)
+        self.prose = Prose(reserve=max(0, reserve - 1) if apart else reserve)  # the blank row above takes one
         self.status = StatusRow()
+        self._held = 0
+        """Blank rows under the status row, held after the turn settled on shorter prose (`close_gap`)."""
         if reserve:  # the rows it takes are blank already: it rises with its first row of text
             self.styles.min_height = reserve
 
@@ -238,7 +240,7 @@ class TurnMessage(KeepsRowsWhenTaller, Vertical, can_focus=True):
             self.events = list(self.versions[version - 1][1])
         if narrative is not None and narrative != self.prose.text:
             self.prose.set_text(narrative)
-        self.status.versions(version, count)
+        self.status.versions(version, count, self._note())
         if self.is_mounted:
             self.refresh_bindings()
 
@@ -251,19 +253,32 @@ class TurnMessage(KeepsRowsWhenTaller, Vertical, can_focus=True):
         self.events = lost  # d shows what went wrong with the lost version
         self.status.versions(self.chosen, len(self.versions), f"{note} · ^d details" if self.has_details else note)
 
+    def _note(self) -> str:
+        """What the status row says of the version shown besides its number: "corrected" when a
+        correction changed prose the reader had seen, before it was committed."""
+        if not 1 <= self.chosen <= len(self.versions):
+            return ""
+        shown = asked = False
+        for event in self.versions[self.chosen - 1][1]:
+            shown = shown or (isinstance(event, ProseDelta) and bool(event.text.strip()))
+            asked = asked or isinstance(event, CorrectionStarted)
+            if shown and asked and isinstance(event, ProseReplaced) and event.changed:
+                return "corrected"
+        return ""
+
     def fix_version(self) -> None:
         """The next command was played: this turn's shown version is the one that counts from now on."""
         self.fixed = True
         self.can_regenerate = False
         if self.outcome == "committed":
-            self.status.fixed(self.chosen, len(self.versions))
+            self.status.fixed(self.chosen, len(self.versions), self._note())
         self.refresh_bindings()
 
     def open_versions(self) -> None:
         """The turn after this one was undone: this is the latest turn again, its versions browsable."""
         self.fixed = False
-        if self.outcome == "committed" and len(self.versions) > 1:
-            self.status.versions(self.chosen, len(self.versions))
+        if self.outcome == "committed" and (len(self.versions) > 1 or self._note()):
+            self.status.versions(self.chosen, len(self.versions), self._note())
         self.refresh_bindings()
 
     def offer_regenerate(self, can: bool) -> None:
@@ -285,20 +300,29 @@ class TurnMessage(KeepsRowsWhenTaller, Vertical, can_focus=True):
         """The turn settled on prose shorter than the message was (a correction or another version with
         fewer rows): give back the blank rows the longer prose held. Returns how many.
 
-        The transcript follows its foot, so what is above moves down by those rows, once, in the frame
-        that shows the settled turn (its status changes then too); while the words were being written
-        nothing moved. The alternative, a gap the reader sees under the newest turn until the next
-        command takes it, reads as unfinished (see `Prose.release`).
+        When the settled status row says something in words, the next turn will stand a blank row
+        below it anyway (`apart`): that row is held here, under the status, so a turn one row shorter
+        moves nothing at all; the next turn's blank row above its command takes it. Any other rows
+        are given back: the transcript follows its foot, so what is above moves down by them, once,
+        in the frame that shows the settled turn (its status changes then too); while the words
+        were being written nothing moved. The alternative, a gap the reader sees under the newest
+        turn until the next command takes it, reads as unfinished (see `Prose.release`).
         """
+        height = self.outer_size.height
         closed = self.release_reserve()
+        if closed and self.status.plain_text:
+            self._held = 1
+            self.styles.min_height = height - closed + 1
+            closed -= 1
         if closed:
             self.prose.closed += 1
         return closed
 
     def release_reserve(self) -> int:
-        """Give back the blank rows at the foot of the prose, for what is shown next to take (see `Prose.release`)."""
+        """Give back the blank rows at the foot of the message, for what is shown next to take (see `Prose.release`)."""
+        held, self._held = self._held, 0
         self.styles.min_height = None
-        return self.prose.release()
+        return held + self.prose.release()
 
     def mark_undone(self) -> None:
         """This committed turn was undone: keep it on screen, say it no longer counts."""
