@@ -16,6 +16,7 @@ from storyloom.saves.errors import SaveError
 from storyloom.tui.app import Opening, StoryloomApp
 from storyloom.tui.screens.game import GameScreen
 from storyloom.tui.screens.opening import OpeningScreen
+from storyloom.tui.testing.frames import FrameRecorder
 from storyloom.tui.testing.narrators import GatedNarrator
 from storyloom.tui.testing.pilot import until
 from tests.conftest import SHORE_PACK
@@ -50,6 +51,31 @@ async def test_the_intro_shows_while_the_story_loads_then_the_game_takes_its_pla
         assert game.query_one("#intro").region == where  # the text the player is reading stays put
         assert game.command_input.value == "loo"  # and what they typed is kept
         assert "Rocky Shore" in str(game.side_panel.render())  # the panel fills in once the story is loaded
+
+
+async def test_at_80_columns_the_game_never_paints_the_side_panel_it_hides():
+    """A narrow terminal hides the side panel (the prose keeps the width). The game screen that
+    takes the intro's place must be narrow from its first frame: it once painted the panel for a
+    frame, then re-wrapped every row of the intro without it."""
+    loaded = threading.Event()
+
+    def load() -> Session:
+        loaded.wait(10)
+        return shore_session()
+
+    app = StoryloomApp(Opening("The Shore", INTRO, load), blink=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        recorder = FrameRecorder(app, screen=True).start()
+        loaded.set()
+        await until(pilot, lambda: isinstance(app.screen, GameScreen))
+        await pilot.pause(0.3)
+        recorder.stop()
+    games = [f for f in recorder.frames if any("scripted" in row for row in f.screen)]
+    assert games, "the game screen was never painted"
+    assert not [f.index for f in games if any("Where" in row for row in f.screen)], "the side panel was painted"
+    shown = {tuple(row for row in f.screen if INTRO in row) for f in recorder.frames}
+    assert len(shown - {()}) == 1  # the intro's rows never re-wrapped
 
 
 async def test_a_story_that_fails_to_load_behind_the_intro_ends_the_app_with_its_message():

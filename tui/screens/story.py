@@ -65,6 +65,7 @@ class StoryScreen(Screen[None]):
     def __init__(self, play: PlaySession, past: Sequence[PastTurn] = ()) -> None:
         super().__init__()
         crop_repaints_to_rows(self)
+        self._take_width_classes()
         self.play = play
         self._past = past
         self.running = False
@@ -77,6 +78,16 @@ class StoryScreen(Screen[None]):
         self._details: dict[tuple[int, str], tuple[Event, ...]] = {}
         """The details of committed versions that had issues, by (turn, prose): a branch or a switch
         draws a path anew from the session's history, which keeps no events (see `_remember`)."""
+
+    def _take_width_classes(self) -> None:
+        """The app's width classes (`HORIZONTAL_BREAKPOINTS`; "-narrow" hides the side panel) from the
+        first frame. Textual sets them at the screen's first resize, after its first paint: at 80
+        columns a new game showed the side panel for a frame, then re-wrapped every row without it."""
+        width = self.app.size.width
+        breakpoints = self.app.HORIZONTAL_BREAKPOINTS or []
+        reached = [name for minimum, name in breakpoints if width >= minimum]
+        for _, name in breakpoints:
+            self.set_class(name == reached[-1] if reached else False, name)
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
