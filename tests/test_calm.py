@@ -120,6 +120,8 @@ def test_each_rule_is_named_on_the_frame_that_broke_it() -> None:
     assert rules(sheet(0, "a", "b", same=True), sheet(1, "a", "b c", same=True), **same) == [(6, 1)]
     resized = {"resized": lambda s: s.flags.get("resized", False), "idle": lambda s: s.index == 1}
     assert rules(sheet(0, "a", "", resized=True), sheet(1, "a", "", "", "b"), **resized) == [(7, 1)]
+    status = {**resized, "statuses": ("corrected",)}  # a status row is not a gap: one blank row parts turns
+    assert rules(sheet(0, "a", "", resized=True), sheet(1, "a", "corrected", "", "b"), **status) == []
     up = {"scrolled": lambda s: s.flags.get("up", False)}
     assert rules(sheet(0, "a", "b", up=True), sheet(1, "a", "b c", up=True), **up) == [(8, 1)]
     flicker = [sheet(0, "a", "", time=0.0), sheet(1, "a", "writing…", time=0.1), sheet(2, "a", "b", time=0.15)]

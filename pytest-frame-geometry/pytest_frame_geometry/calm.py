@@ -159,8 +159,8 @@ def calm_violations(
                 under = len(rows) - 1 - shown[-1]
                 if under > 1:
                     add(5, sheet, f"{under} blank rows under the newest text")
-            if resized_at is not None:
-                gap = _widest_gap(rows)
+            if resized_at is not None:  # a status row is not a gap: rule 5's rows, not the text rows
+                gap = _widest_gap([row if y in shown else "" for y, row in enumerate(sheet.rows)])
                 if gap > 1:
                     add(7, sheet, f"a gap of {gap} blank rows after the resize")
     found += _flicker(sheets, status_starts, min_status - slack)
@@ -183,7 +183,7 @@ def _full(rows: Sequence[str]) -> bool:
 
 
 def _widest_gap(rows: Sequence[str]) -> int:
-    """The longest run of blank rows between two rows of text."""
+    """The longest run of blank rows between two rows that show something."""
     shown = [y for y, row in enumerate(rows) if row]
     return max((b - a - 1 for a, b in itertools.pairwise(shown)), default=0)
 

@@ -10,7 +10,9 @@ side panel). A frame is idle when nothing in the pane changes for the next secon
 not compared across a player's scroll (a frame showing the "newer text below" hint starts one) or
 where most of the text changed at once (an undo, a new game, other prose swapped in). A toast
 (its left edge `▌`) covers the view's right part: while one shows, rows are cut at its edge, and
-a pair across a toast coming or going is not compared.
+a pair across a toast coming or going is not compared. Rows are cut at the side panel's left edge
+(`▏`, when most rows show it in the same column), and a resize (the pane's size changed) is marked
+as the frame harness marks it: rule 7 holds from there, and rules 1-4 skip it and the next two frames.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ STATUSES = (
 STATUSES += ("undone", "The story is over", "↓ newer text below")
 SCROLLBAR = " ▁▂▃▄▅▆▇█▔▕▎▏▐│┃"
 TOAST = "▌"
+PANEL = "▏"
 
 
 def span(text: str) -> slice:
@@ -54,19 +57,28 @@ def main() -> None:
     panes = [p.read_text(encoding="utf-8", errors="replace").split("\n") for p in files]
     times = [os.stat(p).st_mtime for p in files]
     sheets = []
+    sizes = [len(pane) for pane in panes]  # rows: tmux leaves out trailing spaces, so widths vary with the text
     for k, (pane, at) in enumerate(zip(panes, times, strict=True)):
         width = max(map(len, pane))  # tmux leaves out trailing spaces: pad the rows back to the pane's width
         rows = tuple(row.ljust(width)[args.cols] for row in pane[args.rows])
+        panel = [row.rindex(PANEL) for row in rows if PANEL in row]
+        if len(panel) > len(rows) // 2:
+            edge = max(set(panel), key=panel.count)
+            rows = tuple(row[:edge] for row in rows)
         toast = min((row.index(TOAST) for row in rows if TOAST in row), default=None)
         rows = tuple(row[:toast].rstrip(SCROLLBAR) for row in rows)
         later = [j for j in range(k + 1, len(panes)) if times[j] - at <= 1.0]
         idle = bool(later) and times[later[-1]] - at >= 0.9 and all(panes[j] == pane for j in later)
         scrolled = any("newer text below" in row for row in pane)
-        flags = {"idle": idle, "scrolled": scrolled, "toast": toast}
+        resized = any(sizes[j] != sizes[j - 1] for j in range(max(1, k - 2), k + 1))
+        flags = {"idle": idle, "scrolled": scrolled, "toast": toast, "resized": k and sizes[k] != sizes[k - 1]}
+        flags["near_resize"] = resized
         sheets.append(Sheet(k, rows, at, phase=files[k].name, flags=flags))
 
     def replaced(before: Sheet, after: Sheet) -> bool:
         if before.flags["scrolled"] != after.flags["scrolled"] or before.flags["toast"] != after.flags["toast"]:
+            return True
+        if after.flags["near_resize"]:
             return True
         kept = set(before.rows) & set(after.rows)
         return len([r for r in kept if r.strip()]) < len([r for r in before.rows if r.strip()]) // 3
@@ -77,6 +89,7 @@ def main() -> None:
         idle=lambda s: s.flags["idle"] and not s.flags["scrolled"],
         reset=replaced,
         scrolled=lambda s: s.flags["scrolled"],
+        resized=lambda s: bool(s.flags["resized"]),
     )
     counts = count_by_rule(found)
     print(f"{len(sheets)} captures; violations per rule:")
