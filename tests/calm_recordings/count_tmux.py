@@ -39,6 +39,8 @@ STATUSES += ("undone", "The story is over", "↓ newer text below")
 SCROLLBAR = " ▁▂▃▄▅▆▇█▔▕▎▏▐│┃"
 TOAST = "▌"
 PANEL = "▏"
+SWAPPING = ("correcting (", "writing version")
+"""The statuses a turn shows until other prose is swapped in (a correction's, another version's)."""
 
 
 def span(text: str) -> slice:
@@ -92,9 +94,17 @@ def main() -> None:
         resized=lambda s: bool(s.flags["resized"]),
     )
     counts = count_by_rule(found)
+
+    def swapped(index: int) -> bool:
+        """A frame that swapped in other prose: its turn's status left "correcting" or "writing version"."""
+        before = {row.strip() for row in sheets[index - 1].rows} if index else set()
+        after = {row.strip() for row in sheets[index].rows}
+        return any(row.startswith(SWAPPING) for row in before - after)
+
     print(f"{len(sheets)} captures; violations per rule:")
     for rule, count in counts.items():
-        print(f"  rule {rule} ({RULES[rule]}): {count}")
+        at_swaps = sum(swapped(v.index) for v in found if v.rule == rule)
+        print(f"  rule {rule} ({RULES[rule]}): {count}" + (f" ({at_swaps} where other prose was swapped in)" if at_swaps else ""))
         for v in [v for v in found if v.rule == rule][: args.show]:
             print(f"      {v}")
     sys.exit(1 if found else 0)
