@@ -104,7 +104,8 @@ def main() -> None:
     print(f"{len(sheets)} captures; violations per rule:")
     for rule, count in counts.items():
         at_swaps = sum(swapped(v.index) for v in found if v.rule == rule)
-        print(f"  rule {rule} ({RULES[rule]}): {count}" + (f" ({at_swaps} where other prose was swapped in)" if at_swaps else ""))
+        where = f" ({at_swaps} where other prose was swapped in)" if at_swaps else ""
+        print(f"  rule {rule} ({RULES[rule]}): {count}{where}")
         for v in [v for v in found if v.rule == rule][: args.show]:
             print(f"      {v}")
     sys.exit(1 if found else 0)
