@@ -65,7 +65,6 @@ class StoryScreen(Screen[None]):
     def __init__(self, play: PlaySession, past: Sequence[PastTurn] = ()) -> None:
         super().__init__()
         crop_repaints_to_rows(self)
-        self._take_width_classes()
         self.play = play
         self._past = past
         self.running = False
@@ -171,6 +170,7 @@ class StoryScreen(Screen[None]):
         )
 
     def on_mount(self) -> None:
+        self._take_width_classes()
         self.call_after_refresh(self._show_keys)
         self._name_the_story()
         self._remember_past(self._past)
