@@ -84,7 +84,7 @@ class StoryScreen(Screen[None]):
         columns a new game showed the side panel for a frame, then re-wrapped every row without it."""
         width = self.app.size.width
         breakpoints = self.app.HORIZONTAL_BREAKPOINTS or []
-        reached = [name for minimum, name in breakpoints if width >= minimum]
+        reached = [name for minimum, name in sorted(breakpoints) if width >= minimum]  # the widest reached, as Textual
         for _, name in breakpoints:
             self.set_class(name == reached[-1] if reached else False, name)
 
