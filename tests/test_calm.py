@@ -11,19 +11,9 @@ from typing import Any
 import pytest
 from pytest_frame_geometry.calm import RULES, Sheet, assert_calm, calm_violations, count_by_rule
 
+from tests.calm_recordings import STATUSES
+
 RECORDINGS = Path(__file__).parent / "calm_recordings"
-STATUSES = (
-    "writing",
-    "correcting (",
-    "corrected",
-    "narrator busy",
-    "‹ ",
-    "version ",
-    "couldn't",
-    "cancelled",
-    "undone",
-)
-"""How the status rows of storyloom's turns start."""
 SCROLLBAR = " ▁▂▃▄▅▆▇█"
 
 

@@ -27,23 +27,10 @@ from storyloom.engine.packs import parse_pack
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.frames import Frame, FrameRecorder
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from tests.calm_recordings import STATUSES
 from tests.conftest import SHORE_PACK
 from tests.test_frames import until_true
 
-STATUSES = (
-    "writing",
-    "correcting (",
-    "narrator busy",
-    "‹ ",
-    "version ",
-    "another version",
-    "corrected",
-    "couldn't",
-    "cancelled",
-    "undone",
-    "The story is over",
-)
-"""How the status rows (and the ending's note, which an undo rewrites) start."""
 HINT = ("↓ newer text below",)
 WORDS = (
     "The brass lamp and the keeper's logbook lie open on the table, their pages swollen with damp and salt. "

@@ -24,18 +24,9 @@ from pathlib import Path
 
 from pytest_frame_geometry.calm import RULES, Sheet, calm_violations, count_by_rule
 
-STATUSES = (
-    "writing",
-    "correcting (",
-    "narrator busy",
-    "‹ ",
-    "version ",
-    "another version",
-    "corrected",
-    "couldn't",
-    "cancelled",
-)
-STATUSES += ("undone", "The story is over", "↓ newer text below")
+from tests.calm_recordings import STATUSES as STORY_STATUSES
+
+STATUSES = (*STORY_STATUSES, "↓ newer text below")
 SCROLLBAR = " ▁▂▃▄▅▆▇█▔▕▎▏▐│┃"
 TOAST = "▌"
 PANEL = "▏"
