@@ -28,14 +28,19 @@ def shore_session() -> Session:
     return Session(parse_pack(SHORE_PACK, "shore.toml"), GatedNarrator([]))
 
 
-async def test_the_intro_shows_while_the_story_loads_then_the_game_takes_its_place_without_moving_it():
+def opening_app() -> tuple[StoryloomApp, threading.Event]:
+    """The app showing the shore's intro while its story loads, until the event is set."""
     loaded = threading.Event()
 
     def load() -> Session:
         loaded.wait(10)
         return shore_session()
 
-    app = StoryloomApp(Opening("The Shore", INTRO, load), blink=False)
+    return StoryloomApp(Opening("The Shore", INTRO, load), blink=False), loaded
+
+
+async def test_the_intro_shows_while_the_story_loads_then_the_game_takes_its_place_without_moving_it():
+    app, loaded = opening_app()
     async with app.run_test(size=(110, 30)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, OpeningScreen) and app.session is None
@@ -57,13 +62,7 @@ async def test_at_80_columns_the_game_never_paints_the_side_panel_it_hides():
     """A narrow terminal hides the side panel (the prose keeps the width). The game screen that
     takes the intro's place must be narrow from its first frame: it once painted the panel for a
     frame, then re-wrapped every row of the intro without it."""
-    loaded = threading.Event()
-
-    def load() -> Session:
-        loaded.wait(10)
-        return shore_session()
-
-    app = StoryloomApp(Opening("The Shore", INTRO, load), blink=False)
+    app, loaded = opening_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         recorder = FrameRecorder(app, screen=True).start()
