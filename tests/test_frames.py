@@ -290,6 +290,9 @@ async def play(
         await until_true(pilot, lambda: not app.game.running)
         await pilot.pause(SETTLE_SECONDS)
         recorder.stop()
+        with FrameRecorder(app, screen=True) as fresh:  # its frame 0 is the whole screen rendered afresh
+            pass
+        assert recorder.frames[-1].screen == fresh.frames[0].screen, "a row on screen was never repainted"
         game = app.game
         following = game.transcript.following
     return Played(recorder, app, game, followed, following)

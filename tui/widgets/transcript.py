@@ -84,10 +84,17 @@ class Transcript(VerticalScroll, can_focus=False):
             self.refresh_bindings()
 
     def follow(self) -> None:
-        """Scroll to the newest text and follow it again."""
+        """Scroll to the newest text and follow it again, repainting every row of the view.
+
+        The repaint is needed: after a page up, a failed turn and ctrl+r, the scroll to the bottom
+        was painted only where Textual saw widgets move, and the rest of the view kept the rows of
+        the page above until the turn ended (the frame tests compare the painted screen with a fresh
+        render).
+        """
         self.scroll_end(animate=False, immediate=True)
         self.anchor()
         self._update_hint()
+        self.refresh()
 
     def page(self, direction: int) -> None:
         """Scroll a page up (-1) or down (1), so that paging shows every line exactly once.
