@@ -164,9 +164,11 @@ class Played:
 
 def transcript_height(app: StoryloomApp) -> int:
     """Rows of story in the transcript (its messages and blocks, not the docked follow hint) as its
-    latest layout placed them: what "the rows added below" counts. Not `virtual_size`, which is at
-    least the view's height, nor widgets' own sizes, which catch up a message later."""
-    return arranged_height(app.game.transcript)
+    latest layout placed them, less the rows laid out ahead of streaming text that were never shown
+    (`hidden_rows`): what "the rows added below" counts. Not `virtual_size`, which is at least the
+    view's height, nor widgets' own sizes, which catch up a message later."""
+    transcript = app.game.transcript
+    return arranged_height(transcript) - transcript.hidden_rows()
 
 
 def history() -> tuple[Exchange, ...]:

@@ -22,7 +22,7 @@ from storyloom.engine.packs import parse_pack
 from storyloom.tui._textual_internals import RowCroppedCompositor, RowDiffScrollBar, crop_repaints_to_rows
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.narrators import GatedNarrator
-from storyloom.tui.widgets.prose import Prose
+from storyloom.tui.widgets.prose import AHEAD, Prose
 from storyloom.tui.widgets.transcript import Transcript
 from storyloom.tui.widgets.turn_message import TurnMessage
 from tests.conftest import SHORE_PACK
@@ -40,17 +40,17 @@ class StreamApp(App[None]):
 
 
 def count_layouts(app: App[Any]) -> list[int]:
-    """Count the screen's layout passes (not its scroll-only reflows) from now on.
+    """Count the screen's layout passes (`[0]`) and its scroll steps (`[1]`, reflows of what shows
+    with nothing arranged again) from now on.
 
     A measurement, so it wraps Textual's private `Screen._refresh_layout` directly.
     """
     screen = app.screen
-    calls = [0]
+    calls = [0, 0]
     original = screen._refresh_layout
 
     def counted(size: Any = None, scroll: bool = False) -> None:
-        if not scroll or screen._layout_widgets:
-            calls[0] += 1
+        calls[0 if not scroll or screen._layout_widgets else 1] += 1
         original(size, scroll)
 
     screen._refresh_layout = counted  # type: ignore[method-assign]
@@ -110,22 +110,34 @@ async def test_chunks_arriving_within_one_frame_ask_for_one_repaint_and_all_show
         assert message.prose.wrapped_lines[0].text.rstrip() == "The sea is wet and"
 
 
-async def test_a_new_line_lays_out_once_and_the_prose_is_as_tall_as_its_text():
-    """The anchored transcript rises by exactly the rows of text that arrive: no blank rows are
-    reserved below the text, so each new line is one layout (never more)."""
+async def test_the_view_ends_one_row_under_the_text_and_a_layout_comes_once_in_eight_lines():
+    """The anchored transcript rises by exactly the rows of text that arrive: the view ends one blank
+    row under the newest line on every frame, though the prose is laid out `AHEAD` rows taller than its
+    text while it streams (those rows stay below the view), so a layout comes once per `AHEAD` lines,
+    not once per line. Settled, the prose is as tall as its text."""
     app = StreamApp()
     async with app.run_test(size=(WIDTH, 30)) as pilot:
         message = await started(pilot)
         layouts = count_layouts(app)
-        heights = set()
+        view = app.query_one(Transcript)
+        under: set[int] = set()
+        hidden: set[int] = set()
         for _ in range(120):  # about 20 lines of text, a few words at a time
             message.show(ProseDelta(turn=1, text="wet rocks "))
             await pilot.pause()
-            heights.add(message.prose.size.height - message.prose.line_count)
+            prose = message.prose
+            under.add(view.scrollable_content_region.bottom - (prose.region.y + prose.line_count))
+            hidden.add(prose.hidden)
         lines = message.prose.line_count
         assert lines >= 12
-        assert layouts[0] <= lines + 1, (layouts[0], lines)
-        assert heights <= {0, -1, 1}  # a frame may lag one line behind, never a reserve ahead
+        assert under == {1}  # one blank row under the text, never the rows laid out ahead
+        assert max(hidden) == AHEAD and min(hidden) == 0  # the rows below the view were there, and filled
+        assert layouts[0] <= lines // AHEAD + 1, (layouts[0], lines)
+        message.show(TurnCommitted(turn=1, state_hash="x", narrative=message.prose.text))
+        await pilot.pause()
+        await pilot.pause()
+        assert message.prose.size.height == message.prose.line_count and message.prose.hidden == 0
+        assert view.scrollable_content_region.bottom - message.status.region.bottom == 0  # its status row, last
 
 
 class CroppedStreamApp(App[None]):
@@ -143,8 +155,9 @@ class CroppedStreamApp(App[None]):
 
 async def test_a_new_line_in_a_full_view_repaints_the_view_once():
     """A new line lifts every row of a full, anchored transcript: one repaint of the view, in the
-    layout's frame. The widgets the layout resized (the prose, its turn, the scroll bar) ask for a
-    repaint of their whole selves too; the frame after must not paint those same rows again."""
+    frame of its scroll step (or of its layout, once per `AHEAD` lines). The widgets a layout resized
+    (the prose, its turn, the scroll bar) ask for a repaint of their whole selves too; the frame
+    after must not paint those same rows again."""
     app = CroppedStreamApp()
     async with app.run_test(size=(WIDTH, 20)) as pilot:
         message = await started(pilot)
@@ -170,8 +183,8 @@ async def test_a_new_line_in_a_full_view_repaints_the_view_once():
         await pilot.pause()
         new_lines = message.prose.line_count - lines
         whole_view = [rows for rows in painted if rows > 10]
-        assert new_lines >= 12 and layouts[0] >= new_lines
-        assert len(whole_view) <= layouts[0], (len(whole_view), layouts[0], painted)
+        assert new_lines >= 12 and layouts[0] <= new_lines // AHEAD + 1
+        assert len(whole_view) <= new_lines, (len(whole_view), new_lines, painted)
 
 
 async def test_the_scroll_bar_restyles_only_rows_that_changed_and_paints_what_it_would_afresh():
@@ -209,12 +222,12 @@ async def test_the_scroll_bar_restyles_only_rows_that_changed_and_paints_what_it
             shown.add(tuple(tuple(strip) for strip in painted))
             checked += 1
         assert checked > 20 and len(shown) > 3  # the thumb moved
-        # at most two rows a layout (the thumb's ends), where a whole bar is 20 rows
-        assert restyled[0] <= 2 * layouts[0] + bar.size.height, (restyled[0], layouts[0])
+        # at most two rows a layout or scroll step (the thumb's ends), where a whole bar is 20 rows
+        assert restyled[0] <= 2 * sum(layouts) + bar.size.height, (restyled[0], layouts)
 
 
 async def test_a_growing_turn_message_restyles_only_its_new_rows_and_paints_what_it_would_afresh():
-    """Each new line grows the streaming turn message by a row: its own rows (border and padding
+    """The streaming turn message grows (by `AHEAD` rows at a time): its own rows (border and padding
     beside the prose) are styled anew only at its foot, and read on every frame as drawn afresh."""
     app = CroppedStreamApp()
     async with app.run_test(size=(WIDTH, 20)) as pilot:
@@ -242,7 +255,7 @@ async def test_a_growing_turn_message_restyles_only_its_new_rows_and_paints_what
             assert message.render_lines(whole) == painted
             restyled[0] = counted_so_far
             heights.add(message.size.height)
-        assert len(heights) > 20
+        assert len(heights) >= 240 // 6 // AHEAD  # it grew in steps of `AHEAD` rows
         # styled anew: the last row and the new one per layout (and the whole, once, at the start)
         assert restyled[0] <= 3 * layouts[0] + 2 * max(heights), (restyled[0], layouts[0])
 

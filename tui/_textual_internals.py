@@ -1,10 +1,11 @@
 """Every private Textual name storyloom leans on, in one place, with the releases it was checked against.
 
-Textual has no public hook for four things the game needs: a partial repaint that renders
+Textual has no public hook for five things the game needs: a partial repaint that renders
 only the dirty rows and that paints the rows a layout moved once, not again the next frame
 (`RowCroppedCompositor`), a scroll bar that restyles only the rows its thumb changed
-(`RowDiffScrollBar`), a layout request that is always counted (`request_layout`), and, for the
-frame tests, reading what a layout placed (`arranged_height`). Each reaches into Textual's
+(`RowDiffScrollBar`), a layout request that is always counted (`request_layout`), a scroll step
+that follows rows laid out ahead of the text (`scroll_to_new_rows`), and, for the frame tests,
+reading what a layout placed (`arranged_height`). Each reaches into Textual's
 private API, which may change in any release, so they live here and nowhere else. The names
 are the same in every release from 7.0.0 to 8.2.8 (checked in each release's source; CI runs the
 lowest and the highest). On any other Textual the game still runs: it repaints with Textual's
@@ -114,14 +115,29 @@ class RowCroppedCompositor(Compositor):
 
     _reflowed = False
     """Set by a layout (`reflow`), until the repaint that follows it (`render_partial_update`)."""
+    _scrolled: dict[Widget, Any] | None = None
+    """Where the latest scroll step (`reflow_visible`) placed the widgets in view: what the screen shows."""
 
     def reflow(self, parent: Widget, size: Size) -> Any:
+        """Textual's layout, measured against what the screen shows.
+
+        Textual repaints the widgets a layout moved from where its full map had them. After a scroll
+        step that map is rebuilt only when something asks where a widget is, with the scroll as it is
+        then: a scroll made before that (a page up, the view following new rows) and laid out after
+        looked like no move at all, and its rows were never repainted. The widgets the latest scroll
+        step placed are compared from where it placed them.
+        """
         self._reflowed = True
+        if self._scrolled is not None and self._full_map:
+            self._full_map = {**self._full_map, **self._scrolled}
+        self._scrolled = None
         return super().reflow(parent, size)
 
     def reflow_visible(self, parent: Widget, size: Size) -> set[Widget]:
         self._reflowed = True
-        return super().reflow_visible(parent, size)
+        exposed = super().reflow_visible(parent, size)
+        self._scrolled = self._visible_map
+        return exposed
 
     def render_partial_update(self) -> Any:
         """Textual's partial update; after a layout, also forget the repaints it made needless.
@@ -281,6 +297,28 @@ def no_layout_virtual_size() -> Reactive[Size]:
     not two (relies on how Textual 7.0 to 8.2 lay out; the frame tests cover it).
     """
     return Reactive(Size(0, 0), layout=False, repaint=False)
+
+
+def scroll_to_new_rows(widget: Widget) -> None:
+    """Text filled rows `widget` was laid out with below the view: scroll its anchored container to them.
+
+    The container keeps such rows out of view by counting them in its `container_size`, which is
+    what Textual's anchor and `max_scroll_y` measure from. The anchor moves the view only in a
+    layout or a scroll step; this asks the screen for the scroll step, which the next frame runs
+    before it paints (so the new line and the scroll show together), and arranges nothing again:
+    a few times cheaper than the layout a taller widget would need. The container's scroll bar is
+    measured again for its new range.
+    """
+    if not TESTED:
+        widget.refresh(layout=True)  # the public way: a layout also moves the anchored view
+        return
+    for ancestor in widget.ancestors:
+        if isinstance(ancestor, Widget) and ancestor.is_anchored:
+            ancestor._scroll_update(ancestor.virtual_size)
+            break
+    screen = widget.screen
+    screen._scroll_required = True
+    screen.check_idle()
 
 
 def request_layout(widget: Widget) -> None:

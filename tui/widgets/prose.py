@@ -14,13 +14,16 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from storyloom.engine.safety import safe_text
-from storyloom.tui._textual_internals import no_layout_virtual_size, request_layout
+from storyloom.tui._textual_internals import no_layout_virtual_size, request_layout, scroll_to_new_rows
 
 PARAGRAPH_BREAK = "\n\n"
 WORD_END = (".", ",", ";", ":", "!", "?", "\u2026", "\u201d", ")", "]")
 """A streamed word that ends with one of these is shown before the space after it arrives (the
 last word of the prose usually does, and nothing may come after it for a while). Not quotes or
 apostrophes: they also open a word or sit inside one ("keeper's")."""
+AHEAD = 8
+"""Rows a streaming prose is laid out with below its text, never shown (`Prose.hidden`): the lines
+that fill them cost a scroll step each, not a layout."""
 
 
 def shown_part(text: str, start: int) -> int:
@@ -97,8 +100,11 @@ class Prose(Widget):
     - keeps the finished paragraphs wrapped once, and re-wraps only the live
       paragraph (once per chunk: the layout never wraps it a second time);
     - repaints only the lines that changed (usually the last one), not the widget;
-    - its height is its rows of text, so the anchored transcript rises by exactly the rows
-      of text that arrive (a reader follows the text; blank rows below it would lift it more);
+    - the transcript rises by exactly the rows of text that arrive (a reader follows the text;
+      blank rows below it would lift it more). While it streams it is laid out `AHEAD` rows taller
+      than its text, and the transcript keeps those rows below the view (`hidden`, see
+      `StoryView.container_size`): a new line fills one and the view scrolls by it, with no layout
+      until they are used up. Settled, its height is its rows of text;
     - a streamed word is painted once it is whole (`shown_part`), so no half word hops rows;
     - another version of the same prose (`rewrite`) changes nothing on screen while it
       repeats the shown words, and swaps in one step where it differs.
@@ -128,6 +134,14 @@ class Prose(Widget):
         """Rows this prose holds whatever its text: the most it was laid out at, until `release()`."""
         self._kept_width = 0
         """The width `_kept` was measured at: a new width wraps anew and keeps nothing."""
+        self._room = 0
+        """Rows asked for while the text streams: its rows and `AHEAD` more (0 once it settles)."""
+        self.hidden = 0
+        """Rows at its foot, as last laid out or filled, that were never shown: the transcript keeps them
+        below the view."""
+        self.ahead = AHEAD
+        """Rows to lay out ahead the next time the text outgrows its rows (0 while the row under the prose
+        must stay in view: a status in words is painted there)."""
         self._text = ""
         self._frozen_len = 0
         self._frozen_text = ""
@@ -270,6 +284,10 @@ class Prose(Widget):
             self._pending = True
         if self._pending:
             self._flush()
+        elif self._room:
+            self._room = 0
+            if self.hidden:  # laid out again without the rows below the view: nothing shown moves
+                self._request_layout()
 
     def release(self) -> int:
         """Give back the blank rows below the text; returns how many. Its rows of text stay kept.
@@ -310,14 +328,18 @@ class Prose(Widget):
             return
         if full:
             self.refresh()
-            return
-        first = next(
-            (y for y, (a, b) in enumerate(zip(old, new, strict=False)) if a is not b and a.text != b.text),
-            min(len(old), len(new)),
-        )
-        last = max(len(old), len(new))
-        if last > first:
-            self.refresh(Region(0, first, width, last - first))
+        else:
+            first = next(
+                (y for y, (a, b) in enumerate(zip(old, new, strict=False)) if a is not b and a.text != b.text),
+                min(len(old), len(new)),
+            )
+            last = max(len(old), len(new))
+            if last > first:
+                self.refresh(Region(0, first, width, last - first))
+        hidden = max(0, self.size.height - self._kept)
+        if hidden != self.hidden:  # text took rows laid out below the view: the view scrolls to them
+            self.hidden = hidden
+            scroll_to_new_rows(self)
 
     def _rewrap(self, width: int) -> None:
         if self._frozen_stale:
@@ -421,17 +443,24 @@ class Prose(Widget):
         if self._pending:
             self._take_pending()
         self._ensure_wrapped(width)
-        return self._height(width)
+        height = self._height(width)
+        self.hidden = height - self._kept
+        return height
 
     def _height(self, width: int) -> int:
-        """Lines of text, never less than it was before at this width, until `release()`."""
+        """Lines of text, never less than it was before at this width, until `release()`; while it
+        streams, `AHEAD` more rows each time the text outgrows the rows it has."""
         height = self.line_count
         if self._kept_width != width:
             if self._kept_width:  # a resize: wrap anew, keep nothing of the old width
-                self._kept = 0
+                self._kept = self._room = 0
             self._kept_width = width
+        if not self._open:
+            self._room = 0
+        elif height > max(self._kept, self._room):  # the text outgrew the rows it has
+            self._room = height + self.ahead
         self._kept = max(self._kept, height)
-        return self._kept
+        return max(self._kept, self._room)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         self._unpainted_row = -1

@@ -58,6 +58,11 @@ class StatusRow(Static):
         self._timer: Timer | None = None
         self._fresh = False
 
+    @property
+    def showing(self) -> bool:
+        """Whether words are painted in the row now (they stay at least `HOLD` seconds)."""
+        return bool(self._painted)
+
     def _set(self, kind: str, content: Content, *, wait: float = 0.0) -> None:
         self.kind = kind
         self.plain_text = content.plain

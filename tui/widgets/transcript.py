@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
 from textual.scrollbar import ScrollBar
 from textual.widgets import Static
@@ -59,6 +60,26 @@ class Transcript(VerticalScroll, can_focus=False):
     def vertical_scrollbar(self) -> ScrollBar:
         """Textual's scroll bar, restyling only the rows that changed (`RowDiffScrollBar`)."""
         return vertical_scrollbar(self)
+
+    @property
+    def container_size(self) -> Size:
+        """Its size, counting as part of the view the rows laid out ahead of streaming text (`hidden_rows`).
+
+        Textual's anchor and `max_scroll_y` measure from it, so those rows stay below the view:
+        the view ends one row under the newest text while it streams, as it would with no rows
+        ahead, and the player cannot scroll to them either.
+        """
+        size = super().container_size
+        hidden = self.hidden_rows()
+        return Size(size.width, size.height + hidden) if hidden else size
+
+    def hidden_rows(self) -> int:
+        """Blank rows at the foot of the content that were never shown: those its last child says it
+        was laid out with below its text (a streaming `TurnMessage`'s `hidden_rows`)."""
+        for child in reversed(self.children):
+            if not child.styles.is_docked:  # the follow hint is docked, out of the flow
+                return getattr(child, "hidden_rows", 0)
+        return 0
 
     def compose(self) -> ComposeResult:
         yield FollowHint()
