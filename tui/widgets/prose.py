@@ -103,7 +103,7 @@ class Prose(Widget):
     - the transcript rises by exactly the rows of text that arrive (a reader follows the text;
       blank rows below it would lift it more). While it streams it is laid out `AHEAD` rows taller
       than its text, and the transcript keeps those rows below the view (`hidden`, see
-      `StoryView.container_size`): a new line fills one and the view scrolls by it, with no layout
+      `Transcript.container_size`): a new line fills one and the view scrolls by it, with no layout
       until they are used up. Settled, its height is its rows of text;
     - a streamed word is painted once it is whole (`shown_part`), so no half word hops rows;
     - another version of the same prose (`rewrite`) changes nothing on screen while it
