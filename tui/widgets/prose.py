@@ -14,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from storyloom.engine.safety import safe_text
+from storyloom.tui import _textual_internals
 from storyloom.tui._textual_internals import no_layout_virtual_size, request_layout, scroll_to_new_rows
 
 PARAGRAPH_BREAK = "\n\n"
@@ -24,6 +25,12 @@ apostrophes: they also open a word or sit inside one ("keeper's")."""
 AHEAD = 8
 """Rows a streaming prose is laid out with below its text, never shown (`Prose.hidden`): the lines
 that fill them cost a scroll step each, not a layout."""
+
+
+def rows_ahead() -> int:
+    """`AHEAD`, or none on a Textual outside the tested releases: there the view follows a filled row
+    only with a layout, which can come a frame after the row is painted (each line is a layout)."""
+    return AHEAD if _textual_internals.TESTED else 0
 
 
 def shown_part(text: str, start: int) -> int:
@@ -139,7 +146,7 @@ class Prose(Widget):
         self.hidden = 0
         """Rows at its foot, as last laid out or filled, that were never shown: the transcript keeps them
         below the view."""
-        self.ahead = AHEAD
+        self.ahead = rows_ahead()
         """Rows to lay out ahead the next time the text outgrows its rows (0 while the row under the prose
         must stay in view: a status in words is painted there)."""
         self._text = ""

@@ -27,7 +27,7 @@ from storyloom.engine.events import (
 from storyloom.tui._textual_internals import KeepsRowsWhenTaller, no_layout_virtual_size
 from storyloom.tui.failures import BUDGET_SPENT, failure
 from storyloom.tui.widgets.archived_turns import TurnRecord
-from storyloom.tui.widgets.prose import AHEAD, Paragraph, Prose, plain
+from storyloom.tui.widgets.prose import Paragraph, Prose, plain, rows_ahead
 from storyloom.tui.widgets.status_row import StatusRow
 
 
@@ -180,7 +180,7 @@ class TurnMessage(KeepsRowsWhenTaller, Vertical, can_focus=True):
         if isinstance(event, ProseDelta):
             if self.status.kind in ("writing", "retrying"):  # the words arrived, or the retried request answers
                 self.status.clear()
-            self.prose.ahead = 0 if self.status.showing else AHEAD  # a status painted stays in view its time
+            self.prose.ahead = 0 if self.status.showing else rows_ahead()  # a status painted stays in view its time
             self.prose.append(event.text)
             return
         self.prose.settle()  # the stream is over: paint what is pending, give back the reserved lines
