@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 
@@ -132,6 +134,59 @@ def prefix_digest(fd: int, size: int, hashed: hashlib._Hash | None = None) -> st
         hashed.update(block)
         offset += len(block)
     return hashed.copy().hexdigest()
+
+
+SETTLED_NS = 1_000_000_000
+"""How long before its first bytes are hashed a save must have been last written for `PrefixHashing` to vouch
+for it: a file's times move in the clock's coarse steps, and a write within the same step as the last one would
+leave them as they were."""
+
+
+class PrefixHashing:
+    """The sha256 of a save's first `size` bytes, hashed by a thread while the program goes on starting.
+
+    Resuming a save from its resume record proves its bytes before the record's offset unchanged by hashing
+    them: about 0.1 s of a 50,000-turn save's (130 MB) start, the one part of it that grew with the story.
+    hashlib lets go of the GIL as it hashes, so a thread started before Textual is imported does it on another
+    core meanwhile. Its digest is given (`digest`) only for the same file, unchanged since: the same device,
+    inode, size, mtime and ctime as the thread saw before and after it hashed, and last written at least
+    `settled_ns` before (a write since then would have moved its times); anything else is hashed again.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], size: int, *, settled_ns: int = SETTLED_NS) -> None:
+        self.size = size
+        self._found: tuple[tuple[int, ...], str] | None = None
+        self._thread = threading.Thread(
+            target=self._hash, args=(path, settled_ns), name="storyloom-prefix-hash", daemon=True
+        )
+        self._thread.start()
+
+    def _hash(self, path: str | os.PathLike[str], settled_ns: int) -> None:
+        started = time.time_ns()
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                found = os.fstat(fd)
+                if not stat.S_ISREG(found.st_mode) or started - max(found.st_mtime_ns, found.st_ctime_ns) < settled_ns:
+                    return
+                digest = prefix_digest(fd, self.size)
+                if digest is not None and _identity(os.fstat(fd)) == _identity(found):
+                    self._found = (_identity(found), digest)
+            finally:
+                os.close(fd)
+
+    def digest(self, fd: int, size: int) -> str | None:
+        """The sha256 of the first `size` bytes of the file open as `fd`, when the thread hashed those of this
+        very file and it has not changed since; None otherwise (then the caller hashes them)."""
+        self._thread.join()
+        if self._found is None or size != self.size:
+            return None
+        identity, digest = self._found
+        return digest if _identity(os.fstat(fd)) == identity else None
+
+
+def _identity(found: os.stat_result) -> tuple[int, ...]:
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 def last_line(fd: int, end: int) -> bytes:

@@ -26,7 +26,7 @@ from storyloom.engine.narration import Exchange, Narrator
 from storyloom.engine.packs import StoryPack
 from storyloom.saves import resume_record
 from storyloom.saves.careful import HEADER_MAX_BYTES
-from storyloom.saves.chain import last_line, prefix_digest
+from storyloom.saves.chain import PrefixHashing, last_line, prefix_digest
 from storyloom.saves.choices import SessionChoices
 from storyloom.saves.errors import SaveWriteError
 from storyloom.saves.format import Record, SaveHeader
@@ -171,6 +171,7 @@ def resume_with(
     choices: SessionChoices,
     *,
     budget: int | None = None,
+    hashed: PrefixHashing | None = None,
     **session_options: Any,
 ) -> Resumed:
     """`resume`, building the narrator for the save's own story (the UI and headless play use this).
@@ -180,12 +181,18 @@ def resume_with(
             this save (`SessionChoices.continuing`: the offline narrator keeps the save's seed
             and fault rate), the narrator to continue with.
         choices: what the player chose now.
+        hashed: the save's bytes before its resume record's offset, hashed by a thread since the
+            program started (`Journal.read_from`).
 
     Raises:
         SaveError: see `resume`; also whatever `make_narrator` raises (the save is then left unlocked).
     """
     return _reopen(
-        ref, lambda pack, header: make_narrator(pack, choices.continuing(header)), budget=budget, **session_options
+        ref,
+        lambda pack, header: make_narrator(pack, choices.continuing(header)),
+        budget=budget,
+        hashed=hashed,
+        **session_options,
     )
 
 
@@ -195,6 +202,7 @@ def _reopen(
     *,
     pack: StoryPack | None = None,
     budget: int | None = None,
+    hashed: PrefixHashing | None = None,
     **session_options: Any,
 ) -> Resumed:
     """Lock the save and read it once, a record at a time, rebuilding its story as it is read; then
@@ -221,7 +229,7 @@ def _reopen(
         narrator = make_narrator(pack, header)
         point = resume_record.load(journal.first_line, pack, header.rules)
         try:
-            built, tries, point = _rebuilt(journal, pack, header.rules, point)
+            built, tries, point = _rebuilt(journal, pack, header.rules, point, hashed)
         except NotStreamable:  # a record in an older shape: read whole, from the start
             built, tries, point = _rebuilt(journal, pack, header.rules, None)
         budget = header.budget if budget is None else budget
@@ -240,12 +248,12 @@ def _reopen(
 
 
 def _rebuilt(
-    journal: Journal, pack: StoryPack, rules: int, point: ResumePoint | None
+    journal: Journal, pack: StoryPack, rules: int, point: ResumePoint | None, hashed: PrefixHashing | None = None
 ) -> tuple[Rebuilt, _Tries, ResumePoint | None]:
     """Judge the save's records (only those after `point`, when its record still holds for the file),
     and after a full check that ends settled, where judging ends (the save's resume record from now on)."""
     start, tries = None, _Tries()
-    if point is not None and journal.read_from(point.at, point.sha256, point.progress.built.ledger):
+    if point is not None and journal.read_from(point.at, point.sha256, point.progress.built.ledger, hashed=hashed):
         start, tries = point.progress, _Tries(point.tries)
     with gc_paused():
         progress = judge_records(

@@ -6,7 +6,9 @@ in the user's cache folder (`platformdirs.user_cache_dir("storyloom")/resume`, w
 `XDG_CACHE_HOME`), one per save, found by the save's header line (so a copied or rescued save finds
 it too). It holds the byte offset, sequence number and hash of the last record judged, the sha256 of
 the file's bytes up to there, and where judging stood there (`storyloom.saves.rebuild.Progress`, and
-the latest tries a resumed screen shows). The save's format is not changed.
+the latest tries a resumed screen shows). The save's format is not changed. The offset is written in the
+clear too (covered by the record's MAC), so the save's bytes before it can be hashed by a thread while the
+program starts (`offset_hint`, `saves.chain.PrefixHashing`).
 
 A resume uses the record only when the file's first bytes still hash to the record's sha256 (bytes are
 hashed, not parsed) and the record was made by this same storyloom (its code, the format version, the
@@ -49,8 +51,8 @@ from storyloom.saves.locations import resume_record_path
 from storyloom.saves.reader import ReadFrom
 from storyloom.saves.rebuild import Progress
 
-RECORD_VERSION = 1
-_MAGIC = b"storyloom resume record 1\n"
+RECORD_VERSION = 2
+_MAGIC = b"storyloom resume record 2\n"
 _RECORD_MAX_BYTES = 256 << 20
 KEPT_RECORDS = 64
 """Resume records kept: the oldest (by when they were written) go when there are more."""
@@ -116,14 +118,21 @@ def _made_by() -> str:
     return hashlib.sha256(repr(made).encode()).hexdigest()
 
 
-def usable(header_line: bytes) -> bool:
-    """Whether the save whose first line is `header_line` has a resume record this storyloom made (a hint
-    only, from the record's first two lines: `load` is the one that checks and trusts it)."""
+def offset_hint(header_line: bytes) -> int | None:
+    """Where the resume record of the save whose first line is `header_line` says its judging ended (the
+    byte offset, written in the clear after the record's MAC), read without checking the record: only so
+    the save's bytes before it can be hashed while the program starts (`saves.chain.PrefixHashing`);
+    `load` checks the record and that it says the same."""
+    head = len(_MAGIC) + 65 + 32
     try:
         with open(resume_record_path(header_line), "rb") as record:
-            return record.read(len(_MAGIC) + 65) == _MAGIC + _made_by().encode() + b"\n"
+            blob = record.read(head + 24)
     except OSError:
-        return False
+        return None
+    if not blob.startswith(_MAGIC + _made_by().encode() + b"\n") or b"\n" not in blob[head:]:
+        return None
+    offset = blob[head : blob.index(b"\n", head)]
+    return int(offset) if offset.isdigit() else None
 
 
 def _code_stamp() -> str:
@@ -176,11 +185,17 @@ def load(header_line: bytes, pack: StoryPack, rules: int) -> ResumePoint | None:
         if not blob.startswith(_MAGIC + made_by):
             return None
         start = len(_MAGIC) + len(made_by)
-        mac, body = blob[start : start + 32], blob[start + 32 :]
-        if not hmac.compare_digest(mac, hmac.new(key, made_by + body, hashlib.sha256).digest()):
+        mac, cut = blob[start : start + 32], blob.index(b"\n", start + 32) + 1
+        offset, body = blob[start + 32 : cut], blob[cut:]
+        if not hmac.compare_digest(mac, hmac.new(key, made_by + offset + body, hashlib.sha256).digest()):
             return None
         stamp, line, point = pickle.loads(body)  # noqa: S301 - authenticated above: written by this account
-        if stamp != _stamp(pack, rules) or line != header_line or not isinstance(point, ResumePoint):
+        if (
+            stamp != _stamp(pack, rules)
+            or line != header_line
+            or not isinstance(point, ResumePoint)
+            or int(offset) != point.at.offset
+        ):
             return None
         return point
     except Exception:  # noqa: BLE001 - a resume record is only ever a shortcut: any fault means a full check
@@ -202,7 +217,8 @@ def store(header_line: bytes, pack: StoryPack, rules: int, point: ResumePoint) -
         finally:
             sys.setrecursionlimit(limit)
         made_by = _made_by().encode() + b"\n"
-        blob = _MAGIC + made_by + hmac.new(key, made_by + body, hashlib.sha256).digest() + body
+        offset = b"%d\n" % point.at.offset
+        blob = _MAGIC + made_by + hmac.new(key, made_by + offset + body, hashlib.sha256).digest() + offset + body
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as out:

@@ -32,7 +32,7 @@ from storyloom.engine.events import (
 from storyloom.engine.files import open_regular, read_open
 from storyloom.engine.ledger import STORY_KINDS, StoryLedger
 from storyloom.engine.state import canonical_json
-from storyloom.saves.chain import Chain, last_line, prefix_digest
+from storyloom.saves.chain import Chain, PrefixHashing, last_line, prefix_digest
 from storyloom.saves.errors import SaveError, SaveLocked, SaveUnreadable, SaveWriteError
 from storyloom.saves.format import (
     GENESIS,
@@ -203,18 +203,21 @@ class Journal:
             raise
         return journal
 
-    def read_from(self, at: ReadFrom, sha256: str, ledger: StoryLedger) -> bool:
+    def read_from(self, at: ReadFrom, sha256: str, ledger: StoryLedger, *, hashed: PrefixHashing | None = None) -> bool:
         """Read a reopened save on from `at` (its records before were judged and kept, in a resume
         record) when its first `at.offset` bytes still hash to `sha256`; the journal's copy of those
         bytes is made by a thread (`Chain.keep_file_prefix`). False, and nothing changed, otherwise.
 
         Args:
             ledger: the story as those records leave it (their tallies go on from it).
+            hashed: those bytes, hashed by a thread since the program started; its digest is taken
+                only if the file is the one it hashed, unchanged since.
         """
         if not isinstance(self._reading, StreamedSave) or self._reading.count or self._fd is None:
             return False
         try:
-            if prefix_digest(self._fd, at.offset) != sha256:
+            digest = None if hashed is None else hashed.digest(self._fd, at.offset)
+            if (digest or prefix_digest(self._fd, at.offset)) != sha256:
                 return False
             first, last, chain = self._chain.first, last_line(self._fd, at.offset), Chain()
             reading = open_stream_at(self.path, self._fd, keep=chain.keep, at=at)

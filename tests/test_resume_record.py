@@ -7,6 +7,7 @@ full check, never an error of the record's own."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,12 @@ BRANCHING = st.one_of(
     ACTIONS, st.integers(0, 6).map(lambda n: f"/branch {n}"), st.integers(1, 3).map(lambda n: f"/switch {n}")
 )
 WALK = ["look", "take rope", "north", "look", "east", "look"]
+
+
+def _header(path: Path) -> bytes:
+    """The save's first line, as its resume record is found by."""
+    with path.open("rb") as save:
+        return save.readline()
 
 
 def _records() -> list[Path]:
@@ -215,15 +222,16 @@ def test_a_spoilt_record_falls_back_to_a_full_check_silently(spoil: str, tmp_pat
     elif spoil == "one byte changed":
         record.write_bytes(blob[:-10] + bytes([blob[-10] ^ 1]) + blob[-9:])
     elif spoil == "another version":
-        record.write_bytes(blob.replace(b"storyloom resume record 1", b"storyloom resume record 9", 1))
+        record.write_bytes(blob.replace(resume_record._MAGIC, b"storyloom resume record 9\n", 1))
     elif spoil == "not a pickle":
         import hashlib
         import hmac
 
-        body = b"not a pickle at all"
+        body, offset = b"not a pickle at all", b"%d\n" % resume_record.offset_hint(_header(path))
         magic = blob[: blob.index(b"\n") + 1]
         made_by = blob[len(magic) : blob.index(b"\n", len(magic)) + 1]
-        record.write_bytes(magic + made_by + hmac.new(key.read_bytes(), made_by + body, hashlib.sha256).digest() + body)
+        mac = hmac.new(key.read_bytes(), made_by + offset + body, hashlib.sha256).digest()
+        record.write_bytes(magic + made_by + mac + offset + body)
     elif spoil == "another key":
         key.write_bytes(b"k" * 32)
     again, used = _resumed(_copy(path, "second.jsonl"))
@@ -352,3 +360,84 @@ def test_a_save_closed_while_its_copy_is_being_made_can_be_resumed_at_once(
     assert again.journal._chain.copying is not None, "still copying"
     again.journal.close()
     resume(path, OfflineNarrator(pack)).journal.close()  # not refused as locked
+
+
+def _resumed_hashed(path: Path, hashed: Any) -> tuple[dict[str, Any], bool]:
+    """`_resumed`, with the save's first bytes hashed by a thread beforehand (as `storyloom play --resume` does)."""
+    from storyloom.saves.choices import SessionChoices
+    from storyloom.saves.resume import resume_with
+
+    resumed = resume_with(
+        path, lambda pack, kept: OfflineNarrator(pack, seed=7, faults=0.5), SessionChoices(), hashed=hashed
+    )
+    from_record = resumed.journal.read_to is None
+    resumed.journal.close()
+    return _session_of(resumed), from_record
+
+
+def _hashing(path: Path, **options: Any) -> Any:
+    from storyloom.saves.chain import PrefixHashing
+
+    offset = resume_record.offset_hint(_header(path))
+    assert offset is not None, "the save has its record"
+    return PrefixHashing(path, offset, **options)
+
+
+def test_a_save_hashed_while_the_program_starts_is_not_hashed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bytes a thread hashed while Textual loaded are the save's, unchanged: the resume takes that digest."""
+    from storyloom.saves import writer
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", WALK * 3)
+    full, _ = _resumed(_copy(path, "full.jsonl"))
+    hashed = _hashing(path, settled_ns=0)
+    hashed._thread.join()
+
+    def hashed_again(*args: Any) -> str:
+        raise AssertionError("the save's first bytes were hashed again")
+
+    monkeypatch.setattr(writer, "prefix_digest", hashed_again)
+    again, used = _resumed_hashed(path, hashed)
+    assert used and again == full
+
+
+@pytest.mark.parametrize("change", ["a byte before the offset", "a turn played on"])
+def test_a_save_changed_after_the_thread_hashed_it_is_hashed_again(change: str, tmp_path: Path) -> None:
+    """The thread's digest vouches only for the file as it saw it: one changed since is hashed again, and a
+    changed byte before the offset means the full check that refuses the save."""
+    path, _, _ = played_save(tmp_path / "s.jsonl", WALK * 3)
+    _resumed(path)  # its record now ends where the file does
+    hashed = _hashing(path, settled_ns=0)
+    hashed._thread.join()
+    data = bytearray(path.read_bytes())
+    if change == "a byte before the offset":
+        at = data.index(b'"narrative":"') + len(b'"narrative":"')
+        data[at] ^= 1
+        written = path.stat()
+        with path.open("r+b") as file:  # in place: the same file, the same size
+            file.write(data)
+        os.utime(path, ns=(written.st_atime_ns, written.st_mtime_ns + 1_000_000_000))
+        with pytest.raises(SaveError):
+            _resumed_hashed(path, hashed)
+    else:
+        asyncio.run(_play_into(path, ["look"], 7, 0.0, resumed=True, closed=False))
+        _, used = _resumed_hashed(path, hashed)
+        assert used, "the record still holds for the bytes before its offset, hashed again"
+
+
+def test_a_save_written_just_before_it_is_hashed_is_hashed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's times move in the clock's coarse steps, so a save written within the last second could change
+    again with the same times: the thread's digest is not taken, and the resume hashes the bytes itself."""
+    from storyloom.saves import writer
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", WALK)
+    _resumed(path)
+    hashed = _hashing(path)  # written just now
+    calls = []
+    real = writer.prefix_digest
+    monkeypatch.setattr(writer, "prefix_digest", lambda *args: calls.append(args) or real(*args))
+    _, used = _resumed_hashed(path, hashed)
+    assert used and len(calls) == 1

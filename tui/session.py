@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from storyloom.engine.lifecycle import Session
     from storyloom.engine.narration import Narrator
     from storyloom.engine.packs import StoryPack
+    from storyloom.saves.chain import PrefixHashing
     from storyloom.saves.choices import SessionChoices
     from storyloom.saves.errors import SaveError
     from storyloom.saves.resume import PastTurn, Resumed
@@ -143,6 +144,9 @@ class PlaySession:
         self.source = story or DEFAULT_STORY
         """How the story was named (a built-in id or a pack path): a new game starts it again."""
         self.resume = resume
+        self.hashed: PrefixHashing | None = None
+        """The resumed save's bytes before its resume record's offset, hashed by a thread since the program
+        started (`storyloom.saves.chain.PrefixHashing`): `open` takes the digest rather than hash them again."""
         self.save_path = save
         self.budget = budget
         self.interactive = interactive
@@ -409,7 +413,8 @@ class PlaySession:
         def narrator(pack: StoryPack, kept: SessionChoices) -> Narrator:
             return create_narrator(self.settings.with_choices(kept), pack, interactive=self.interactive)
 
-        return resume_with(ref, narrator, self.settings.choices(), budget=budget)
+        hashed, self.hashed = self.hashed, None
+        return resume_with(ref, narrator, self.settings.choices(), budget=budget, hashed=hashed)
 
     def _take(self, resumed: Resumed) -> Session:
         """Play the resumed save from now on; a new game of it starts the story it was made from."""

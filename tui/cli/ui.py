@@ -57,7 +57,6 @@ def _run_app(args: argparse.Namespace) -> int:
         some of the session could not be saved anywhere.
     """
     from storyloom.engine.builtin import builtin_opening, builtin_pack_ids
-    from storyloom.tui.app import Opening, StoryloomApp
 
     try:
         settings = load_settings(args)
@@ -74,6 +73,8 @@ def _run_app(args: argparse.Namespace) -> int:
     )
     first: Session | Opening
     resumed_story = _resumed_builtin(play) if play.resumed and sys.stdout.isatty() else None
+    from storyloom.tui.app import Opening, StoryloomApp  # after: a resumed save's bytes are hashed meanwhile
+
     held = io.StringIO()
     if not play.resumed and settings.narrator == "offline" and play.source in builtin_pack_ids():
         title, intro = builtin_opening(play.source)
@@ -158,7 +159,9 @@ def _resumed_builtin(play: PlaySession) -> tuple[Path, str] | None:
     A save of a pack file (or one whose first line is not a header), or any save when the
     output is not a terminal, is read and checked before the app starts, as before, so its
     problems are printed before any frame; behind the preview, a save that fails its check
-    ends the app with the same message and exit code.
+    ends the app with the same message and exit code. A save with a resume record is read and
+    checked before the app too, and its bytes before the record's offset are hashed by a thread
+    meanwhile (`play.hashed`), while Textual loads.
     """
     from storyloom.engine.builtin import builtin_pack_ids
     from storyloom.saves.preview import story_source
@@ -173,27 +176,29 @@ def _resumed_builtin(play: PlaySession) -> tuple[Path, str] | None:
             path = resolve_save(play.resume)
         except (SaveError, OSError, ValueError):
             return None
+    if (offset := _remembered(path)) is not None:
+        from storyloom.saves.chain import PrefixHashing
+
+        play.hashed = PrefixHashing(path, offset)
+        return None
     source = story_source(path) if path.is_file() else None
-    return (path, source) if source in builtin_pack_ids() and not _remembered(path) else None
+    return (path, source) if source in builtin_pack_ids() else None
 
 
-def _remembered(path: Path) -> bool:
-    """Whether this machine left the save a resume record this storyloom made (`saves/resume_record.py`):
-    then only the turns after it are judged, and the game opens about as fast as a preview of it would
-    (before the app, whose first screen is the game's); without one, the preview shows while it is checked."""
-    from storyloom.saves.locations import resume_record_path
+def _remembered(path: Path) -> int | None:
+    """Where the resume record this storyloom made on this machine for the save (`saves/resume_record.py`)
+    says its judging ended, if it left one: then only the turns after it are judged, and the game opens
+    about as fast as a preview of it would (before the app, whose first screen is the game's); without
+    one, the preview shows while it is checked."""
     from storyloom.saves.preview import HEADER_MAX
+    from storyloom.saves.resume_record import offset_hint
 
     try:
         with path.open("rb") as save:
             header_line = save.readline(HEADER_MAX)
     except OSError:
-        return False
-    if not resume_record_path(header_line).is_file():
-        return False
-    from storyloom.saves.resume_record import usable
-
-    return usable(header_line)
+        return None
+    return offset_hint(header_line)
 
 
 def run_replay(args: argparse.Namespace, plan: ReplayPlan, only: frozenset[int] | None = None) -> int:
