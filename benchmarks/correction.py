@@ -165,6 +165,77 @@ def _size(narrator: Any, request: Any) -> int:
     return len(json.dumps(narrator.request_params(request), ensure_ascii=False).encode())
 
 
+CACHE_LOOKBACK = 20
+"""How many content blocks before a breakpoint Anthropic looks back for a cached prefix."""
+
+
+def _flat(messages: list[dict[str, Any]]) -> list[tuple[int, str, str]]:
+    """The messages' content blocks in order, each as (message, role, its JSON without `cache_control`)."""
+    return [
+        (index, message["role"], json.dumps({k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True))
+        for index, message in enumerate(messages)
+        for block in message["content"]
+    ]
+
+
+def _breakpoints(messages: list[dict[str, Any]]) -> list[int]:
+    """The positions (in `_flat` order) of the blocks that carry a `cache_control` breakpoint."""
+    blocks = [block for message in messages for block in message["content"]]
+    return [index for index, block in enumerate(blocks) if "cache_control" in block]
+
+
+def _cut(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """The messages up to their first `count` content blocks."""
+    kept: list[dict[str, Any]] = []
+    for message in messages:
+        if count <= 0:
+            break
+        kept.append({**message, "content": message["content"][:count]})
+        count -= len(message["content"])
+    return kept
+
+
+def _cached_blocks(ours: dict[str, Any], earlier: dict[str, Any]) -> int | None:
+    """How many of our message blocks an earlier request's cache entries serve, by Anthropic's rules
+    (docs: prompt caching, "what invalidates the cache"): None when the tools differ (the whole
+    cache is invalid); 0 when `tool_choice` or the thinking settings differ (tools and system stay
+    cached, the messages do not); else the longest prefix the earlier request wrote at one of its
+    breakpoints that ours repeats, found within `CACHE_LOOKBACK` blocks before one of our breakpoints."""
+    if ours["tools"] != earlier["tools"]:
+        return None
+    if ours["system"] != earlier["system"]:
+        return None  # never within a turn; counted as nothing cached rather than modelled
+    if ours.get("tool_choice") != earlier.get("tool_choice") or ours.get("thinking") != earlier.get("thinking"):
+        return 0
+    mine, theirs = _flat(ours["messages"]), _flat(earlier["messages"])
+    reach = _breakpoints(ours["messages"])
+    for end in sorted(_breakpoints(earlier["messages"]), reverse=True):
+        whole = end + 1 <= len(mine) and mine[: end + 1] == theirs[: end + 1]
+        if whole and any(end <= at < end + CACHE_LOOKBACK for at in reach):
+            return end + 1
+    return 0
+
+
+def _uncached(narrator: Any, request: Any, earlier: list[Any]) -> int:
+    """Bytes of a request the provider's cache cannot serve, given the earlier requests of its turn
+    (seconds before it): the best any one of them left cached (`_cached_blocks`). Cache entries of
+    other turns are not counted: a correction's own entries (its `tool_choice`) serve a later turn only
+    if that turn is corrected alike within the cache's five minutes, which real fault rates make rare."""
+    params = narrator.request_params(request)
+    best: int | None = None
+    for before in earlier:
+        blocks = _cached_blocks(params, narrator.request_params(before))
+        if blocks is not None and (best is None or blocks > best):
+            best = blocks
+    if best is None:
+        return _size_of(params)
+    return _size_of(params) - _size_of({**params, "messages": _cut(params["messages"], best)})
+
+
+def _size_of(params: dict[str, Any]) -> int:
+    return len(json.dumps(params, ensure_ascii=False).encode())
+
+
 def _chain_size(narrator: Any, requests: dict[int, Any], upto: int) -> int:
     """Bytes of a correction request that carries every rejected attempt so far, not only the latest."""
     params = narrator.request_params(requests[2])
@@ -185,6 +256,47 @@ def _shape(answer: str) -> str:
     return " + ".join(sorted(sent)) + (" alone" if len(sent) == 1 else "")
 
 
+def _third_corrections(figure: Figure, pack: Any, sizer: Any, quick: bool) -> int:
+    """The rows of the 3rd correction against the 1st and against the chain baseline, from turns whose
+    mistakes are stubborn; returns how many turns reached it."""
+    chained = asyncio.run(
+        _play(
+            pack,
+            ("stat_bounds", "take_reach", "wrong_type", "prose_item"),
+            4 if quick else 24,
+            budget=3,
+            stubborn=1.0,
+            seed=5,
+        )
+    )
+    first, third, chain_third, base, third_uncached = [], [], [], [], []
+    for turn in chained:
+        if 4 not in turn.requests:
+            continue
+        base.append(_size(sizer, turn.requests[1]))
+        first.append(_size(sizer, turn.requests[2]))
+        third.append(_size(sizer, turn.requests[4]))
+        chain_third.append(_chain_size(sizer, turn.requests, 4))
+        third_uncached.append(_uncached(sizer, turn.requests[4], [turn.requests[n] for n in (1, 2, 3)]))
+    if first:
+        growth = median([t / f for t, f in zip(third, first, strict=True)])
+        chain_growth = median([t / f for t, f in zip(chain_third, first, strict=True)])
+        figure.add(Row("request bytes, 3rd correction", median(third), median(chain_third)))
+        figure.add(
+            Row(
+                "request growth, 3rd / 1st correction (x)",
+                growth,
+                chain_growth,
+                target="flat (<= 1.05)",
+                met=growth <= 1.05,
+            )
+        )
+        extra = median(third_uncached)
+        chain_extra = median([t - b for t, b in zip(chain_third, base, strict=True)])
+        figure.add(Row("uncached bytes of the 3rd correction", extra, chain_extra))
+    return len(first)
+
+
 def run(quick: bool = False) -> Figure:
     """Play every fault kind; size corrections against regenerations and the chain baseline."""
     from storyloom.engine.narrators.anthropic import AnthropicNarrator
@@ -202,6 +314,7 @@ def run(quick: bool = False) -> Figure:
     regen_out: dict[bool, list[int]] = defaultdict(list)
     sent_correction: list[int] = []
     sent_regen: list[int] = []
+    uncached: list[int] = []
     kept_out: list[int] = []
     kept_regen: list[int] = []
     shapes: dict[str, int] = defaultdict(int)
@@ -212,18 +325,19 @@ def run(quick: bool = False) -> Figure:
                 continue
             whole = json.dumps(turn.committed, ensure_ascii=False)
             answer = turn.outputs.get(2, "")
-            patch_only = turn.requests[2].kept_narrative == turn.committed["narrative"]
-            correction_out[patch_only].append(tokens(answer))
-            regen_out[patch_only].append(tokens(whole))
-            if patch_only and '"narrative"' not in answer:
+            prose_kept = turn.requests[2].kept_narrative == turn.committed["narrative"]
+            correction_out[prose_kept].append(tokens(answer))
+            regen_out[prose_kept].append(tokens(whole))
+            if prose_kept and '"narrative"' not in answer:
                 kept_out.append(tokens(answer))
                 kept_regen.append(tokens(whole))
-            if patch_only:
+            if prose_kept:
                 shapes[_shape(answer)] += 1
             narratives.append(len(turn.committed["narrative"].split()))
             out_ratio[kind].append(tokens(answer) / tokens(whole))
             sent_correction.append(_size(sizer, turn.requests[2]))
             sent_regen.append(_size(sizer, turn.requests[1]))
+            uncached.append(_uncached(sizer, turn.requests[2], [turn.requests[1]]))
 
     def ratio(flags: tuple[bool, ...]) -> tuple[float, float]:
         ours = sum(sum(correction_out[f]) for f in flags)
@@ -260,59 +374,22 @@ def run(quick: bool = False) -> Figure:
     figure.add(
         Row("request bytes per correction (vs the turn's own request)", median(sent_correction), median(sent_regen))
     )
-    figure.add(
-        Row(
-            "request bytes beyond the turn's own request (uncached part)",
-            median([c - r for c, r in zip(sent_correction, sent_regen, strict=True)]),
-            None,
-        )
-    )
+    figure.add(Row("uncached request bytes per correction (Anthropic's cache rules)", median(uncached), None))
 
-    chained = asyncio.run(
-        _play(
-            pack,
-            ("stat_bounds", "take_reach", "wrong_type", "prose_item"),
-            4 if quick else 24,
-            budget=3,
-            stubborn=1.0,
-            seed=5,
-        )
-    )
-    first, third, chain_third, base = [], [], [], []
-    for turn in chained:
-        if 4 not in turn.requests:
-            continue
-        base.append(_size(sizer, turn.requests[1]))
-        first.append(_size(sizer, turn.requests[2]))
-        third.append(_size(sizer, turn.requests[4]))
-        chain_third.append(_chain_size(sizer, turn.requests, 4))
-    if first:
-        growth = median([t / f for t, f in zip(third, first, strict=True)])
-        chain_growth = median([t / f for t, f in zip(chain_third, first, strict=True)])
-        figure.add(Row("request bytes, 3rd correction", median(third), median(chain_third)))
-        figure.add(
-            Row(
-                "request growth, 3rd / 1st correction (x)",
-                growth,
-                chain_growth,
-                target="flat (<= 1.05)",
-                met=growth <= 1.05,
-            )
-        )
-        extra = median([t - b for t, b in zip(third, base, strict=True)])
-        chain_extra = median([t - b for t, b in zip(chain_third, base, strict=True)])
-        figure.add(Row("uncached bytes of the 3rd correction", extra, chain_extra))
+    reached = _third_corrections(figure, pack, sizer, quick)
     figure.notes += [
         "answers of the corrections that kept the prose: "
         + ", ".join(f"{count} {shape}" for shape, count in sorted(shapes.items(), key=lambda kv: -kv[1]))
         + f" (the offline narrator sends the whole turn anyway in {RESENDS_PROSE_SHARE:.0%} of them, "
         "as a model that disregards the request would: a floor under the 'only the patch was wrong' row)",
+        "uncached bytes by Anthropic's cache rules (its docs: a change of tools invalidates everything, of "
+        "tool_choice the messages only), against the earlier requests of the same turn",
         f"{sum(len(v) for v in out_ratio.values())} corrected turns over {len(out_ratio)} fault kinds; "
         f"{len(correction_out[True])} with only the patch wrong (the prose on screen was kept)",
         "output/regeneration by fault kind: " + ", ".join(f"{k} {median(v):.2f}" for k, v in out_ratio.items()),
         f"median committed narrative {median(narratives):.0f} words (model length: {MODEL_WORDS[0]}-{MODEL_WORDS[1]}); "
         f"{len(kept_out)} of {len(correction_out[True])} corrections that kept the prose left it out",
-        f"{len(first)} turns reached a 3rd correction (stubborn faults, budget 3)",
+        f"{reached} turns reached a 3rd correction (stubborn faults, budget 3)",
         "tokens estimated alike on both sides (word pieces of up to 6 letters, and punctuation); "
         "request bytes as the Anthropic narrator would send them",
     ]

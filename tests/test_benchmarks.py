@@ -135,3 +135,37 @@ def test_the_whole_path_profiles_the_real_process_over_the_stream(tmp_path, monk
     profile = pstats.Stats(str(tmp_path / "whole-openai-0.prof")).get_stats_profile()
     narrate = profile.func_profiles.get("narrate")
     assert narrate is not None and narrate.file_name.replace("\\", "/").endswith("engine/narrators/openai.py")
+
+
+def test_the_uncached_bytes_of_a_correction_follow_anthropic_s_cache_rules():
+    """What a correction sends that the cache cannot serve, by Anthropic's table of what invalidates it:
+    another tool list, everything; another tool_choice, the messages (the tools and system stay
+    cached); the same, only what follows the longest prefix an earlier request of the turn cached."""
+    from benchmarks.correction import _uncached
+
+    class Sizer:
+        def request_params(self, params):
+            return params
+
+    def size(params):
+        return len(json.dumps(params, ensure_ascii=False).encode())
+
+    mark = {"type": "ephemeral"}
+    turn = {
+        "tools": [{"name": "report_turn"}, {"name": "submit_patch"}],
+        "system": [{"type": "text", "text": "rules " * 50, "cache_control": mark}],
+        "tool_choice": {"type": "tool", "name": "report_turn"},
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "state " * 200, "cache_control": mark}]}],
+    }
+    rejected = [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "report_turn", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "wrong"}]},
+    ]
+    correction = {**turn, "messages": [*turn["messages"], *rejected]}
+    assert _uncached(Sizer(), correction, [turn]) == size(correction) - size(turn)
+    forced = {**correction, "tool_choice": {"type": "tool", "name": "submit_patch"}}
+    assert _uncached(Sizer(), forced, [turn]) == size(forced) - size({**forced, "messages": []})
+    retooled = {**correction, "tools": [{"name": "report_turn"}]}
+    assert _uncached(Sizer(), retooled, [turn]) == size(retooled)
+    again = {**forced, "messages": [*turn["messages"], *rejected, *rejected]}  # the next correction, forced alike
+    assert _uncached(Sizer(), again, [turn, forced]) == size(again) - size({**again, "messages": turn["messages"]})
