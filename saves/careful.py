@@ -64,7 +64,7 @@ def read_carefully(path: Path, lines: list[bytes]) -> Reading:
 def header_of(path: Path, data: dict[str, Any]) -> SaveHeader:
     try:
         return SaveHeader.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:  # a fault rate of 1e400 overflows
         raise CorruptRecord(path, f"the header record is malformed ({exc})", line=1, seq=0) from None
 
 

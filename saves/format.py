@@ -186,7 +186,8 @@ class SaveHeader:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SaveHeader:
-        """Read a (migrated) header. Raises KeyError/TypeError/ValueError when it is malformed."""
+        """Read a (migrated) header. Raises KeyError/TypeError/ValueError (OverflowError for a number
+        too large for a float) when it is malformed."""
         story = data["story"]
         header = cls(
             story_id=str(story["id"]),

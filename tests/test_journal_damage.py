@@ -228,12 +228,15 @@ def test_a_save_with_a_wrong_state_hash_is_caught_by_verify(save: Path) -> None:
     assert json.loads(save.read_text().splitlines()[0])["kind"] == "header"
 
 
-@pytest.mark.parametrize(("field", "value"), [("budget", -1), ("faults", 1.5)])
+@pytest.mark.parametrize(
+    ("field", "value"), [("budget", -1), ("faults", 1.5), ("faults", 10**400)], ids=["budget", "faults", "faults huge"]
+)
 def test_a_header_re_signed_with_an_impossible_budget_or_fault_rate_is_named_by_every_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: float
 ) -> None:
     """Found by the damaged-saves fuzz: a re-signed header with budget -1 crashed `replay` (the
-    session refuses a negative budget). Every command names the header instead."""
+    session refuses a negative budget), and one with a fault rate of 10**400 every command (a float
+    overflows). Every command names the header instead."""
     from storyloom.tui.cli import main
 
     path, _, _ = played_save(tmp_path / "s.jsonl", ["look"], faults=0.0)
