@@ -153,11 +153,14 @@ class PrefixHashing:
     `settled_ns` before (a write since then would have moved its times); anything else is hashed again.
     """
 
-    def __init__(self, path: str | os.PathLike[str], size: int, *, settled_ns: int = SETTLED_NS) -> None:
+    def __init__(self, path: str | os.PathLike[str], size: int, *, settled_ns: int | None = None) -> None:
         self.size = size
         self._found: tuple[tuple[int, ...], str] | None = None
         self._thread = threading.Thread(
-            target=self._hash, args=(path, settled_ns), name="storyloom-prefix-hash", daemon=True
+            target=self._hash,
+            args=(path, SETTLED_NS if settled_ns is None else settled_ns),
+            name="storyloom-prefix-hash",
+            daemon=True,
         )
         self._thread.start()
 

@@ -41,7 +41,6 @@ SAME_RECORDS_SINCE = 1
 changes nothing), so the fast reading of a save as written may take it too."""
 GENESIS = "0" * 64
 """The `prev` of the header: there is no record before it."""
-SUFFIX = ".jsonl"
 
 HEADER = "header"
 RESUMED = "resumed"

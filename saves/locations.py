@@ -20,7 +20,9 @@ import platformdirs
 
 from storyloom.engine.files import open_regular
 from storyloom.saves.errors import SaveExists, SaveUnreadable, SaveWriteError
-from storyloom.saves.format import SUFFIX
+
+SUFFIX = ".jsonl"
+"""A save file's name ends so."""
 
 
 def resume_record_path(header_line: bytes) -> Path:

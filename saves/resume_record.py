@@ -8,7 +8,7 @@ it too). It holds the byte offset, sequence number and hash of the last record j
 the file's bytes up to there, and where judging stood there (`storyloom.saves.rebuild.Progress`, and
 the latest tries a resumed screen shows). The save's format is not changed. The offset is written in the
 clear too (covered by the record's MAC), so the save's bytes before it can be hashed by a thread while the
-program starts (`offset_hint`, `saves.chain.PrefixHashing`).
+program starts (`saves/resume_hint.py`, `saves.chain.PrefixHashing`).
 
 A resume uses the record only when the file's first bytes still hash to the record's sha256 (bytes are
 hashed, not parsed) and the record was made by this same storyloom (its code, the format version, the
@@ -50,9 +50,8 @@ from storyloom.saves.format import VERSION, Record, expand_attempt, storyloom_ve
 from storyloom.saves.locations import resume_record_path
 from storyloom.saves.reader import ReadFrom
 from storyloom.saves.rebuild import Progress
+from storyloom.saves.resume_hint import MAGIC, RECORD_VERSION, offset_hint
 
-RECORD_VERSION = 2
-_MAGIC = b"storyloom resume record 2\n"
 _RECORD_MAX_BYTES = 256 << 20
 KEPT_RECORDS = 64
 """Resume records kept: the oldest (by when they were written) go when there are more."""
@@ -118,21 +117,11 @@ def _made_by() -> str:
     return hashlib.sha256(repr(made).encode()).hexdigest()
 
 
-def offset_hint(header_line: bytes) -> int | None:
-    """Where the resume record of the save whose first line is `header_line` says its judging ended (the
-    byte offset, written in the clear after the record's MAC), read without checking the record: only so
-    the save's bytes before it can be hashed while the program starts (`saves.chain.PrefixHashing`);
-    `load` checks the record and that it says the same."""
-    head = len(_MAGIC) + 65 + 32
-    try:
-        with open(resume_record_path(header_line), "rb") as record:
-            blob = record.read(head + 24)
-    except OSError:
-        return None
-    if not blob.startswith(_MAGIC + _made_by().encode() + b"\n") or b"\n" not in blob[head:]:
-        return None
-    offset = blob[head : blob.index(b"\n", head)]
-    return int(offset) if offset.isdigit() else None
+def remembered_offset(header_line: bytes) -> int | None:
+    """Where the resume record this storyloom made for the save whose first line is `header_line` says its
+    judging ended, read from the record's first bytes (a hint: `load` checks the record and that it says
+    the same); None when there is no such record."""
+    return offset_hint(header_line, _made_by().encode() + b"\n")
 
 
 def _code_stamp() -> str:
@@ -182,9 +171,9 @@ def load(header_line: bytes, pack: StoryPack, rules: int) -> ResumePoint | None:
             return None
         blob = read_regular_file(resume_record_path(header_line), _RECORD_MAX_BYTES)
         made_by = _made_by().encode() + b"\n"
-        if not blob.startswith(_MAGIC + made_by):
+        if not blob.startswith(MAGIC + made_by):
             return None
-        start = len(_MAGIC) + len(made_by)
+        start = len(MAGIC) + len(made_by)
         mac, cut = blob[start : start + 32], blob.index(b"\n", start + 32) + 1
         offset, body = blob[start + 32 : cut], blob[cut:]
         if not hmac.compare_digest(mac, hmac.new(key, made_by + offset + body, hashlib.sha256).digest()):
@@ -218,7 +207,7 @@ def store(header_line: bytes, pack: StoryPack, rules: int, point: ResumePoint) -
             sys.setrecursionlimit(limit)
         made_by = _made_by().encode() + b"\n"
         offset = b"%d\n" % point.at.offset
-        blob = _MAGIC + made_by + hmac.new(key, made_by + offset + body, hashlib.sha256).digest() + offset + body
+        blob = MAGIC + made_by + hmac.new(key, made_by + offset + body, hashlib.sha256).digest() + offset + body
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as out:

@@ -222,12 +222,12 @@ def test_a_spoilt_record_falls_back_to_a_full_check_silently(spoil: str, tmp_pat
     elif spoil == "one byte changed":
         record.write_bytes(blob[:-10] + bytes([blob[-10] ^ 1]) + blob[-9:])
     elif spoil == "another version":
-        record.write_bytes(blob.replace(resume_record._MAGIC, b"storyloom resume record 9\n", 1))
+        record.write_bytes(blob.replace(resume_record.MAGIC, b"storyloom resume record 9\n", 1))
     elif spoil == "not a pickle":
         import hashlib
         import hmac
 
-        body, offset = b"not a pickle at all", b"%d\n" % resume_record.offset_hint(_header(path))
+        body, offset = b"not a pickle at all", b"%d\n" % resume_record.remembered_offset(_header(path))
         magic = blob[: blob.index(b"\n") + 1]
         made_by = blob[len(magic) : blob.index(b"\n", len(magic)) + 1]
         mac = hmac.new(key.read_bytes(), made_by + offset + body, hashlib.sha256).digest()
@@ -378,7 +378,7 @@ def _resumed_hashed(path: Path, hashed: Any) -> tuple[dict[str, Any], bool]:
 def _hashing(path: Path, **options: Any) -> Any:
     from storyloom.saves.chain import PrefixHashing
 
-    offset = resume_record.offset_hint(_header(path))
+    offset = resume_record.remembered_offset(_header(path))
     assert offset is not None, "the save has its record"
     return PrefixHashing(path, offset, **options)
 
@@ -441,3 +441,27 @@ def test_a_save_written_just_before_it_is_hashed_is_hashed_again(
     monkeypatch.setattr(writer, "prefix_digest", lambda *args: calls.append(args) or real(*args))
     _, used = _resumed_hashed(path, hashed)
     assert used and len(calls) == 1
+
+
+def test_the_save_latest_names_is_hashed_from_the_start_and_a_save_without_a_record_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`storyloom play --resume latest` starts hashing before loading the engine: the name is resolved as
+    the resume resolves it, and only a save with a record is hashed."""
+    from storyloom.saves import writer
+    from storyloom.saves.locations import saves_dir
+    from storyloom.saves.resume_hint import hash_before_record
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    folder = saves_dir()
+    folder.mkdir(parents=True)
+    path, _, _ = played_save(folder / "s.jsonl", WALK)
+    assert hash_before_record("latest") is None, "no record yet"
+    assert hash_before_record(tmp_path / "missing.jsonl") is None
+    _resumed(path)  # leaves the record
+    monkeypatch.setattr("storyloom.saves.chain.SETTLED_NS", 0)
+    hashed = hash_before_record("latest")
+    assert hashed is not None and hashed.size == resume_record.remembered_offset(_header(path))
+    monkeypatch.setattr(writer, "prefix_digest", lambda *args: pytest.fail("hashed again"))
+    _, used = _resumed_hashed(path, hashed)
+    assert used

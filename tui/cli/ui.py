@@ -22,6 +22,7 @@ from storyloom.tui.settings import SettingsError, load_settings, save_theme
 
 if TYPE_CHECKING:
     from storyloom.engine.lifecycle import Session
+    from storyloom.saves.chain import PrefixHashing
     from storyloom.saves.replay import ReplayPlan
     from storyloom.tui.app import Opening
 
@@ -56,6 +57,7 @@ def _run_app(args: argparse.Namespace) -> int:
         The exit code: 0, 2 when the story, the settings or the save are wrong, 1 when
         some of the session could not be saved anywhere.
     """
+    hashed = _hash_before_record(getattr(args, "resume", None))
     from storyloom.engine.builtin import builtin_opening, builtin_pack_ids
 
     try:
@@ -71,9 +73,10 @@ def _run_app(args: argparse.Namespace) -> int:
         budget=getattr(args, "budget", None),
         interactive=True,
     )
+    play.hashed = hashed
     first: Session | Opening
     resumed_story = _resumed_builtin(play) if play.resumed and sys.stdout.isatty() else None
-    from storyloom.tui.app import Opening, StoryloomApp  # after: a resumed save's bytes are hashed meanwhile
+    from storyloom.tui.app import Opening, StoryloomApp
 
     held = io.StringIO()
     if not play.resumed and settings.narrator == "offline" and play.source in builtin_pack_ids():
@@ -160,8 +163,7 @@ def _resumed_builtin(play: PlaySession) -> tuple[Path, str] | None:
     output is not a terminal, is read and checked before the app starts, as before, so its
     problems are printed before any frame; behind the preview, a save that fails its check
     ends the app with the same message and exit code. A save with a resume record is read and
-    checked before the app too, and its bytes before the record's offset are hashed by a thread
-    meanwhile (`play.hashed`), while Textual loads.
+    checked before the app too.
     """
     from storyloom.engine.builtin import builtin_pack_ids
     from storyloom.saves.preview import story_source
@@ -176,29 +178,33 @@ def _resumed_builtin(play: PlaySession) -> tuple[Path, str] | None:
             path = resolve_save(play.resume)
         except (SaveError, OSError, ValueError):
             return None
-    if (offset := _remembered(path)) is not None:
-        from storyloom.saves.chain import PrefixHashing
-
-        play.hashed = PrefixHashing(path, offset)
-        return None
     source = story_source(path) if path.is_file() else None
-    return (path, source) if source in builtin_pack_ids() else None
+    return (path, source) if source in builtin_pack_ids() and not _remembered(path) else None
 
 
-def _remembered(path: Path) -> int | None:
-    """Where the resume record this storyloom made on this machine for the save (`saves/resume_record.py`)
-    says its judging ended, if it left one: then only the turns after it are judged, and the game opens
-    about as fast as a preview of it would (before the app, whose first screen is the game's); without
-    one, the preview shows while it is checked."""
+def _hash_before_record(ref: str | Path | None) -> PrefixHashing | None:
+    """A resumed save's bytes before its resume record's offset, hashed by a thread from the start, while
+    the engine and Textual load (`saves/resume_hint.py`): the resume then need not hash them itself."""
+    if ref is None:
+        return None
+    from storyloom.saves.resume_hint import hash_before_record
+
+    return hash_before_record(ref)
+
+
+def _remembered(path: Path) -> bool:
+    """Whether this machine left the save a resume record this storyloom made (`saves/resume_record.py`):
+    then only the turns after it are judged, and the game opens about as fast as a preview of it would
+    (before the app, whose first screen is the game's); without one, the preview shows while it is checked."""
     from storyloom.saves.preview import HEADER_MAX
-    from storyloom.saves.resume_record import offset_hint
+    from storyloom.saves.resume_record import remembered_offset
 
     try:
         with path.open("rb") as save:
             header_line = save.readline(HEADER_MAX)
     except OSError:
-        return None
-    return offset_hint(header_line)
+        return False
+    return remembered_offset(header_line) is not None
 
 
 def run_replay(args: argparse.Namespace, plan: ReplayPlan, only: frozenset[int] | None = None) -> int:
