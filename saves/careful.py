@@ -40,9 +40,6 @@ from storyloom.saves.format import (
     storyloom_version,
 )
 
-HEADER_MAX_BYTES = 64 * 1024
-"""A header line is a few hundred bytes; no reading (a listing's, a stream's) looks further for it."""
-
 Reading = tuple[dict[str, Any], SaveHeader, tuple[Record, ...]]
 
 

@@ -23,6 +23,9 @@ from storyloom.saves.errors import SaveExists, SaveUnreadable, SaveWriteError
 
 SUFFIX = ".jsonl"
 """A save file's name ends so."""
+HEADER_MAX_BYTES = 64 * 1024
+"""A header line is a few hundred bytes; no reading (a listing's, a stream's, a preview's, the resume's
+hint) looks further for it."""
 
 
 def resume_record_path(header_line: bytes) -> Path:

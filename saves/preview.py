@@ -16,9 +16,8 @@ from typing import Any
 
 from storyloom.engine.events import BranchStarted, BranchSwitched, Event, TurnStarted, event_from_json
 from storyloom.engine.ledger import STORY_KINDS, StoryLedger
+from storyloom.saves.locations import HEADER_MAX_BYTES
 
-HEADER_MAX = 64 * 1024
-"""Bytes: the longest first line read for a save's header."""
 TAIL_MAX = 4 * 1024 * 1024
 """Bytes: the most read back from a save's end for its newest turns, whatever its size."""
 
@@ -27,7 +26,7 @@ def story_source(path: Path) -> str | None:
     """The story a save was made from (its header's `story.source`), or None when the first line says otherwise."""
     try:
         with path.open("rb") as save:
-            line = save.readline(HEADER_MAX)
+            line = save.readline(HEADER_MAX_BYTES)
         record = json.loads(line)
         source = record["data"]["story"]["source"] if record.get("kind") == "header" else None
     except (OSError, ValueError, KeyError, TypeError, RecursionError):

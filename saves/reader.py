@@ -40,7 +40,6 @@ from typing_extensions import TypedDict
 from storyloom.engine.events import AttemptFinished, Event
 from storyloom.engine.files import open_regular, read_regular_file
 from storyloom.saves.careful import (
-    HEADER_MAX_BYTES,
     Reading,
     check_header,
     event_of,
@@ -52,6 +51,7 @@ from storyloom.saves.careful import (
 )
 from storyloom.saves.errors import SaveError, SaveUnreadable
 from storyloom.saves.format import GENESIS, SAME_RECORDS_SINCE, VERSION, Record, Save, SaveHeader, expand_attempt
+from storyloom.saves.locations import HEADER_MAX_BYTES
 from storyloom.saves.summary import SaveSummary, summarize_save
 
 __all__ = [

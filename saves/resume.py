@@ -25,12 +25,11 @@ from storyloom.engine.limits import HISTORY_TURNS, UNDO_TURNS
 from storyloom.engine.narration import Exchange, Narrator
 from storyloom.engine.packs import StoryPack
 from storyloom.saves import resume_record
-from storyloom.saves.careful import HEADER_MAX_BYTES
 from storyloom.saves.chain import PrefixHashing, last_line, prefix_digest
 from storyloom.saves.choices import SessionChoices
 from storyloom.saves.errors import SaveWriteError
 from storyloom.saves.format import Record, SaveHeader
-from storyloom.saves.locations import new_save_path, rescue_of, resolve_save
+from storyloom.saves.locations import HEADER_MAX_BYTES, new_save_path, rescue_of, resolve_save
 from storyloom.saves.reader import NotStreamable, ReadFrom, gc_paused, open_stream_at
 from storyloom.saves.rebuild import Rebuilt, judge_records
 from storyloom.saves.resume_record import KeptRecord, ResumePoint

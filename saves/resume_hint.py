@@ -10,12 +10,10 @@ from pathlib import Path
 
 from storyloom.saves.chain import PrefixHashing
 from storyloom.saves.errors import SaveError
-from storyloom.saves.locations import resolve_save, resume_record_path
+from storyloom.saves.locations import HEADER_MAX_BYTES, resolve_save, resume_record_path
 
 RECORD_VERSION = 2
 MAGIC = b"storyloom resume record %d\n" % RECORD_VERSION
-HEADER_LINE_MAX = 64 * 1024
-"""As far as a save's first line is read to find its record (a longer one is no save's header)."""
 _HEAD = len(MAGIC) + 65 + 32
 
 
@@ -40,7 +38,7 @@ def hash_before_record(ref: str | Path) -> PrefixHashing | None:
     try:
         path = resolve_save(ref)
         with path.open("rb") as save:
-            header_line = save.readline(HEADER_LINE_MAX)
+            header_line = save.readline(HEADER_MAX_BYTES)
     except (SaveError, OSError, ValueError):
         return None
     offset = offset_hint(header_line)

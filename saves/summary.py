@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from storyloom.engine.ledger import STORY_KINDS, StoryLedger
-from storyloom.saves.careful import HEADER_MAX_BYTES, check_header, event_of, hashed_as_written, header_of, parse_line
+from storyloom.saves.careful import check_header, event_of, hashed_as_written, header_of, parse_line
 from storyloom.saves.errors import SaveError, SaveUnreadable, TamperedRecord
 from storyloom.saves.format import TALLIED, TALLY, SaveHeader, Tally, record_hash
+from storyloom.saves.locations import HEADER_MAX_BYTES
 
 TAIL_MAX_BYTES = 8 * 1024 * 1024
 """How far back from the end `summarize_save` looks for the last outcome record before it counts

@@ -196,12 +196,12 @@ def _remembered(path: Path) -> bool:
     """Whether this machine left the save a resume record this storyloom made (`saves/resume_record.py`):
     then only the turns after it are judged, and the game opens about as fast as a preview of it would
     (before the app, whose first screen is the game's); without one, the preview shows while it is checked."""
-    from storyloom.saves.preview import HEADER_MAX
+    from storyloom.saves.locations import HEADER_MAX_BYTES
     from storyloom.saves.resume_record import remembered_offset
 
     try:
         with path.open("rb") as save:
-            header_line = save.readline(HEADER_MAX)
+            header_line = save.readline(HEADER_MAX_BYTES)
     except OSError:
         return False
     return remembered_offset(header_line) is not None
