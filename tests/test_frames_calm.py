@@ -27,6 +27,7 @@ from storyloom.engine.packs import parse_pack
 from storyloom.tui.app import StoryloomApp
 from storyloom.tui.testing.frames import Frame, FrameRecorder
 from storyloom.tui.testing.narrators import GatedNarrator, GatedReply, turn_text
+from storyloom.tui.widgets.turn_message import TurnMessage
 from tests.calm_recordings import STATUSES
 from tests.conftest import SHORE_PACK
 from tests.test_frames import until_true
@@ -105,8 +106,9 @@ def view(frame: Frame) -> list[str]:
     return [row.ljust(x + width)[x + 2 : x + width - 2].rstrip() for row in frame.screen[y + 1 : y + height]]
 
 
-def check(game: Game, **rules: Any) -> None:
-    sheets = game.sheets()
+def check(game: Game, frames: int | None = None, **rules: Any) -> None:
+    """The rules on every frame recorded (or the first `frames`)."""
+    sheets = game.sheets()[:frames]
     assert_calm(
         sheets,
         statuses=STATUSES,
@@ -126,6 +128,7 @@ async def new_game(frame_recorder: Any, pilot: Any, app: StoryloomApp, narrator:
         regions={"story": "#transcript"},
         texts={
             "time": lambda app: f"{time.monotonic():.4f}",
+            "top": lambda app: app.game.transcript.scroll_y,
             "busy": lambda app: app.game.running,
             "following": lambda app: app.game.transcript.following,
             "swaps": lambda app: sum(m.prose.swaps for m in app.game.transcript.live_messages()),
@@ -295,6 +298,60 @@ async def test_typing_types_whatever_has_focus(frame_recorder: Any, size: tuple[
         assert app.game.latest_message().player_input == "go north"
         assert app.game.command_input.value == ""
     check(game)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_tab_moves_the_focus_between_messages_on_screen_without_moving_the_story(
+    frame_recorder: Any, size: tuple[int, int]
+) -> None:
+    """Tab from the input line focuses the oldest message on screen and shift+tab the newest: nothing
+    moves. Only focusing a message with no row on screen moves the story, in one step, by the fewest
+    rows: its top row comes to the view's top row."""
+    replies = [GatedReply(turn_text(story(3, tag), [])) for tag in "abcdef"]
+    async with playing(frame_recorder, replies, size) as game:
+        app, pilot = game.app, game.pilot
+        for command in ("look", "wait", "listen", "rest", "go on", "sleep"):
+            await game.send(command)
+        screen, transcript = app.game, app.game.transcript
+        on_screen = [m for m in transcript.live_messages() if m.region.overlaps(transcript.scrollable_content_region)]
+        assert len(on_screen) < len(transcript.live_messages()), "the story must be taller than the view"
+
+        def press(key: str) -> Any:
+            game.recorder.mark(key)
+            return pilot.press(key)
+
+        await press("tab")
+        await pilot.pause(0.3)
+        assert screen.focused is on_screen[0], (screen.focused, on_screen[0])
+        for message in on_screen[1:]:
+            await press("tab")
+            await pilot.pause(0.1)
+            assert screen.focused is message
+        await press("tab")
+        await pilot.pause(0.1)
+        assert screen.focused is screen.command_input
+        await press("shift+tab")
+        await pilot.pause(0.1)
+        assert screen.focused is on_screen[-1] is transcript.latest_message()
+        for char in "go":
+            await press(char)
+        assert screen.command_input.value == "go" and screen.focused is screen.command_input
+        await pilot.pause(0.3)
+        still = len(game.recorder.frames)
+        assert transcript.following
+        await press("shift+tab")
+        for _ in on_screen:
+            await press("shift+tab")
+            await pilot.pause(0.3)
+        above = screen.focused
+        assert isinstance(above, TurnMessage) and above not in on_screen
+        game.recorder.stop()
+        frames = game.recorder.frames
+        top_row = "\n".join(view(frames[-1])[:2])
+        assert above.prose.text.split("\n")[0][:12] in top_row, (top_row, above.prose.text[:40])
+        moved = [k for k in range(still + 1, len(frames)) if frames[k].texts["top"] != frames[k - 1].texts["top"]]
+        assert len(moved) == 1, f"the story moved over {len(moved)} frames, not in one step"
+    check(game, still)
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -32,6 +32,8 @@ from storyloom.tui.widgets.story_view import StoryView
 from storyloom.tui.widgets.turn_message import TurnMessage, details_events
 
 if TYPE_CHECKING:
+    from textual.css.query import QueryType
+
     from storyloom.saves.resume import PastTurn
     from storyloom.tui.session import PlaySession
 
@@ -288,6 +290,44 @@ class StoryScreen(Screen[None]):
         self.refresh_bindings()
 
     # -- reading the story
+
+    def focus_next(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        """Tab from the line below the story goes to the oldest message on screen, not the oldest
+        live one: that one was often a screenful up, and the view glided up to it."""
+        return self._focus_on_screen(first=True) or super().focus_next(selector)
+
+    def focus_previous(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        """shift+tab from the line below the story goes to the newest message on screen."""
+        return self._focus_on_screen(first=False) or super().focus_previous(selector)
+
+    def _focus_on_screen(self, *, first: bool) -> TurnMessage | None:
+        if isinstance(self.focused, TurnMessage):
+            return None
+        seen = [message for message in self.transcript.live_messages() if self._in_view(message)]
+        if not seen:
+            return None
+        message = seen[0] if first else seen[-1]
+        self.set_focus(message)
+        return message
+
+    def _in_view(self, widget: Widget) -> bool:
+        """True when at least one row of `widget` shows in the story's view."""
+        view = self.transcript.scrollable_content_region
+        return widget.display and bool(self.transcript.region) and widget.region.overlaps(view)
+
+    def set_focus(self, widget: Widget | None, scroll_visible: bool = True, from_app_focus: bool = False) -> None:
+        """Focus a widget, moving the story only to bring a message with no row on screen into view,
+        by the fewest rows and at once.
+
+        Textual centres a widget that is not wholly in view, with an animation: a focused message
+        half on screen moved the story, and Tab glided it up over three frames.
+        """
+        if not isinstance(widget, TurnMessage):
+            super().set_focus(widget, scroll_visible, from_app_focus)
+            return
+        super().set_focus(widget, scroll_visible=False, from_app_focus=from_app_focus)
+        if scroll_visible and self.focused is widget and not self._in_view(widget):
+            widget.scroll_visible(animate=False, immediate=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "details":
