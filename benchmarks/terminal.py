@@ -305,7 +305,25 @@ class Terminal:
             time.sleep(0.02)
         raise RuntimeError(f"the program never settled:\n{_screen_text(self.text)}")
 
+    def quit(self, limit: float = 30) -> float:
+        """Press ctrl+q and wait for the program to end; the seconds that took (what a player waits for,
+        the save closed and its resume record written, before the shell is theirs again)."""
+        pressed = time.perf_counter()
+        self.type("\x11")
+        deadline = pressed + limit
+        while time.perf_counter() < deadline:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.pid = 0
+                return time.perf_counter() - pressed
+            time.sleep(0.002)
+        raise RuntimeError(f"the program did not end within {limit} s of ctrl+q:\n{_screen_text(self.text)}")
+
     def close(self) -> None:
+        if not self.pid:  # it ended already (`quit`)
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            return
         with contextlib.suppress(OSError):
             self.type("\x11")  # ctrl+q
         deadline = time.perf_counter() + 5
@@ -660,7 +678,8 @@ Bare().run()
 def open_case(which: str, save: Path | None, home: Path, cache: Path | None = None) -> dict[str, float]:
     """Start a program in the pty; time its first frame, when it is usable (storyloom: the game screen is up,
     the save read and checked; the bare app: its first frame) and when it stops painting but a cursor's
-    blink (storyloom: the older turns of the story folded in behind); its peak RSS.
+    blink (storyloom: the older turns of the story folded in behind); its peak RSS; then how long it takes
+    to end after ctrl+q.
 
     Args:
         cache: a cache folder to copy into `home` as its `XDG_CACHE_HOME` (the save's resume record, as
@@ -688,9 +707,16 @@ def open_case(which: str, save: Path | None, home: Path, cache: Path | None = No
         usable = (terminal.found_at or settled) - started
         first = terminal.frames[0] - started
         peak = _peak_rss_mb(terminal.pid)
+        ended = terminal.quit()
     finally:
         terminal.close()
-    return {"first_frame_s": first, "usable_s": usable, "settled_s": settled - started, "peak_rss_mb": peak}
+    return {
+        "first_frame_s": first,
+        "usable_s": usable,
+        "settled_s": settled - started,
+        "peak_rss_mb": peak,
+        "quit_s": ended,
+    }
 
 
 def _on_disk(path: Path) -> None:
@@ -816,6 +842,11 @@ def resume_rows(figure: Figure, large: int = 5000, small: int = 10, runs: int = 
             f"s to the first frame, {large:,}-turn save resumed (pty)",
             result["large"]["first_frame_s"],
             result["bare"]["first_frame_s"],
+        ),
+        Row(
+            f"s from ctrl+q to the program's end, {large:,}-turn save resumed (pty)",
+            result["large"]["quit_s"],
+            result["bare"]["quit_s"],
         ),
         Row(
             f"MB peak resident, {large:,}-turn save resumed vs {small}-turn",

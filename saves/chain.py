@@ -90,9 +90,9 @@ class Chain:
         return None if self._hashed is None else self._hashed.hexdigest()
 
     @property
-    def copying(self) -> tuple[int, str] | None:
-        """(size, sha256) of the file's first bytes while the thread is still copying them, else None."""
-        return self._prefix_at if self._copying is not None and self._copying.is_alive() else None
+    def file_prefix(self) -> tuple[int, str] | None:
+        """(size, sha256) of the file's first bytes when a thread copies them (`keep_file_prefix`), else None."""
+        return self._prefix_at if self._copying is not None else None
 
     def stop(self) -> None:
         """End the thread copying the file's first bytes (the save is closed: no rescue will need them)."""

@@ -271,13 +271,21 @@ def _rebuilt(
     return progress.built, tries, ended
 
 
-def remember(path: Path, pack: StoryPack, point: ResumePoint | None = None, *, new: bool = False) -> None:
+def remember(
+    path: Path,
+    pack: StoryPack,
+    point: ResumePoint | None = None,
+    *,
+    new: bool = False,
+    prefix: tuple[int, hashlib._Hash] | None = None,
+) -> None:
     """Write the resume record of a save whose session closed (the app, headless play): where judging
     stands at its last record, judged on from `point` (where its resume left it), else from its resume
     record, else, for a save this session created (`new`), from its start: it costs judging the records
     written since, never the whole of a long save at quit. Nothing is written when the save does not
     end settled, and nothing here is ever an error: the record is only a shortcut (a save that no
-    longer reads or judges keeps none; its resume says why)."""
+    longer reads or judges keeps none; its resume says why). `prefix`: (size, sha256 so far) of the
+    file's first bytes as just read (`Journal.prefix_hashed`), so that they are not hashed again."""
     try:
         fd = open_regular(path)
     except OSError:
@@ -287,11 +295,9 @@ def remember(path: Path, pack: StoryPack, point: ResumePoint | None = None, *, n
         rules = open_stream_at(path, fd).header.rules
         point = point or resume_record.load(first, pack, rules)
         hashed, start, tries, at = hashlib.sha256(), None, _Tries(), None
-        if point is not None and prefix_digest(fd, point.at.offset, hashed) == point.sha256:
-            start, tries, at = point.progress, _Tries(point.tries), point.at
-        elif new:
-            hashed = hashlib.sha256()
-        else:
+        if point is not None and (held := _hashed_before(fd, point, prefix)) is not None:
+            hashed, start, tries, at = held, point.progress, _Tries(point.tries), point.at
+        elif not new:
             return
         stream = open_stream_at(path, fd, keep=hashed.update, at=at)
         with gc_paused():
@@ -305,6 +311,17 @@ def remember(path: Path, pack: StoryPack, point: ResumePoint | None = None, *, n
         pass
     finally:
         os.close(fd)
+
+
+def _hashed_before(fd: int, point: ResumePoint, prefix: tuple[int, hashlib._Hash] | None) -> hashlib._Hash | None:
+    """The sha256 so far of the file's bytes before `point`, when they hash as it says, else None; taken
+    from `prefix` when that is those bytes, already read."""
+    if prefix is not None and prefix[0] == point.at.offset:
+        hashed = prefix[1].copy()
+    else:
+        hashed = hashlib.sha256()
+        prefix_digest(fd, point.at.offset, hashed)
+    return hashed if hashed.hexdigest() == point.sha256 else None
 
 
 def header_for(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -137,6 +138,9 @@ class Journal:
         self._truncate_to: int | None = None
         self._size = 0
         """Bytes of the file as this journal wrote it: anything else there means someone else changed it."""
+        self.prefix_hashed: tuple[int, hashlib._Hash] | None = None
+        """(size, sha256 so far) of the file's first bytes as the last `check` read them, when a thread
+        copied those (a save resumed from its resume record): its resume record at quit hashes on from it."""
         self._ledger = StoryLedger(keep=1)
         """The story so far; its counts go into each outcome record (`storyloom saves` reads the last)."""
 
@@ -443,6 +447,7 @@ class Journal:
         the story; it is then `broken`, as after a failed write, and `save_as` can write it
         whole elsewhere. Returns why it stopped being written, or None.
         """
+        self.prefix_hashed = None
         if self._broken is None and self._fd is not None and self._placed:
             try:
                 changed = self._changed_on_disk(tail=True) or self._changed_inside()
@@ -492,10 +497,12 @@ class Journal:
         if self._truncate_to is not None:
             return None  # a reopened save not written yet: it is the file that was read
         changed, offset, prefix = "the save file was changed in place while the game was running", 0, True
-        if (copying := self._chain.copying) is not None:  # not copied yet: its bytes must hash as they did
-            if prefix_digest(self._fd, copying[0]) != copying[1]:
+        if (kept := self._chain.file_prefix) is not None:  # hashed, not unpacked: 0.08 s against 0.3 at 130 MB
+            hashed = hashlib.sha256()
+            if prefix_digest(self._fd, kept[0], hashed) != kept[1]:
                 return changed
-            offset, prefix = copying[0], False
+            self.prefix_hashed = (kept[0], hashed)
+            offset, prefix = kept[0], False
         for block in self._chain.blocks(prefix=prefix):
             if os.pread(self._fd, len(block), offset) != block:
                 return f"{changed} (it no longer reads back)"

@@ -266,10 +266,6 @@ def test_a_byte_changed_before_the_offset_while_the_game_runs_is_found_before_it
     copied: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whether or not the thread has copied the save's first bytes yet, the check before "saved" reads them back."""
-    from storyloom.saves.chain import Chain
-
-    if not copied:  # as if the thread were still copying them
-        monkeypatch.setattr(Chain, "copying", property(lambda chain: chain._prefix_at))
     path, _, _ = played_save(tmp_path / "s.jsonl", WALK * 3)
     _resumed(path)
     again = resume(path, OfflineNarrator(load_pack("lighthouse")))
@@ -357,9 +353,43 @@ def test_a_save_closed_while_its_copy_is_being_made_can_be_resumed_at_once(
     monkeypatch.setattr(chain.zlib, "compressobj", Slow)
     pack = load_pack("lighthouse")
     again = resume(path, OfflineNarrator(pack))
-    assert again.journal._chain.copying is not None, "still copying"
+    assert again.journal._chain._copying is not None and again.journal._chain._copying.is_alive(), "still copying"
     again.journal.close()
     resume(path, OfflineNarrator(pack)).journal.close()  # not refused as locked
+
+
+def test_quitting_a_resumed_save_reads_its_first_bytes_once_and_leaves_the_record_its_next_resume_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before "saved" hashes the save's bytes before the record's offset; the record written at
+    quit hashes on from there, not from the start again (at 50,000 turns each pass is 0.1 s)."""
+    from storyloom.saves.locations import HEADER_MAX_BYTES
+    from storyloom.tui.session import PlaySession
+    from storyloom.tui.settings import Settings
+
+    path, _, _ = played_save(tmp_path / "s.jsonl", WALK * 40)
+    _resumed(path)
+    offset = resume_record.remembered_offset(_header(path))
+    assert offset is not None and offset > 8 * HEADER_MAX_BYTES, offset
+    play = PlaySession(Settings(narrator="offline"), resume=path)
+    play.open()
+    assert play.journal is not None and play.journal.read_to is None, "read on from the record"
+    play.journal._chain.wait()
+    read = 0
+    real = os.pread
+
+    def counted(fd: int, size: int, at: int) -> bytes:
+        nonlocal read
+        found = real(fd, size, at)
+        read += max(0, min(at + len(found), offset) - at)
+        return found
+
+    monkeypatch.setattr(os, "pread", counted)
+    assert play.close()
+    monkeypatch.setattr(os, "pread", real)
+    assert offset <= read < 1.5 * offset, f"{read / offset:.2f} passes over the first bytes"
+    _, used = _resumed(path)
+    assert used, "the record written at quit is read on from"
 
 
 def _resumed_hashed(path: Path, hashed: Any) -> tuple[dict[str, Any], bool]:

@@ -375,7 +375,7 @@ class PlaySession:
         from storyloom.saves.resume import remember
 
         if self.pack is not None and journal.broken is None and not journal.unsaved:
-            remember(journal.path, self.pack, self._point, new=not journal.reopened)
+            remember(journal.path, self.pack, self._point, new=not journal.reopened, prefix=journal.prefix_hashed)
         self._point = None
 
     def _secure(self, journal: Journal) -> bool:
