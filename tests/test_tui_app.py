@@ -290,6 +290,34 @@ async def test_details_list_the_issues_and_what_the_correction_changed():
         await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
 
 
+async def test_ctrl_d_on_a_focused_turn_that_had_no_issues_says_so_not_another_turns_details():
+    app = make_app(
+        GatedReply(turn_text(PROSE, TAKE_LAMP)),
+        GatedReply(turn_text("You look around. " + PROSE, TAKE_BOTH)),
+        GatedReply(turn_text("You look around.", [])),
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "take lamp")
+        await finished(pilot, app)
+        await send(pilot, "look")
+        await finished(pilot, app)
+        first, latest = app.game.message(1), app.game.latest_message()
+        assert first is not None and latest is not None and latest.has_details and not first.has_details
+        assert "^d Details" in painted(app).splitlines()[-1]
+        first.focus(scroll_visible=False)
+        await pilot.pause(0.2)
+        assert "^d Details" not in painted(app).splitlines()[-1], "the footer offers details the turn has not"
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: isinstance(app.screen, IssueDetailsScreen))
+        await pilot.pause()
+        screen = painted(app)
+        assert "Turn 1 · details" in screen and "nothing to show" in screen, screen
+        assert "Correction 1" not in screen
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, IssueDetailsScreen))
+        assert app.screen.focused is first
+
+
 async def test_events_reach_the_hook_before_the_screen_shows_them():
     seen: list[tuple[str, str]] = []
     holder: list[StoryloomApp] = []

@@ -331,8 +331,8 @@ class StoryScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "details":
-            if isinstance(self.focused, TurnMessage) and self.focused.has_details:
-                return True
+            if isinstance(self.focused, TurnMessage):
+                return self.focused.has_details
             latest = self.latest_message()
             if latest is None:  # a resumed story: its newest turn is folded, with its details
                 folded = self.transcript.latest_folded()
@@ -356,9 +356,10 @@ class StoryScreen(Screen[None]):
         self.action_details()
 
     def action_details(self) -> None:
-        """ctrl+d: the latest turn's details; a turn without corrections says there is nothing to show."""
+        """ctrl+d: the focused turn's details, else the latest turn's; a turn without corrections says there
+        is nothing to show (not another turn's details, under a focused turn that had none)."""
         focused = self.focused
-        if isinstance(focused, TurnMessage) and focused.has_details:  # ctrl+d on a focused message: its own
+        if isinstance(focused, TurnMessage):
             self._open_details(focused)
             return
         latest = self.latest_message()
