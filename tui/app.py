@@ -296,7 +296,14 @@ class StoryloomApp(App[int]):
         lines = key_lines(
             [
                 ("Playing", [Binding("enter", "", "Send the command"), *game.BINDINGS]),
-                ("On a focused turn message (shift+tab or a click)", TurnMessage.BINDINGS),
+                (
+                    "On a focused turn message (tab or a click)",
+                    [
+                        Binding("tab", "", "The oldest on screen, then newer"),
+                        Binding("shift+tab", "", "The newest on screen, then older"),
+                        *TurnMessage.BINDINGS,
+                    ],
+                ),
                 ("Anywhere", [Binding("ctrl+p", "", "Command palette"), *self._keys_here()]),
             ],
             browser=self.is_web,

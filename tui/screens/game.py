@@ -337,7 +337,7 @@ class GameScreen(StoryScreen):
             self.notify("Wait for the turn to finish, or press Esc to cancel it.", severity="warning")
             return
         if not isinstance(focused, TurnMessage) or focused.outcome != "committed":
-            self.notify("Focus a committed turn first (shift+tab or a click), then ctrl+b continues from it.")
+            self.notify("Focus a committed turn first (tab or a click), then ctrl+b continues from it.")
             return
         try:
             event = self.play.branch(focused.turn)

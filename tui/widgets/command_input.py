@@ -15,7 +15,7 @@ class CommandInput(Input):
     """The player's command line: Enter sends, and typing always types.
 
     No single-letter key is taken from it: `r` and `d` act on a turn message only
-    when that message has focus (shift+tab or a click), and `ctrl+r` retries from here.
+    when that message has focus (tab, shift+tab or a click), and `ctrl+r` retries from here.
     """
 
     DEFAULT_PLACEHOLDER = "What do you do?  (Enter sends · ctrl+p commands)"
