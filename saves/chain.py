@@ -123,10 +123,11 @@ def _unpacked(packed: list[bytes]) -> Iterator[bytes]:
         yield rest
 
 
-def prefix_digest(fd: int, size: int, hashed: hashlib._Hash | None = None) -> str | None:
+def prefix_digest(fd: int, size: int, hashed: hashlib._Hash | None = None, *, start: int = 0) -> str | None:
     """The sha256 of the file's first `size` bytes (None when it is shorter), read by position; they
-    are fed to `hashed` when given (which may then hash what follows them)."""
-    hashed, offset = hashed or hashlib.sha256(), 0
+    are fed to `hashed` when given (which may then hash what follows them). From `start`: `hashed`
+    holds the bytes before it."""
+    hashed, offset = hashed or hashlib.sha256(), start
     while offset < size:
         block = os.pread(fd, min(BLOCK, size - offset), offset)
         if not block:
