@@ -55,6 +55,7 @@ def private_dirs(folder):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_DATA_HOME", str(folder / "data"))
         patch.setenv("XDG_CONFIG_HOME", str(folder / "config"))
+        patch.setenv("XDG_CACHE_HOME", str(folder / "cache"))  # before the per-test one: the module's saves
         yield
 
 

@@ -40,22 +40,24 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     commands = folder / "walk.txt"
     commands.write_text(COMMANDS, encoding="utf-8")
     path = folder / "seed5.jsonl"
-    code = cli.main(
-        [
-            "play",
-            "--headless",
-            "--commands",
-            str(commands),
-            "--faults",
-            "0.5",
-            "--seed",
-            "5",
-            "--pace",
-            "0.002",
-            "--save",
-            str(path),
-        ]
-    )
+    with pytest.MonkeyPatch.context() as patch:  # closing the session leaves a resume record: not in the real cache
+        patch.setenv("XDG_CACHE_HOME", str(folder / "cache"))
+        code = cli.main(
+            [
+                "play",
+                "--headless",
+                "--commands",
+                str(commands),
+                "--faults",
+                "0.5",
+                "--seed",
+                "5",
+                "--pace",
+                "0.002",
+                "--save",
+                str(path),
+            ]
+        )
     assert code == 0
     return path
 
